@@ -1,0 +1,166 @@
+import OvertimeLoop
+import OvertimeProtocol
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// Runs tasks as child processes under their budgets, on one event loop.
+///
+/// The supervisor is the embeddable engine behind `overtime run` (and later the queue):
+/// it spawns each task in a session of its own with the channel on fd 3, applies the
+/// budget of DESIGN §1, cancels as DESIGN §2 says, and reports everything through one
+/// event handler. It prints nothing and installs no signal handlers unless asked.
+///
+/// ```swift
+/// let supervisor = try Supervisor { event in print(event.kind) }
+/// let task = supervisor.spawn(TaskSpec(arguments: ["python3", "train.py"],
+///                                      policy: BudgetPolicy(budget: .seconds(60))))
+/// let outcome = await task.outcome
+/// ```
+public final class Supervisor: Sendable {
+    /// Called for every event, in order, on the supervisor's loop thread: keep it quick.
+    public typealias EventHandler = @Sendable (TaskEvent) -> Void
+
+    /// Names this run; given to every task as `OVERTIME_RUN`.
+    public let runID: String
+    let loop: EventLoop
+    let eventHandler: EventHandler
+    private let nextTaskID = Atomic<Int>(1)
+    /// Loop-thread state: the running tasks and the signal watchers.
+    private let core: LoopBound<SupervisorCore>
+
+    /// Starts a supervisor with its own loop thread.
+    /// - Parameters:
+    ///   - runID: the run's id (default: a fresh one such as `20261130-050315-3fa2`).
+    ///   - onEvent: receives every event on the loop thread.
+    /// - Throws: `SystemError` when the loop cannot start.
+    public init(runID: String = RunID.generate(), onEvent: @escaping EventHandler = { _ in }) throws {
+        self.runID = runID
+        eventHandler = onEvent
+        let loop = try EventLoop()
+        self.loop = loop
+        core = LoopBound(SupervisorCore(runID: runID), loop: loop)
+    }
+
+    /// Starts a task. Spawn failures (command not found, not executable) are not thrown:
+    /// they arrive as the task's outcome, with exit code 127 or 126, like any other ending.
+    public func spawn(_ spec: TaskSpec) -> TaskHandle {
+        let ref = TaskRef(id: nextTaskID.add(1, ordering: .relaxed).oldValue, name: spec.name)
+        let handle = TaskHandle(ref: ref, supervisor: self)
+        let core = self.core
+        loop.execute { [self] in
+            let runner = TaskRunner(spec: spec, handle: handle, supervisor: self, core: core.value)
+            runner.start()
+        }
+        return handle
+    }
+
+    /// Cancels every running task with `reason`.
+    public func cancelAll(reason: CancelReason, grace: Duration? = nil) {
+        let core = self.core
+        loop.execute {
+            for runner in core.value.runners.values { _ = runner.cancel(reason: reason, grace: grace) }
+        }
+    }
+
+    /// Turns the supervisor's own SIGINT into a `user` cancel and SIGTERM into a `shutdown`
+    /// cancel of every task (tasks live in sessions of their own, so a terminal's Ctrl-C
+    /// reaches them only this way). Installed before any spawn that follows this call.
+    /// - Parameter onSignal: also told of each signal, on the loop thread.
+    public func cancelAllOnTerminationSignals(_ onSignal: @escaping @Sendable (Int32) -> Void = { _ in }) {
+        let core = self.core
+        loop.execute { [self] in
+            for (signal, reason) in [(SIGINT, CancelReason.user), (SIGTERM, .shutdown)] {
+                do {
+                    let watcher = try SignalWatcher(loop: loop, signal: signal) { signo in
+                        onSignal(signo)
+                        for runner in core.value.runners.values { _ = runner.cancel(reason: reason, grace: nil) }
+                    }
+                    core.value.signalWatchers.append(watcher)
+                } catch {
+                    // uv_signal_start fails only for invalid signal numbers; these are valid.
+                    assertionFailure("\(error)")
+                }
+            }
+        }
+    }
+
+    /// Stops the loop: any task still running is killed (SIGKILL to its group), watchers
+    /// close, and the loop thread ends. Call it when done with the supervisor.
+    public func shutdown() {
+        loop.shutdown()
+    }
+
+    func emit(_ event: TaskEvent) {
+        eventHandler(event)
+    }
+
+    /// Runs `body` with the task's runner on the loop thread; `ifGone` when it has ended.
+    func onRunner<R: Sendable>(_ handle: TaskHandle, ifGone: R, _ body: @escaping (TaskRunner) -> R) async -> R {
+        if handle.finishedOutcome != nil { return ifGone }
+        let core = self.core
+        let id = handle.ref.id
+        return await withCheckedContinuation { continuation in
+            let bound = UncheckedBox(body)
+            loop.execute {
+                guard let runner = core.value.runners[id] else {
+                    continuation.resume(returning: ifGone)
+                    return
+                }
+                continuation.resume(returning: bound.value(runner))
+            }
+        }
+    }
+}
+
+/// State that lives on the loop thread.
+final class SupervisorCore {
+    let runID: String
+    var runners: [Int: TaskRunner] = [:]
+    var signalWatchers: [SignalWatcher] = []
+    /// The environment every task inherits, read once, without any `OVERTIME_*` variable of
+    /// the supervisor's own (a supervisor run under another must not pass its channel on).
+    lazy var inheritedEnvironment: [String] = {
+        var result: [String] = []
+        var p = environ
+        while let entry = p.pointee {
+            let s = String(cString: entry)
+            if !s.hasPrefix("OVERTIME_") { result.append(s) }
+            p += 1
+        }
+        return result
+    }()
+
+    init(runID: String) {
+        self.runID = runID
+    }
+}
+
+/// Carries a value that is not `Sendable` to the loop thread, where alone it is used.
+struct UncheckedBox<T>: @unchecked Sendable {
+    let value: T
+    init(_ value: T) { self.value = value }
+}
+
+/// Run ids: the UTC start time and four random hex digits, sortable and unique enough for
+/// one machine: `20261130-050315-3fa2`.
+public enum RunID {
+    public static func generate() -> String {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        var t = now.tv_sec
+        var parts = tm()
+        gmtime_r(&t, &parts)
+        func pad(_ n: Int32, _ width: Int) -> String {
+            let s = String(n)
+            return String(repeating: "0", count: max(0, width - s.count)) + s
+        }
+        let date = pad(parts.tm_year + 1900, 4) + pad(parts.tm_mon + 1, 2) + pad(parts.tm_mday, 2)
+        let time = pad(parts.tm_hour, 2) + pad(parts.tm_min, 2) + pad(parts.tm_sec, 2)
+        let suffix = String(UInt16.random(in: 0...UInt16.max), radix: 16)
+        return "\(date)-\(time)-\(String(repeating: "0", count: 4 - suffix.count))\(suffix)"
+    }
+}

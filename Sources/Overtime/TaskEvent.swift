@@ -1,0 +1,58 @@
+import OvertimeProtocol
+
+/// Which task an event or outcome belongs to.
+public struct TaskRef: Sendable, Hashable, CustomStringConvertible {
+    /// Unique within one supervisor, in spawn order.
+    public let id: Int
+    /// The task's name, as given to it in `OVERTIME_TASK`.
+    public let name: String
+
+    public init(id: Int, name: String) {
+        self.id = id
+        self.name = name
+    }
+
+    public var description: String { name }
+}
+
+/// Why a budget changed.
+public enum BudgetChange: Sendable, Equatable {
+    /// The task started with its first budget.
+    case start
+    /// The task asked for `asked` more time; `granted` is false when refused or clipped.
+    case childExtend(asked: Duration, why: String?, granted: Bool)
+    /// An operator extended it (past `max-runtime` when `pastMax`).
+    case operatorExtend(amount: Duration, pastMax: Bool, clipped: Bool)
+    /// An operator or a policy revoked it.
+    case revoke(after: Duration)
+}
+
+/// Something that happened to a task. The supervisor hands every event to its event
+/// handler, on its loop thread, in order; the CLI, the display, the journal and the control
+/// socket are all consumers of this one stream.
+public struct TaskEvent: Sendable {
+    public enum Kind: Sendable, Equatable {
+        case started(pid: Int32)
+        case progress(Progress)
+        case ready
+        case result(JSONValue)
+        case budgetChanged(remaining: Duration?, cause: BudgetChange)
+        case expiring(remaining: Duration)
+        case cancelSent(reason: CancelReason, grace: Duration)
+        case killSent
+        case protocolError(ProtocolError, excerpt: String)
+        /// The task is over: exited, killed, or never started. Always the last event.
+        case exited(TaskOutcome)
+    }
+
+    public let task: TaskRef
+    /// When it happened, on the monotonic clock.
+    public let time: MonotonicInstant
+    public let kind: Kind
+
+    public init(task: TaskRef, time: MonotonicInstant, kind: Kind) {
+        self.task = task
+        self.time = time
+        self.kind = kind
+    }
+}

@@ -1,0 +1,309 @@
+import OvertimeLoop
+import OvertimeProtocol
+
+/// One task on the loop: carries out what its `TaskMachine` decides, and feeds it what the
+/// process, its channel and its timer report. Loop-thread only.
+final class TaskRunner {
+    let ref: TaskRef
+    private let spec: TaskSpec
+    private let handle: TaskHandle
+    private unowned let supervisor: Supervisor
+    private unowned let core: SupervisorCore
+    private var machine: TaskMachine
+    private var process: ChildProcess?
+    private var channel: ByteStream?
+    private var framer = LineFramer()
+    private var outputs: [ByteStream] = []
+    private let timer: LoopTimer
+    private var armedFor: MonotonicInstant?
+    private var exit: ChildExit?
+    private var exitedAt: MonotonicInstant?
+    private var finished = false
+    /// The time of the input being handled, stamped on the events it causes.
+    private var now: MonotonicInstant
+
+    /// After the leader exits, how long to wait for its channel and pipes to reach end of
+    /// file. Whatever it wrote before dying is already buffered and read at once; this only
+    /// bounds the wait for a descendant outside its group that still holds them open.
+    static let drainLimit = Duration.seconds(2)
+
+    init(spec: TaskSpec, handle: TaskHandle, supervisor: Supervisor, core: SupervisorCore) {
+        self.spec = spec
+        self.handle = handle
+        self.ref = handle.ref
+        self.supervisor = supervisor
+        self.core = core
+        now = Self.clock()
+        machine = TaskMachine(policy: spec.policy, startedAt: now)
+        timer = LoopTimer(loop: supervisor.loop)
+    }
+
+    static func clock() -> MonotonicInstant {
+        MonotonicInstant(nanoseconds: EventLoop.now())
+    }
+
+    // MARK: Start
+
+    func start() {
+        var passed: [Int32] = []   // descriptors the child inherits, closed here after spawn
+        defer { passed.forEach(Descriptors.close) }
+        do {
+            let (ours, theirs) = try Descriptors.socketPair()
+            passed.append(theirs)
+            let channel = try ByteStream(loop: supervisor.loop, fd: ours)
+            self.channel = channel
+            let stdin: Int32 = switch spec.stdin {
+            case .inherit: 0
+            case .null: try Descriptors.openNull(forWriting: false).also { passed.append($0) }
+            }
+            let stdout = try outputDescriptor(spec.stdout, inherit: 1, &passed)
+            let stderr = try outputDescriptor(spec.stderr, inherit: 2, &passed)
+            let request = SpawnRequest(
+                arguments: spec.arguments,
+                environment: environment(),
+                workingDirectory: spec.workingDirectory,
+                descriptors: [stdin, stdout, stderr, theirs]
+            )
+            guard !spec.arguments.isEmpty else { throw SystemError("an empty command", errno: 2) }
+            process = try ChildProcess(loop: supervisor.loop, request: request) { [unowned self] exit in
+                self.processExited(exit)
+            }
+        } catch {
+            failToStart(error)
+            return
+        }
+        core.runners[ref.id] = self
+        now = Self.clock()
+        machine = TaskMachine(policy: spec.policy, startedAt: now)
+        channel?.startReading(
+            onData: { [unowned self] bytes in self.channelData(bytes) },
+            onEnd: { [unowned self] _ in self.channelEnded() }
+        )
+        machine.start(pid: process!.pid, now: now, perform)
+        rearm()
+    }
+
+    private func outputDescriptor(_ target: OutputTarget, inherit fd: Int32, _ passed: inout [Int32]) throws(SystemError) -> Int32 {
+        switch target {
+        case .inherit:
+            return fd
+        case .discard:
+            return try Descriptors.openNull(forWriting: true).also { passed.append($0) }
+        case let .file(path, append):
+            return try Descriptors.openForWriting(path, append: append).also { passed.append($0) }
+        case let .capture(sink):
+            let (readEnd, writeEnd) = try Descriptors.pipe()
+            passed.append(writeEnd)
+            let stream = try ByteStream(loop: supervisor.loop, fd: readEnd)
+            outputs.append(stream)
+            stream.startReading(
+                onData: { bytes in sink(Array(bytes)) },
+                onEnd: { [unowned self, unowned stream] _ in
+                    stream.close()
+                    self.outputs.removeAll { $0 === stream }
+                    self.finishIfDrained()
+                }
+            )
+            return writeEnd
+        }
+    }
+
+    private func environment() -> [String] {
+        var env = spec.inheritEnvironment ? core.inheritedEnvironment : []
+        var overrides = spec.environment
+        overrides["OVERTIME_FD"] = "3"
+        overrides["OVERTIME_TASK"] = spec.name
+        overrides["OVERTIME_RUN"] = core.runID
+        if !spec.environment.isEmpty || !env.isEmpty {
+            env.removeAll { entry in
+                guard let eq = entry.firstIndex(of: "=") else { return false }
+                return overrides[String(entry[..<eq])] != nil
+            }
+        }
+        for (key, value) in overrides.sorted(by: { $0.key < $1.key }) { env.append("\(key)=\(value)") }
+        return env
+    }
+
+    private func failToStart(_ error: any Error) {
+        channel?.close()
+        channel = nil
+        outputs.forEach { $0.close() }
+        outputs.removeAll()
+        let failure: SpawnFailure
+        if let system = error as? SystemError {
+            failure = SpawnFailure(errno: system.errno, message: Self.describeSpawnFailure(system, command: spec.arguments.first ?? ""))
+        } else {
+            failure = SpawnFailure(errno: 0, message: "\(error)")
+        }
+        exit = nil
+        finish(termination: .failedToStart(failure))
+    }
+
+    static func describeSpawnFailure(_ error: SystemError, command: String) -> String {
+        switch error.errno {
+        case 2: return command.isEmpty ? "no command given" : "\(command): command not found"
+        case 13: return "\(command): permission denied"
+        case 8: return "\(command): not an executable format"
+        case 21: return "\(command): is a directory"
+        default: return "\(command): \(error)"
+        }
+    }
+
+    // MARK: Inputs
+
+    private func channelData(_ bytes: UnsafeRawBufferPointer) {
+        now = Self.clock()
+        framer.feed(bytes) { item in handleLine(item) }
+        rearm()
+    }
+
+    private func handleLine(_ item: LineFramer.Item) {
+        switch item {
+        case let .line(line):
+            do {
+                let message = try ChildMessage.decode(line)
+                machine.receive(message, now: now, perform)
+            } catch {
+                machine.rejectLine(error, excerpt: Self.excerpt(line), perform)
+            }
+        case let .overlong(excerpt):
+            excerpt.withUnsafeBytes { bytes in
+                machine.rejectLine(ProtocolError(.tooLong, "line longer than 64 KiB"), excerpt: Self.excerpt(bytes), perform)
+            }
+        }
+    }
+
+    /// The first bytes of a bad line, printable: invalid UTF-8 and control characters are
+    /// replaced, so a report never carries them on.
+    static func excerpt(_ line: UnsafeRawBufferPointer) -> String {
+        let limit = 60
+        var text = String(decoding: line.prefix(limit), as: UTF8.self)
+        text = String(text.unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7F ? "�" : Character($0) })
+        return line.count > limit ? text + "…" : text
+    }
+
+    private func channelEnded() {
+        now = Self.clock()
+        framer.finish { item in handleLine(item) }
+        channel?.close()
+        channel = nil
+        finishIfDrained()
+    }
+
+    private func timerFired() {
+        armedFor = nil
+        now = Self.clock()
+        if exit != nil {
+            // The drain limit passed: finish with what was read.
+            outputs.forEach { $0.close() }
+            outputs.removeAll()
+            if channel != nil {
+                framer.finish { item in handleLine(item) }
+                channel?.close()
+                channel = nil
+            }
+            finishIfDrained()
+            return
+        }
+        machine.tick(now: now, perform)
+        rearm()
+    }
+
+    private func processExited(_ status: ChildExit) {
+        now = Self.clock()
+        exit = status
+        exitedAt = now
+        machine.exited(perform)
+        timer.cancel()
+        armedFor = now + Self.drainLimit
+        timer.schedule(inNanoseconds: Self.drainLimit.nanoseconds) { [unowned self] in self.timerFired() }
+        finishIfDrained()
+    }
+
+    // MARK: Operator requests
+
+    func cancel(reason: CancelReason, grace: Duration?) -> TaskMachine.CancelResult {
+        now = Self.clock()
+        defer { rearm() }
+        return machine.cancel(reason: reason, grace: grace, now: now, perform)
+    }
+
+    func operatorExtend(by amount: Duration, pastMax: Bool) -> TaskMachine.OperatorResult {
+        now = Self.clock()
+        defer { rearm() }
+        return machine.operatorExtend(by: amount, pastMax: pastMax, now: now, perform)
+    }
+
+    func revoke(after: Duration) -> TaskMachine.OperatorResult {
+        now = Self.clock()
+        defer { rearm() }
+        return machine.revoke(after: after, now: now, perform)
+    }
+
+    // MARK: Actions
+
+    private func perform(_ action: TaskMachine.Action) {
+        switch action {
+        case let .send(message):
+            channel?.write(message.encoded())
+        case let .signalGroup(signal):
+            process?.signalGroup(signal)
+        case .killLeftovers:
+            process?.killLeftoverGroup()
+        case let .emit(kind):
+            supervisor.emit(TaskEvent(task: ref, time: now, kind: kind))
+        }
+    }
+
+    /// Keeps the timer armed at the machine's next wake-up or earlier. A later wake-up
+    /// (a deadline moved by progress) leaves the timer alone: it fires, finds nothing due,
+    /// and re-arms.
+    private func rearm() {
+        guard exit == nil, let wake = machine.nextWake else { return }
+        if let armed = armedFor, armed <= wake { return }
+        armedFor = wake
+        timer.schedule(inNanoseconds: max(0, (wake - now).nanoseconds)) { [unowned self] in self.timerFired() }
+    }
+
+    // MARK: End
+
+    private func finishIfDrained() {
+        guard let exit, channel == nil, outputs.isEmpty else { return }
+        let termination: Termination = switch exit {
+        case let .exited(code): .exited(code)
+        case let .signaled(signal): .signaled(signal)
+        }
+        finish(termination: termination)
+    }
+
+    private func finish(termination: Termination) {
+        guard !finished else { return }
+        finished = true
+        timer.close()
+        core.runners[ref.id] = nil
+        let killed = machine.killSent && termination == .signaled(9)
+        let outcome = TaskOutcome(
+            task: ref,
+            pid: process?.pid,
+            termination: termination,
+            cancelReason: machine.cancelReason,
+            killed: killed,
+            elapsed: (exitedAt ?? machine.startedAt) - machine.startedAt,
+            lastProgress: machine.lastProgress,
+            result: machine.result,
+            protocolErrors: machine.protocolErrors,
+            wasReady: machine.isReady
+        )
+        now = exitedAt ?? Self.clock()
+        supervisor.emit(TaskEvent(task: ref, time: Self.clock(), kind: .exited(outcome)))
+        handle.complete(outcome)
+    }
+}
+
+extension Int32 {
+    /// Runs `body` with the value and returns it (for registering a descriptor as it opens).
+    func also(_ body: (Int32) -> Void) -> Int32 {
+        body(self)
+        return self
+    }
+}

@@ -1,0 +1,65 @@
+/// Where a task's standard output or error goes.
+public enum OutputTarget: Sendable {
+    /// The supervisor's own descriptor (what `overtime run` does).
+    case inherit
+    /// `/dev/null`.
+    case discard
+    /// A file, created if missing. The task writes to it directly, so every byte it wrote
+    /// is there even if it (or the supervisor) is killed.
+    case file(path: String, append: Bool)
+    /// A pipe the supervisor drains to the end; each chunk goes to the handler, on the
+    /// supervisor's loop thread, before the task's `exited` event.
+    case capture(@Sendable ([UInt8]) -> Void)
+}
+
+/// Where a task's standard input comes from.
+public enum InputSource: Sendable {
+    case inherit
+    case null
+}
+
+/// Everything needed to start one task.
+public struct TaskSpec: Sendable {
+    /// Shown in events and reports, and given to the task as `OVERTIME_TASK`.
+    public var name: String
+    /// argv, run directly (never through a shell); the command is found on `PATH`.
+    public var arguments: [String]
+    /// Variables to set on top of the inherited environment.
+    public var environment: [String: String]
+    /// When false the task starts from an empty environment (plus `environment` and the
+    /// `OVERTIME_*` variables).
+    public var inheritEnvironment: Bool
+    public var workingDirectory: String?
+    public var policy: BudgetPolicy
+    public var stdin: InputSource
+    public var stdout: OutputTarget
+    public var stderr: OutputTarget
+
+    public init(
+        name: String? = nil,
+        arguments: [String],
+        environment: [String: String] = [:],
+        inheritEnvironment: Bool = true,
+        workingDirectory: String? = nil,
+        policy: BudgetPolicy = .default,
+        stdin: InputSource = .inherit,
+        stdout: OutputTarget = .inherit,
+        stderr: OutputTarget = .inherit
+    ) {
+        self.name = name ?? TaskSpec.defaultName(for: arguments)
+        self.arguments = arguments
+        self.environment = environment
+        self.inheritEnvironment = inheritEnvironment
+        self.workingDirectory = workingDirectory
+        self.policy = policy
+        self.stdin = stdin
+        self.stdout = stdout
+        self.stderr = stderr
+    }
+
+    /// The command's base name (`/usr/bin/python3` → `python3`).
+    public static func defaultName(for arguments: [String]) -> String {
+        guard let command = arguments.first, !command.isEmpty else { return "task" }
+        return command.split(separator: "/").last.map(String.init) ?? command
+    }
+}

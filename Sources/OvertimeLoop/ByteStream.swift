@@ -1,0 +1,120 @@
+import CLibUV
+
+/// Reads a pipe or socket on the loop, and (for a task's channel) writes to it.
+/// Loop-thread only.
+///
+/// Reads land in one reusable 64 KiB buffer and are handed out in place. Writes never block
+/// and never raise SIGPIPE: they go straight to the socket with `send`, and whatever does
+/// not fit waits in a bounded queue that is flushed on the next write or read. A peer that
+/// never reads (most tasks ignore fd 3) cannot make the supervisor buffer without bound.
+public final class ByteStream: LoopHandleOwner {
+    /// Bytes read, valid only during the call.
+    public typealias DataHandler = (UnsafeRawBufferPointer) -> Void
+    /// The stream ended: nil at end of file, an errno on a read error.
+    public typealias EndHandler = (Int32?) -> Void
+
+    static let readBufferSize = 64 * 1024
+    /// The most the outgoing queue holds before whole messages are dropped.
+    public static let maxQueuedOutput = 64 * 1024
+
+    private let handle: UnsafeMutablePointer<uv_pipe_t>
+    private let buffer: UnsafeMutableRawPointer
+    private let fd: Int32
+    private var onData: DataHandler?
+    private var onEnd: EndHandler?
+    private var outgoing: [UInt8] = []
+    private var peerGone = false
+    public private(set) var isClosed = false
+    /// Messages dropped because the peer was gone or its buffer full.
+    public private(set) var droppedWrites = 0
+
+    /// Takes ownership of `fd` (closed with the stream).
+    public init(loop: EventLoop, fd: Int32) throws(SystemError) {
+        self.fd = fd
+        handle = .allocate(capacity: 1)
+        buffer = .allocate(byteCount: Self.readBufferSize, alignment: 16)
+        uv_pipe_init(loop.uvLoop, handle, 0)
+        handle.pointee.data = Unmanaged.passRetained(self).toOpaque()
+        let rc = uv_pipe_open(handle, fd)
+        if rc < 0 {
+            close()
+            Descriptors.close(fd)
+            try uvCheck("opening descriptor \(fd) on the loop", rc)
+        }
+    }
+
+    private var uvStream: UnsafeMutablePointer<uv_stream_t> {
+        UnsafeMutableRawPointer(handle).assumingMemoryBound(to: uv_stream_t.self)
+    }
+
+    /// Starts reading; `onEnd` is called once, after which no data arrives.
+    public func startReading(onData: @escaping DataHandler, onEnd: @escaping EndHandler) {
+        guard !isClosed else { return }
+        self.onData = onData
+        self.onEnd = onEnd
+        uv_read_start(uvStream, { h, _, buf in
+            let stream = Unmanaged<ByteStream>.fromOpaque(h!.pointee.data).takeUnretainedValue()
+            buf!.pointee = uv_buf_init(stream.buffer.assumingMemoryBound(to: CChar.self), UInt32(ByteStream.readBufferSize))
+        }, { h, nread, _ in
+            let stream = Unmanaged<ByteStream>.fromOpaque(h!.pointee.data).takeUnretainedValue()
+            stream.didRead(nread)
+        })
+    }
+
+    private func didRead(_ nread: Int) {
+        if nread > 0 {
+            onData?(UnsafeRawBufferPointer(start: buffer, count: nread))
+            if !outgoing.isEmpty { flush() }
+        } else if nread < 0 {
+            uv_read_stop(uvStream)
+            let end = onEnd
+            onData = nil
+            onEnd = nil
+            end?(nread == Int(UV_EOF.rawValue) ? nil : Int32(-nread))
+        }
+    }
+
+    /// Queues `message` whole (or drops it whole) and sends what the peer will take now.
+    /// - Returns: false when the message was dropped.
+    @discardableResult
+    public func write(_ message: [UInt8]) -> Bool {
+        guard !isClosed, !peerGone else {
+            droppedWrites += 1
+            return false
+        }
+        if outgoing.count + message.count > Self.maxQueuedOutput {
+            droppedWrites += 1
+            return false
+        }
+        outgoing.append(contentsOf: message)
+        flush()
+        return true
+    }
+
+    private func flush() {
+        guard !outgoing.isEmpty, !peerGone else { return }
+        let sent = outgoing.withUnsafeBytes { Descriptors.sendNonBlocking(fd, $0) }
+        guard let sent else {
+            peerGone = true
+            outgoing.removeAll()
+            return
+        }
+        outgoing.removeFirst(sent)
+    }
+
+    /// Stops reading and closes the descriptor. Idempotent.
+    public func close() {
+        guard !isClosed else { return }
+        isClosed = true
+        onData = nil
+        onEnd = nil
+        uv_close(UnsafeMutableRawPointer(handle).assumingMemoryBound(to: uv_handle_t.self)) { h in
+            let raw = h!
+            let stream = Unmanaged<ByteStream>.fromOpaque(raw.pointee.data).takeRetainedValue()
+            stream.buffer.deallocate()
+            UnsafeMutableRawPointer(raw).assumingMemoryBound(to: uv_pipe_t.self).deallocate()
+        }
+    }
+
+    func closeForShutdown() { close() }
+}

@@ -1,0 +1,74 @@
+import CLibUV
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// Descriptor plumbing for spawning tasks. Every descriptor made here is close-on-exec from
+/// birth, so a task only ever receives the ones handed to it explicitly.
+public enum Descriptors {
+    /// A connected Unix stream socket pair: (supervisor's end, task's end).
+    public static func socketPair() throws(SystemError) -> (Int32, Int32) {
+        var fds: [Int32] = [-1, -1]
+        try syscall("socketpair") {
+            socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &fds)
+        }
+        return (fds[0], fds[1])
+    }
+
+    /// A pipe: (read end, write end).
+    public static func pipe() throws(SystemError) -> (Int32, Int32) {
+        var fds: [Int32] = [-1, -1]
+        try syscall("pipe2") { overtime_pipe_cloexec(&fds) }
+        return (fds[0], fds[1])
+    }
+
+    /// Opens a file for a task's output (created 0644; appended or truncated).
+    public static func openForWriting(_ path: String, append: Bool) throws(SystemError) -> Int32 {
+        let flags = O_WRONLY | O_CREAT | O_CLOEXEC | (append ? O_APPEND : O_TRUNC)
+        return try syscall("open \(path)") { open(path, flags, 0o644) }
+    }
+
+    /// Opens `/dev/null` (for a task's stdin, or output nobody wants).
+    public static func openNull(forWriting: Bool) throws(SystemError) -> Int32 {
+        try syscall("open /dev/null") { open("/dev/null", (forWriting ? O_WRONLY : O_RDONLY) | O_CLOEXEC) }
+    }
+
+    public static func close(_ fd: Int32) {
+        _ = Glibc.close(fd)  // after close, even EINTR leaves fd closed on Linux: never retry
+    }
+
+    /// Marks every descriptor from 3 up close-on-exec.
+    ///
+    /// Descriptors Overtime opens are close-on-exec already; this catches the ones it
+    /// inherited from whoever started it, and any an embedding program opened carelessly,
+    /// so a task sees only fds 0–3. One `close_range` call on Linux ≥ 5.11; a walk of
+    /// /proc/self/fd on older kernels.
+    public static func markInheritedCloseOnExec() {
+        if overtime_mark_cloexec_from(3) == 0 { return }
+        guard let dir = opendir("/proc/self/fd") else { return }
+        defer { closedir(dir) }
+        let own = dirfd(dir)
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self) }
+            guard let fd = Int32(name), fd >= 3, fd != own else { continue }
+            let flags = fcntl(fd, F_GETFD)
+            if flags >= 0, flags & FD_CLOEXEC == 0 { _ = fcntl(fd, F_SETFD, flags | FD_CLOEXEC) }
+        }
+    }
+
+    /// Sends `bytes` without blocking and without SIGPIPE. Returns the count written (0 when
+    /// the peer's buffer is full) or nil when the peer is gone.
+    static func sendNonBlocking(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Int? {
+        while true {
+            let n = send(fd, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT))
+            if n >= 0 { return n }
+            switch errno {
+            case EINTR: continue
+            case EAGAIN, EWOULDBLOCK: return 0
+            default: return nil
+            }
+        }
+    }
+}

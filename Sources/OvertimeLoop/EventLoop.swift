@@ -1,0 +1,143 @@
+import CLibUV
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// A libuv loop running on a thread of its own.
+///
+/// Everything that touches the loop's handles runs on that thread. Other threads hand it
+/// work with `execute`, which queues a closure and wakes the loop with `uv_async_send` (the
+/// one libuv call that is safe from any thread; several sends may merge into one wake-up,
+/// so the queue, not the wake-up, carries the work).
+///
+/// `@unchecked Sendable`: the only state touched off the loop thread is the job queue
+/// (behind a mutex) and the async handle (`uv_async_send` is thread-safe).
+public final class EventLoop: @unchecked Sendable {
+    let uvLoop: UnsafeMutablePointer<uv_loop_t>
+    private let wakeup: UnsafeMutablePointer<uv_async_t>
+    private let jobs = Mutex<[() -> Void]>([])
+    private let state = Mutex<(stopping: Bool, thread: pthread_t?)>((false, nil))
+    private let threadID = Atomic<UInt>(0)
+
+    /// Starts a loop and its thread.
+    /// - Throws: `SystemError` when libuv or the thread cannot be set up.
+    public init() throws(SystemError) {
+        uvLoop = .allocate(capacity: 1)
+        wakeup = .allocate(capacity: 1)
+        try uvCheck("uv_loop_init", uv_loop_init(uvLoop))
+        try uvCheck("uv_async_init", uv_async_init(uvLoop, wakeup) { handle in
+            let loop = Unmanaged<EventLoop>.fromOpaque(handle!.pointee.data).takeUnretainedValue()
+            loop.runJobs()
+        })
+        // The async handle holds the loop object unretained; the thread holds it retained.
+        wakeup.pointee.data = Unmanaged.passUnretained(self).toOpaque()
+        let box = Unmanaged.passRetained(self).toOpaque()
+        var thread = pthread_t()
+        let rc = pthread_create(&thread, nil, { arg in
+            let loop = Unmanaged<EventLoop>.fromOpaque(arg!).takeRetainedValue()
+            loop.threadMain()
+            return nil
+        }, box)
+        guard rc == 0 else {
+            Unmanaged<EventLoop>.fromOpaque(box).release()
+            throw SystemError("pthread_create", errno: rc)
+        }
+        state.withLock { $0.thread = thread }
+    }
+
+    /// True on the loop's own thread.
+    public var inLoopThread: Bool {
+        threadID.load(ordering: .acquiring) == UInt(bitPattern: Int(bitPattern: pthread_self()))
+    }
+
+    /// Runs `job` on the loop thread, soon. Safe from any thread, including the loop's own.
+    /// Jobs queued after `shutdown` began are dropped.
+    public func execute(_ job: @escaping @Sendable () -> Void) {
+        let accepted = state.withLock { !$0.stopping }
+        guard accepted else { return }
+        jobs.withLock { $0.append(job) }
+        uv_async_send(wakeup)
+    }
+
+    /// Monotonic time now (CLOCK_MONOTONIC, nanoseconds).
+    public static func now() -> Int64 {
+        Int64(bitPattern: uv_hrtime())
+    }
+
+    /// Closes every handle, lets their close callbacks run, and ends the loop thread.
+    /// Blocks until the thread has finished; must not be called from the loop thread.
+    public func shutdown() {
+        precondition(!inLoopThread, "EventLoop.shutdown() would wait for itself")
+        let thread: pthread_t? = state.withLock { s in
+            if s.stopping { return nil }
+            s.stopping = true
+            return s.thread
+        }
+        guard let thread else { return }
+        jobs.withLock { $0.append { [unowned self] in self.closeEverything() } }
+        uv_async_send(wakeup)
+        pthread_join(thread, nil)
+    }
+
+    private func threadMain() {
+        threadID.store(UInt(bitPattern: Int(bitPattern: pthread_self())), ordering: .releasing)
+        uv_run(uvLoop, UV_RUN_DEFAULT)
+        uv_loop_close(uvLoop)
+    }
+
+    private func runJobs() {
+        while true {
+            let batch = jobs.withLock { queue -> [() -> Void] in
+                let taken = queue
+                queue.removeAll()
+                return taken
+            }
+            if batch.isEmpty { return }
+            for job in batch { job() }
+        }
+    }
+
+    private func closeEverything() {
+        uv_walk(uvLoop, { handle, _ in
+            guard let handle, uv_is_closing(handle) == 0 else { return }
+            if let closer = handle.pointee.data.flatMap({ Unmanaged<AnyObject>.fromOpaque($0).takeUnretainedValue() as? LoopHandleOwner }) {
+                closer.closeForShutdown()
+            } else {
+                uv_close(handle, nil)
+            }
+        }, nil)
+    }
+
+    deinit {
+        uvLoop.deallocate()
+        wakeup.deallocate()
+    }
+}
+
+/// A Swift object that owns a libuv handle and knows how to close it (and free it in the
+/// close callback) when the loop shuts down with the handle still open.
+protocol LoopHandleOwner: AnyObject {
+    func closeForShutdown()
+}
+
+/// A value confined to one loop's thread, made passable across threads so a closure run by
+/// `execute` can carry it back. Touching it elsewhere is a bug, checked in debug builds.
+public struct LoopBound<Value>: @unchecked Sendable {
+    private let stored: Value
+    public let loop: EventLoop
+
+    /// Binds `value` to `loop`. It may be created anywhere (typically before the loop has
+    /// work), but only read on the loop thread.
+    public init(_ value: Value, loop: EventLoop) {
+        stored = value
+        self.loop = loop
+    }
+
+    public var value: Value {
+        assert(loop.inLoopThread, "LoopBound used off its loop thread")
+        return stored
+    }
+}

@@ -1,0 +1,38 @@
+import CLibUV
+
+/// Delivers a Unix signal to a callback on the loop thread. Loop-thread only.
+public final class SignalWatcher: LoopHandleOwner {
+    private let handle: UnsafeMutablePointer<uv_signal_t>
+    private var callback: ((Int32) -> Void)?
+    private var closed = false
+
+    /// Starts watching `signal`. libuv installs the handler at once, so a signal that
+    /// arrives from here on is never lost.
+    public init(loop: EventLoop, signal: Int32, _ callback: @escaping (Int32) -> Void) throws(SystemError) {
+        handle = .allocate(capacity: 1)
+        self.callback = callback
+        uv_signal_init(loop.uvLoop, handle)
+        handle.pointee.data = Unmanaged.passRetained(self).toOpaque()
+        let rc = uv_signal_start(handle, { h, signo in
+            let watcher = Unmanaged<SignalWatcher>.fromOpaque(h!.pointee.data).takeUnretainedValue()
+            watcher.callback?(signo)
+        }, signal)
+        if rc < 0 {
+            close()
+            try uvCheck("watching signal \(signal)", rc)
+        }
+    }
+
+    public func close() {
+        guard !closed else { return }
+        closed = true
+        callback = nil
+        uv_close(UnsafeMutableRawPointer(handle).assumingMemoryBound(to: uv_handle_t.self)) { h in
+            let raw = h!
+            Unmanaged<SignalWatcher>.fromOpaque(raw.pointee.data).release()
+            UnsafeMutableRawPointer(raw).assumingMemoryBound(to: uv_signal_t.self).deallocate()
+        }
+    }
+
+    func closeForShutdown() { close() }
+}

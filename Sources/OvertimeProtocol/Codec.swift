@@ -1,0 +1,225 @@
+// Protocol v1, both directions: one JSON object per line, UTF-8, at most 64 KiB a line.
+// Unknown fields are ignored; `null` for an optional field means "not given".
+
+public enum ProtocolLimits {
+    /// The longest line either side accepts, not counting its newline.
+    public static let maxLineLength = 64 * 1024
+}
+
+extension ChildMessage {
+    /// Decodes one line (without its newline) sent by a task.
+    public static func decode(_ line: UnsafeRawBufferPointer) throws(ProtocolError) -> ChildMessage {
+        guard line.count <= ProtocolLimits.maxLineLength else {
+            throw ProtocolError(.tooLong, "line longer than 64 KiB")
+        }
+        var r = JSONReader(line)
+        var type: MessageType?
+        var progress = Progress()
+        var seconds: Double?
+        var why: String?
+        var value: JSONValue?
+        var first = true
+        try r.beginObject()
+        while let key = try r.nextKey(first: &first) {
+            if r.token(key, equals: "type") {
+                guard try r.peekKind() == .string else { throw ProtocolError(.wrongType, "`type` must be a string") }
+                let name = try r.readStringToken()
+                guard let t = MessageType(r, name) else {
+                    throw ProtocolError(.unknownType, "unknown type \"\(r.string(name).prefix(32))\"")
+                }
+                type = t
+            } else if r.token(key, equals: "completed") {
+                progress.completed = try r.readCount("completed")
+            } else if r.token(key, equals: "total") {
+                progress.total = try r.readCount("total")
+            } else if r.token(key, equals: "fraction") {
+                if let f = try r.readOptionalNumber("fraction") {
+                    guard f >= 0, f <= 1 else { throw ProtocolError(.outOfRange, "`fraction` must be within 0…1") }
+                    progress.fraction = f
+                }
+            } else if r.token(key, equals: "title") {
+                progress.title = try r.readOptionalString("title")
+            } else if r.token(key, equals: "detail") {
+                progress.detail = try r.readOptionalString("detail")
+            } else if r.token(key, equals: "seconds") {
+                seconds = try r.readOptionalNumber("seconds")
+            } else if r.token(key, equals: "why") {
+                why = try r.readOptionalString("why")
+            } else if r.token(key, equals: "value") {
+                value = try r.readValue()
+            } else {
+                try r.skipValue()
+            }
+        }
+        try r.finish()
+        guard let type else { throw ProtocolError(.missingType, "no `type` field") }
+        switch type {
+        case .progress: return .progress(progress)
+        case .heartbeat: return .heartbeat
+        case .ready: return .ready
+        case .extend:
+            guard let seconds else { throw ProtocolError(.wrongType, "`extend` needs `seconds`") }
+            guard seconds > 0 else { throw ProtocolError(.outOfRange, "`seconds` must be > 0") }
+            return .extend(seconds: seconds, why: why)
+        case .result:
+            guard let value else { throw ProtocolError(.wrongType, "`result` needs `value`") }
+            return .result(value)
+        }
+    }
+
+    /// Decodes one line given as bytes.
+    public static func decode(_ line: [UInt8]) throws(ProtocolError) -> ChildMessage {
+        try line.withUnsafeBytes { buffer in
+            Result { () throws(ProtocolError) in try decode(buffer) }
+        }.get()
+    }
+
+    /// This message as one protocol line, newline included (what a worker library sends).
+    public func encoded() -> [UInt8] {
+        var w = JSONWriter()
+        w.beginObject()
+        switch self {
+        case let .progress(p):
+            w.key("type"); w.string("progress")
+            if let c = p.completed { w.key("completed"); w.int(c) }
+            if let t = p.total { w.key("total"); w.int(t) }
+            if let f = p.fraction { w.key("fraction"); w.number(f) }
+            if let s = p.title { w.key("title"); w.string(s) }
+            if let s = p.detail { w.key("detail"); w.string(s) }
+        case .heartbeat:
+            w.key("type"); w.string("heartbeat")
+        case let .extend(seconds, why):
+            w.key("type"); w.string("extend")
+            w.key("seconds"); w.number(seconds)
+            if let why { w.key("why"); w.string(why) }
+        case .ready:
+            w.key("type"); w.string("ready")
+        case let .result(value):
+            w.key("type"); w.string("result")
+            w.key("value"); w.value(value)
+        }
+        w.endObject()
+        w.raw("\n")
+        return w.bytes
+    }
+}
+
+extension SupervisorMessage {
+    /// This message as one protocol line, newline included.
+    public func encoded() -> [UInt8] {
+        var w = JSONWriter(capacity: 64)
+        w.beginObject()
+        switch self {
+        case let .budget(remaining, granted):
+            w.key("type"); w.string("budget")
+            w.key("remaining")
+            if let remaining { w.seconds(remaining) } else { w.null() }
+            if let granted { w.key("granted"); w.bool(granted) }
+        case let .expiring(remaining):
+            w.key("type"); w.string("expiring")
+            w.key("remaining"); w.seconds(remaining)
+        case let .cancel(reason, grace):
+            w.key("type"); w.string("cancel")
+            w.key("reason"); w.string(reason.rawValue)
+            w.key("grace"); w.seconds(grace)
+        }
+        w.endObject()
+        w.raw("\n")
+        return w.bytes
+    }
+
+    /// Decodes one line sent by the supervisor (what a worker library reads).
+    public static func decode(_ line: UnsafeRawBufferPointer) throws(ProtocolError) -> SupervisorMessage {
+        guard line.count <= ProtocolLimits.maxLineLength else {
+            throw ProtocolError(.tooLong, "line longer than 64 KiB")
+        }
+        var r = JSONReader(line)
+        var type: String?
+        var remaining: Double?
+        var granted: Bool?
+        var reason: String?
+        var grace: Double?
+        var first = true
+        try r.beginObject()
+        while let key = try r.nextKey(first: &first) {
+            if r.token(key, equals: "type") {
+                type = try r.readOptionalString("type")
+            } else if r.token(key, equals: "remaining") {
+                remaining = try r.readOptionalNumber("remaining")
+            } else if r.token(key, equals: "granted") {
+                if try r.peekKind() == .null { try r.readNull() } else {
+                    guard try r.peekKind() == .bool else { throw ProtocolError(.wrongType, "`granted` must be a boolean") }
+                    granted = try r.readBool()
+                }
+            } else if r.token(key, equals: "reason") {
+                reason = try r.readOptionalString("reason")
+            } else if r.token(key, equals: "grace") {
+                grace = try r.readOptionalNumber("grace")
+            } else {
+                try r.skipValue()
+            }
+        }
+        try r.finish()
+        switch type {
+        case nil: throw ProtocolError(.missingType, "no `type` field")
+        case "budget": return .budget(remaining: remaining, granted: granted)
+        case "expiring":
+            guard let remaining else { throw ProtocolError(.wrongType, "`expiring` needs `remaining`") }
+            return .expiring(remaining: remaining)
+        case "cancel":
+            guard let reasonText = reason, let reason = CancelReason(rawValue: reasonText) else {
+                throw ProtocolError(.wrongType, "`cancel` needs a known `reason`")
+            }
+            return .cancel(reason: reason, grace: grace ?? 0)
+        case let other?:
+            throw ProtocolError(.unknownType, "unknown type \"\(other.prefix(32))\"")
+        }
+    }
+}
+
+/// The child-to-supervisor types, recognised from the bytes of the `type` field.
+enum MessageType {
+    case progress, heartbeat, extend, ready, result
+
+    init?(_ r: borrowing JSONReader, _ token: JSONReader.StringToken) {
+        if r.token(token, equals: "progress") { self = .progress }
+        else if r.token(token, equals: "heartbeat") { self = .heartbeat }
+        else if r.token(token, equals: "extend") { self = .extend }
+        else if r.token(token, equals: "ready") { self = .ready }
+        else if r.token(token, equals: "result") { self = .result }
+        else { return nil }
+    }
+}
+
+extension JSONReader {
+    /// An optional string field: a string, or `null` for "not given".
+    mutating func readOptionalString(_ field: StaticString) throws(ProtocolError) -> String? {
+        switch try peekKind() {
+        case .string: return try readString()
+        case .null:
+            try readNull()
+            return nil
+        default: throw ProtocolError(.wrongType, "`\(field)` must be a string")
+        }
+    }
+
+    /// An optional number field: a finite number, or `null` for "not given".
+    mutating func readOptionalNumber(_ field: StaticString) throws(ProtocolError) -> Double? {
+        switch try peekKind() {
+        case .number: return try readNumber()
+        case .null:
+            try readNull()
+            return nil
+        default: throw ProtocolError(.wrongType, "`\(field)` must be a number")
+        }
+    }
+
+    /// An optional count: an integer ≥ 0 (written as JSON integers or as 3.0).
+    mutating func readCount(_ field: StaticString) throws(ProtocolError) -> Int? {
+        guard let d = try readOptionalNumber(field) else { return nil }
+        guard d >= 0, d == d.rounded(), d <= 9_007_199_254_740_992 else {
+            throw ProtocolError(.outOfRange, "`\(field)` must be an integer ≥ 0")
+        }
+        return Int(d)
+    }
+}

@@ -1,0 +1,77 @@
+/// Why a task is being cancelled; the words travel on the wire and appear in reports.
+public enum CancelReason: String, Sendable, CaseIterable, Hashable {
+    /// The deadline passed because progress stopped (or never came).
+    case timeout
+    /// `max-runtime` was reached.
+    case deadline
+    /// An operator or a policy revoked the budget and the revoked time ran out.
+    case revoked
+    /// An operator cancelled it (`overtime ctl cancel`, Ctrl-C to the supervisor).
+    case user
+    /// The supervisor itself is stopping.
+    case shutdown
+    /// It never started: something it depends on failed (queues only).
+    case dependency
+}
+
+/// A progress report: units done and total, or a fraction, with an optional title and detail.
+public struct Progress: Sendable, Equatable {
+    public var completed: Int?
+    public var total: Int?
+    public var fraction: Double?
+    public var title: String?
+    public var detail: String?
+
+    public init(completed: Int? = nil, total: Int? = nil, fraction: Double? = nil, title: String? = nil, detail: String? = nil) {
+        self.completed = completed
+        self.total = total
+        self.fraction = fraction
+        self.title = title
+        self.detail = detail
+    }
+
+    /// The share done, 0…1, from `fraction` or from `completed`/`total`; nil when unknown.
+    public var fractionCompleted: Double? {
+        if let fraction { return fraction }
+        if let completed, let total, total > 0 { return min(1, Double(completed) / Double(total)) }
+        return nil
+    }
+
+    /// Takes the fields `newer` carries and keeps the rest: a task may send its total and
+    /// title once and then only `completed`.
+    public mutating func merge(_ newer: Progress) {
+        if newer.completed != nil || newer.total != nil {
+            if let completed = newer.completed { self.completed = completed }
+            if let total = newer.total { self.total = total }
+            fraction = newer.fraction
+        } else if let fraction = newer.fraction {
+            self.fraction = fraction
+        }
+        if let title = newer.title { self.title = title }
+        if let detail = newer.detail { self.detail = detail }
+    }
+}
+
+/// A message a task sends to its supervisor on fd 3.
+public enum ChildMessage: Sendable, Equatable {
+    /// Progress; counts as a heartbeat.
+    case progress(Progress)
+    /// Proof of life, nothing more.
+    case heartbeat
+    /// A request for `seconds` more time, answered with `budget`.
+    case extend(seconds: Double, why: String?)
+    /// The task is up (for services; queues may wait for it).
+    case ready
+    /// The task's return value; the last one wins.
+    case result(JSONValue)
+}
+
+/// A message the supervisor sends to a task on fd 3.
+public enum SupervisorMessage: Sendable, Equatable {
+    /// What is left of the budget, in seconds (nil: unlimited). `granted` answers an `extend`.
+    case budget(remaining: Double?, granted: Bool?)
+    /// The deadline is `remaining` seconds away: time to checkpoint.
+    case expiring(remaining: Double)
+    /// The task is being cancelled; SIGTERM follows, SIGKILL after `grace` seconds.
+    case cancel(reason: CancelReason, grace: Double)
+}
