@@ -30,6 +30,11 @@ let package = Package(
             name: "overtime",
             dependencies: ["Overtime"]
         ),
+        // Drives the library for scripts/bench (spawn throughput, protocol throughput).
+        .executableTarget(
+            name: "overtime-bench",
+            dependencies: ["Overtime"]
+        ),
         .testTarget(
             name: "OvertimeProtocolTests",
             dependencies: ["OvertimeProtocol"]

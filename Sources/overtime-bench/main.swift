@@ -1,0 +1,1 @@
+// placeholder: scripts/bench drives this

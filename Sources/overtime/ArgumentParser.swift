@@ -1,0 +1,81 @@
+/// A usage mistake: one line saying what was wrong and what would be right. Exit 125.
+struct UsageError: Error {
+    var message: String
+}
+
+/// `--help` was asked for: print this and exit 0.
+struct HelpRequest: Error {
+    var text: String
+}
+
+/// Reads command-line arguments the way GNU tools do: `--name value`, `--name=value`,
+/// flags, and `--` (or the first non-option word) ending the options.
+struct ArgumentCursor {
+    enum Token: Equatable {
+        case option(String, inlineValue: String?)
+        case word(String)
+        case endOfOptions
+    }
+
+    private var remaining: ArraySlice<String>
+    let command: String
+
+    init(_ arguments: ArraySlice<String>, command: String) {
+        remaining = arguments
+        self.command = command
+    }
+
+    /// Everything not yet read.
+    var rest: [String] { Array(remaining) }
+
+    mutating func next() -> Token? {
+        guard let arg = remaining.popFirst() else { return nil }
+        if arg == "--" { return .endOfOptions }
+        if arg.hasPrefix("--"), arg.count > 2 {
+            let body = arg.dropFirst(2)
+            if let eq = body.firstIndex(of: "=") {
+                return .option("--" + body[..<eq], inlineValue: String(body[body.index(after: eq)...]))
+            }
+            return .option(arg, inlineValue: nil)
+        }
+        if arg.hasPrefix("-"), arg.count > 1 {
+            return .option(arg, inlineValue: nil)
+        }
+        return .word(arg)
+    }
+
+    /// The value of `option`: the inline `=value`, else the next argument.
+    mutating func value(of option: String, inline: String?) throws(UsageError) -> String {
+        if let inline { return inline }
+        guard let value = remaining.popFirst() else {
+            throw UsageError(message: "\(command): \(option) needs a value")
+        }
+        return value
+    }
+
+    /// Pushes a word back (the first word of the command).
+    mutating func unread(_ word: String) {
+        remaining.insert(word, at: remaining.startIndex)
+    }
+}
+
+/// "did you mean --budget?" for a mistyped option, when one known option is close.
+func suggestion(for typo: String, among known: [String]) -> String {
+    func distance(_ a: String, _ b: String) -> Int {
+        let a = Array(a), b = Array(b)
+        var row = Array(0...b.count)
+        for i in 1...max(a.count, 1) where !a.isEmpty {
+            var previous = row[0]
+            row[0] = i
+            for j in stride(from: 1, through: b.count, by: 1) {
+                let current = row[j]
+                row[j] = min(row[j] + 1, row[j - 1] + 1, previous + (a[i - 1] == b[j - 1] ? 0 : 1))
+                previous = current
+            }
+        }
+        return row[b.count]
+    }
+    let best = known.map { ($0, distance(typo, $0)) }.min { $0.1 < $1.1 }
+    guard let best, best.1 <= 2 else { return "" }
+    return "; did you mean \(best.0)?"
+}

@@ -1,0 +1,65 @@
+import Overtime
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// The `overtime` command: a thin skin over the Overtime library.
+@main
+enum OvertimeCLI {
+    static let version = "0.1.0"
+
+    static let help = """
+    Usage: overtime <command> [options]
+
+    A supervisor that runs tasks under time budgets their progress extends, and cancels
+    them by telling them why, then SIGTERM, then SIGKILL.
+
+    Commands:
+      run [options] -- CMD [ARG...]   run one command under a budget
+      help [COMMAND]                  show help
+      version                         show the version
+
+    'overtime run --help' lists the run options and exit codes.
+    """
+
+    static func main() async {
+        // Writing a report to a closed pipe must end in an exit code, not a SIGPIPE death.
+        // (Tasks start with every signal reset to its default.)
+        signal(SIGPIPE, SIG_IGN)
+        let arguments = CommandLine.arguments.dropFirst()
+        exit(await run(arguments))
+    }
+
+    static func run(_ arguments: ArraySlice<String>) async -> Int32 {
+        guard let command = arguments.first else {
+            Terminal.error(help)
+            return 125
+        }
+        do {
+            switch command {
+            case "run":
+                let run = try RunCommand.parse(arguments.dropFirst())
+                return await run.execute()
+            case "help", "--help", "-h":
+                if arguments.dropFirst().first == "run" { throw HelpRequest(text: RunCommand.help) }
+                throw HelpRequest(text: help)
+            case "version", "--version", "-V":
+                Terminal.out("overtime \(version)")
+                return 0
+            default:
+                throw UsageError(message: "overtime: unknown command '\(command)'\(suggestion(for: command, among: ["run", "help", "version"])); see 'overtime --help'")
+            }
+        } catch let help as HelpRequest {
+            Terminal.out(help.text)
+            return 0
+        } catch let usage as UsageError {
+            Terminal.error(usage.message)
+            return 125
+        } catch {
+            Terminal.error("overtime: \(error)")
+            return 125
+        }
+    }
+}

@@ -1,0 +1,160 @@
+import Overtime
+import OvertimeProtocol
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// `overtime run [options] -- CMD [ARG...]`: one task under a budget, stdio passed through.
+struct RunCommand {
+    enum ProgressMode: String {
+        case auto, tty, plain, json, none
+    }
+
+    var spec: TaskSpec
+    var progress: ProgressMode = .auto
+    var jsonReport = false
+    var preserveStatus = false
+
+    static let help = """
+    Usage: overtime run [options] [--] CMD [ARG...]
+
+    Runs CMD under a time budget that its progress extends. CMD reports on fd 3 in JSON
+    lines (see docs/protocol.md); a CMD that ignores fd 3 is simply run under the budget.
+    When time runs out Overtime writes the reason on fd 3, sends SIGTERM to CMD's process
+    group, waits the grace period, then sends SIGKILL.
+
+    Budget (durations: 250ms, 30s, 1.5s, 5m, 1h30m; a bare number is seconds):
+      --budget DUR         first deadline, from start (default 30s; 'none': no limit but
+                           --max-runtime)
+      --window DUR         each progress or heartbeat moves the deadline to now + DUR
+                           (default: the budget)
+      --max-runtime DUR    hard ceiling from start that progress cannot pass (default none)
+      --grace DUR          time between SIGTERM and SIGKILL (default 10s)
+      --warn-before DUR    send 'expiring' this long before the deadline (default off)
+      --require-advance    progress extends only if 'completed' grew or 'fraction' rose
+
+    Output:
+      --name NAME          the task's name in reports and OVERTIME_TASK (default: CMD's name)
+      --progress MODE      plain (a throttled line on stderr), json (events as JSON lines
+                           on stdout), none; auto (default) is plain
+      --json               print a final report as JSON on stdout
+      --preserve-status    exit with CMD's own status even when it was cancelled
+
+    Exit status (as GNU timeout):
+      CMD's own status     it exited by itself (or after a user/shutdown cancel)
+      124                  cancelled for timeout, deadline or revoked; exited within grace
+      137                  it had to be SIGKILLed
+      128+N                it died of signal N that Overtime did not send
+      125                  Overtime failed (bad option, internal error)
+      126 / 127            CMD could not be executed / was not found
+
+    Ctrl-C (SIGINT) cancels CMD with reason 'user'; SIGTERM cancels with 'shutdown'.
+    """
+
+    static let knownOptions = ["--budget", "--window", "--max-runtime", "--grace", "--warn-before",
+                               "--require-advance", "--name", "--progress", "--json", "--preserve-status", "--help"]
+
+    /// Parses the arguments after `run`.
+    /// - Throws: `UsageError` (exit 125) or `HelpRequest` (exit 0).
+    static func parse(_ arguments: ArraySlice<String>) throws -> RunCommand {
+        var cursor = ArgumentCursor(arguments, command: "overtime run")
+        var policy = BudgetPolicy.default
+        var name: String?
+        var command = RunCommand(spec: TaskSpec(arguments: []))
+
+        func duration(_ option: String, _ text: String, allowNone: Bool = false) throws(UsageError) -> Duration? {
+            do {
+                return try DurationText.parse(text, allowNone: allowNone)
+            } catch {
+                throw UsageError(message: "overtime run: \(option): \(error.message)")
+            }
+        }
+
+        loop: while let token = cursor.next() {
+            switch token {
+            case .endOfOptions:
+                break loop
+            case let .word(word):
+                cursor.unread(word)
+                break loop
+            case let .option(option, inline):
+                func value() throws(UsageError) -> String { try cursor.value(of: option, inline: inline) }
+                func noValue() throws(UsageError) {
+                    if inline != nil { throw UsageError(message: "overtime run: \(option) takes no value") }
+                }
+                switch option {
+                case "--help", "-h":
+                    throw HelpRequest(text: help)
+                case "--budget":
+                    policy.budget = try duration(option, try value(), allowNone: true)
+                case "--window":
+                    policy.window = try duration(option, try value())
+                case "--max-runtime":
+                    policy.maxRuntime = try duration(option, try value(), allowNone: true)
+                case "--grace":
+                    policy.grace = try duration(option, try value())!
+                case "--warn-before":
+                    policy.warnBefore = try duration(option, try value())!
+                case "--require-advance":
+                    try noValue()
+                    policy.requireAdvance = true
+                case "--name":
+                    let text = try value()
+                    guard !text.isEmpty else { throw UsageError(message: "overtime run: --name needs a non-empty name") }
+                    name = text
+                case "--progress":
+                    let text = try value()
+                    guard let mode = ProgressMode(rawValue: text) else {
+                        throw UsageError(message: "overtime run: --progress: '\(text)' is not a mode; expected auto, plain, json or none")
+                    }
+                    if mode == .tty {
+                        throw UsageError(message: "overtime run: --progress tty: the live display is not in this version; use plain, json or none")
+                    }
+                    command.progress = mode
+                case "--json":
+                    try noValue()
+                    command.jsonReport = true
+                case "--preserve-status":
+                    try noValue()
+                    command.preserveStatus = true
+                default:
+                    throw UsageError(message: "overtime run: unknown option '\(option)'\(suggestion(for: option, among: knownOptions)); see 'overtime run --help'")
+                }
+            }
+        }
+        let argv = cursor.rest
+        guard let first = argv.first, !first.isEmpty else {
+            throw UsageError(message: "overtime run: no command given; usage: overtime run [options] -- CMD [ARG...]")
+        }
+        if let window = policy.window, window <= .zero {
+            throw UsageError(message: "overtime run: --window must be longer than 0")
+        }
+        command.spec = TaskSpec(name: name, arguments: argv, policy: policy)
+        return command
+    }
+
+    /// Runs the task and returns the exit code.
+    func execute() async -> Int32 {
+        let runID = RunID.generate()
+        let output = ProgressOutput(mode: progress, encoder: EventEncoder(runID: runID))
+        let supervisor: Supervisor
+        do {
+            supervisor = try Supervisor(runID: runID) { event in output.handle(event) }
+        } catch {
+            Terminal.error("overtime: cannot start the supervisor: \(error)")
+            return 125
+        }
+        supervisor.cancelAllOnTerminationSignals { signal in
+            output.note("received \(SignalNames.name(signal)); cancelling (\(signal == SIGINT ? "user" : "shutdown"))")
+        }
+        let task = supervisor.spawn(spec)
+        let outcome = await task.outcome
+        if jsonReport {
+            Terminal.writeOut(output.encoder.report(outcome))
+        }
+        supervisor.shutdown()
+        return preserveStatus ? outcome.preservedStatus : outcome.exitCode
+    }
+}
