@@ -1,0 +1,359 @@
+import OvertimeProtocol
+import Testing
+@testable import Overtime
+
+/// The budget and lifecycle rules, driven by a fake clock: no processes, no timers.
+@Suite struct TaskMachineTests {
+    /// A machine plus the actions it asked for, on a clock the test moves by hand.
+    struct Harness {
+        var machine: TaskMachine
+        var now: MonotonicInstant
+        var actions: [TaskMachine.Action] = []
+
+        init(_ policy: BudgetPolicy) {
+            now = MonotonicInstant(nanoseconds: 1_000_000_000_000)
+            machine = TaskMachine(policy: policy, startedAt: now)
+            machine.start(pid: 42, now: now) { actions.append($0) }
+        }
+
+        mutating func advance(_ d: Duration) {
+            now = now + d
+        }
+
+        /// Moves the clock and delivers every timer wake-up due on the way, as the loop would.
+        mutating func run(for d: Duration) {
+            let end = now + d
+            while let wake = machine.nextWake, wake <= end {
+                now = max(now, wake)
+                machine.tick(now: now) { actions.append($0) }
+            }
+            now = end
+        }
+
+        mutating func send(_ message: ChildMessage) {
+            machine.receive(message, now: now) { actions.append($0) }
+        }
+
+        mutating func take() -> [TaskMachine.Action] {
+            defer { actions.removeAll() }
+            return actions
+        }
+
+        var sent: [SupervisorMessage] {
+            actions.compactMap { if case let .send(m) = $0 { m } else { nil } }
+        }
+
+        var signals: [Int32] {
+            actions.compactMap { if case let .signalGroup(s) = $0 { s } else { nil } }
+        }
+    }
+
+    @Test func startSendsTheBudgetAndReportsStart() {
+        let h = Harness(BudgetPolicy(budget: .seconds(30)))
+        #expect(h.sent == [.budget(remaining: 30, granted: nil)])
+        #expect(h.actions.first == .emit(.started(pid: 42)))
+    }
+
+    @Test func aSilentTaskIsCancelledForTimeoutAtItsBudget() {
+        var h = Harness(BudgetPolicy(budget: .seconds(30), grace: .seconds(10)))
+        _ = h.take()
+        h.run(for: .seconds(29.9))
+        #expect(h.take().isEmpty)
+        h.run(for: .milliseconds(200))
+        #expect(h.machine.phase == .cancelling(.timeout))
+        #expect(h.sent == [.cancel(reason: .timeout, grace: 10)])
+        #expect(h.signals == [15])
+        _ = h.take()
+        h.run(for: .seconds(9.9))
+        #expect(h.signals.isEmpty)
+        h.run(for: .seconds(0.2))
+        #expect(h.signals == [9])
+        #expect(h.actions.contains(.emit(.killSent)))
+        #expect(h.machine.killSent)
+    }
+
+    @Test func progressMovesTheDeadlineToNowPlusWindow() {
+        var h = Harness(BudgetPolicy(budget: .seconds(10), window: .seconds(5)))
+        h.run(for: .seconds(8))
+        h.send(.progress(Progress(completed: 1, total: 10)))
+        // now + window (13 s from start) is later than the budget's 10 s.
+        #expect(h.machine.effectiveDeadline == h.machine.startedAt + .seconds(13))
+        h.run(for: .seconds(4.9))
+        #expect(h.machine.phase == .running)
+        h.run(for: .seconds(0.2))
+        #expect(h.machine.phase == .cancelling(.timeout))
+    }
+
+    @Test func progressNeverShortensTheDeadline() {
+        var h = Harness(BudgetPolicy(budget: .seconds(30), window: .seconds(5)))
+        h.send(.progress(Progress(completed: 1)))
+        #expect(h.machine.effectiveDeadline == h.machine.startedAt + .seconds(30))
+    }
+
+    @Test func progressKeepsATaskAliveFarPastItsBudget() {
+        var h = Harness(BudgetPolicy(budget: .seconds(2)))
+        for i in 1...100 {
+            h.run(for: .seconds(1))
+            h.send(.progress(Progress(completed: i)))
+        }
+        #expect(h.machine.phase == .running)
+        #expect(h.now - h.machine.startedAt == .seconds(100))
+    }
+
+    @Test func heartbeatCountsAsProgress() {
+        var h = Harness(BudgetPolicy(budget: .seconds(2)))
+        h.run(for: .seconds(1.5))
+        h.send(.heartbeat)
+        h.run(for: .seconds(1.5))
+        #expect(h.machine.phase == .running)
+    }
+
+    @Test func maxRuntimeCancelsWithDeadlineWhileProgressFlows() {
+        var h = Harness(BudgetPolicy(budget: .seconds(2), maxRuntime: .seconds(5)))
+        for i in 1...20 {
+            h.run(for: .milliseconds(500))
+            h.send(.progress(Progress(completed: i)))
+        }
+        #expect(h.machine.phase == .cancelling(.deadline))
+        #expect(h.machine.cancelReason == .deadline)
+    }
+
+    @Test func requireAdvanceIgnoresRepeatedProgress() {
+        var h = Harness(BudgetPolicy(budget: .seconds(2), requireAdvance: true))
+        h.send(.progress(Progress(completed: 5)))
+        for _ in 0..<5 {
+            h.run(for: .milliseconds(500))
+            h.send(.progress(Progress(completed: 5)))
+            h.send(.heartbeat)
+        }
+        #expect(h.machine.phase == .cancelling(.timeout))
+    }
+
+    @Test func requireAdvanceAcceptsGrowingCountsAndFractions() {
+        var h = Harness(BudgetPolicy(budget: .seconds(2), requireAdvance: true))
+        for i in 1...10 {
+            h.run(for: .seconds(1))
+            h.send(i.isMultiple(of: 2) ? .progress(Progress(completed: i)) : .progress(Progress(fraction: Double(i) / 10)))
+        }
+        #expect(h.machine.phase == .running)
+    }
+
+    @Test func budgetNoneMeansOnlyMaxRuntimeApplies() {
+        var h = Harness(BudgetPolicy(budget: nil, maxRuntime: .seconds(3600)))
+        h.run(for: .seconds(3599))
+        #expect(h.machine.phase == .running)
+        h.run(for: .seconds(2))
+        #expect(h.machine.phase == .cancelling(.deadline))
+    }
+
+    @Test func budgetNoneWithoutMaxRuntimeNeverExpires() {
+        var h = Harness(BudgetPolicy(budget: nil))
+        #expect(h.sent == [.budget(remaining: nil, granted: nil)])
+        #expect(h.machine.nextWake == nil)
+        h.run(for: .seconds(1_000_000))
+        #expect(h.machine.phase == .running)
+    }
+
+    @Test func childExtendIsGrantedAndAnswered() {
+        var h = Harness(BudgetPolicy(budget: .seconds(10)))
+        h.run(for: .seconds(8))
+        _ = h.take()
+        h.send(.extend(seconds: 60, why: "big file"))
+        #expect(h.sent == [.budget(remaining: 60, granted: true)])
+        #expect(h.actions.contains(.emit(.budgetChanged(remaining: .seconds(60), cause: .childExtend(asked: .seconds(60), why: "big file", granted: true)))))
+        h.run(for: .seconds(59))
+        #expect(h.machine.phase == .running)
+        h.run(for: .seconds(2))
+        #expect(h.machine.phase == .cancelling(.timeout))
+    }
+
+    @Test func childExtendIsClippedAtMaxRuntime() {
+        var h = Harness(BudgetPolicy(budget: .seconds(10), maxRuntime: .seconds(20)))
+        h.run(for: .seconds(5))
+        _ = h.take()
+        h.send(.extend(seconds: 60, why: nil))
+        #expect(h.sent == [.budget(remaining: 15, granted: false)])
+        h.run(for: .seconds(15.1))
+        #expect(h.machine.phase == .cancelling(.deadline))
+    }
+
+    @Test func aShorterExtendDoesNotShortenTheDeadline() {
+        var h = Harness(BudgetPolicy(budget: .seconds(30)))
+        _ = h.take()
+        h.send(.extend(seconds: 5, why: nil))
+        #expect(h.sent == [.budget(remaining: 30, granted: true)])
+    }
+
+    @Test func operatorExtendAddsToTheDeadlineAndMayPassMaxRuntime() {
+        var h = Harness(BudgetPolicy(budget: .seconds(10), maxRuntime: .seconds(20)))
+        var result = h.machine.operatorExtend(by: .seconds(30), pastMax: false, now: h.now) { h.actions.append($0) }
+        #expect(result == .applied(remaining: .seconds(20), clipped: true))
+        result = h.machine.operatorExtend(by: .seconds(30), pastMax: true, now: h.now) { h.actions.append($0) }
+        // From the current deadline (20 s) plus 30 s, past the old ceiling.
+        #expect(result == .applied(remaining: .seconds(50), clipped: false))
+        h.run(for: .seconds(49))
+        #expect(h.machine.phase == .running)
+        h.run(for: .seconds(2))
+        // The raised ceiling and the deadline coincide; the ceiling names the reason.
+        #expect(h.machine.phase == .cancelling(.deadline))
+    }
+
+    @Test func revokeSetsAFixedDeadlineThatProgressCannotMove() {
+        var h = Harness(BudgetPolicy(budget: .seconds(60)))
+        _ = h.take()
+        let result = h.machine.revoke(after: .seconds(2), now: h.now) { h.actions.append($0) }
+        #expect(result == .applied(remaining: .seconds(2), clipped: false))
+        #expect(h.sent == [.budget(remaining: 2, granted: nil)])
+        h.run(for: .seconds(1))
+        h.send(.progress(Progress(completed: 1)))
+        _ = h.take()
+        h.send(.extend(seconds: 100, why: nil))
+        #expect(h.sent == [.budget(remaining: 1, granted: false)])
+        h.run(for: .seconds(1.1))
+        #expect(h.machine.phase == .cancelling(.revoked))
+    }
+
+    @Test func revokeWithNoTimeCancelsAtOnce() {
+        var h = Harness(BudgetPolicy(budget: .seconds(60)))
+        _ = h.machine.revoke(now: h.now) { h.actions.append($0) }
+        #expect(h.machine.phase == .cancelling(.revoked))
+        #expect(h.signals == [15])
+    }
+
+    @Test func warnBeforeSendsExpiringOncePerDeadline() {
+        var h = Harness(BudgetPolicy(budget: .seconds(10), warnBefore: .seconds(3)))
+        _ = h.take()
+        h.run(for: .seconds(6.9))
+        #expect(h.sent.isEmpty)
+        h.run(for: .seconds(0.2))
+        #expect(h.sent == [.expiring(remaining: 3)])
+        _ = h.take()
+        h.run(for: .seconds(2.5))
+        #expect(h.sent.isEmpty, "a second warning for the same deadline")
+        // Progress carries it out of the warning zone; the next approach warns again.
+        h.send(.progress(Progress(completed: 1)))
+        h.run(for: .seconds(7.1))
+        #expect(h.sent == [.expiring(remaining: 3)])
+        _ = h.take()
+        h.run(for: .seconds(3))
+        #expect(h.sent == [.cancel(reason: .timeout, grace: 10)])
+    }
+
+    @Test func cancelIsIdempotentAndAFinishedTaskSaysSo() {
+        var h = Harness(.default)
+        _ = h.take()
+        #expect(h.machine.cancel(reason: .user, now: h.now) { h.actions.append($0) } == .cancelling)
+        #expect(h.machine.cancel(reason: .shutdown, now: h.now) { h.actions.append($0) } == .alreadyCancelling(.user))
+        #expect(h.signals == [15], "a second cancel must not signal again")
+        h.machine.exited { h.actions.append($0) }
+        #expect(h.machine.cancel(reason: .user, now: h.now) { h.actions.append($0) } == .alreadyFinished)
+    }
+
+    @Test func nothingIsSignalledAfterExit() {
+        var h = Harness(BudgetPolicy(budget: .seconds(1), grace: .seconds(1)))
+        h.run(for: .seconds(1.5))
+        #expect(h.machine.phase == .cancelling(.timeout))
+        h.machine.exited { h.actions.append($0) }
+        _ = h.take()
+        h.run(for: .seconds(10))
+        #expect(h.take().isEmpty)
+        #expect(h.machine.nextWake == nil)
+        #expect(!h.machine.killSent)
+    }
+
+    @Test func exitSweepsTheGroupOnce() {
+        var h = Harness(.default)
+        _ = h.take()
+        h.machine.exited { h.actions.append($0) }
+        h.machine.exited { h.actions.append($0) }
+        #expect(h.take() == [.killLeftovers])
+    }
+
+    @Test func cancelGraceCanBeOverridden() {
+        var h = Harness(BudgetPolicy(grace: .seconds(30)))
+        _ = h.take()
+        _ = h.machine.cancel(reason: .shutdown, grace: .seconds(2), now: h.now) { h.actions.append($0) }
+        #expect(h.sent == [.cancel(reason: .shutdown, grace: 2)])
+        h.run(for: .seconds(2.1))
+        #expect(h.signals == [15, 9])
+    }
+
+    @Test func zeroGraceKillsOnTheNextTick() {
+        var h = Harness(BudgetPolicy(grace: .zero))
+        _ = h.take()
+        _ = h.machine.cancel(reason: .user, now: h.now) { h.actions.append($0) }
+        h.run(for: .zero)
+        #expect(h.signals == [15, 9])
+    }
+
+    @Test func resultReadyAndProtocolErrorsAreRecorded() {
+        var h = Harness(.default)
+        h.send(.ready)
+        h.send(.ready)
+        h.send(.result(.string("first")))
+        h.send(.result(.object([("loss", .number(0.1))])))
+        h.machine.rejectLine(ProtocolError(.notJSON, "x"), excerpt: "x") { h.actions.append($0) }
+        #expect(h.machine.isReady)
+        #expect(h.actions.filter { $0 == .emit(.ready) }.count == 1)
+        #expect(h.machine.result == .object([("loss", .number(0.1))]))
+        #expect(h.machine.protocolErrors == 1)
+    }
+
+    @Test func progressFieldsMerge() {
+        var h = Harness(.default)
+        h.send(.progress(Progress(completed: 0, total: 100, title: "Uploading")))
+        h.send(.progress(Progress(completed: 40)))
+        h.send(.progress(Progress(detail: "chunk 40")))
+        #expect(h.machine.lastProgress == Progress(completed: 40, total: 100, title: "Uploading", detail: "chunk 40"))
+    }
+
+    @Test func cancellingTaskStillRecordsMessagesButGetsNoMoreTime() {
+        var h = Harness(BudgetPolicy(budget: .seconds(1), grace: .seconds(5)))
+        h.run(for: .seconds(1.1))
+        _ = h.take()
+        h.send(.extend(seconds: 100, why: nil))
+        // Cancelled at 1.0 s with 5 s grace; at 1.1 s the reply tells what grace is left.
+        #expect(h.sent == [.budget(remaining: 4.9, granted: false)])
+        h.send(.result(.bool(true)))
+        #expect(h.machine.result == .bool(true))
+        h.run(for: .seconds(5))
+        #expect(h.signals == [9])
+    }
+
+    @Test func expiryReasonPrefersDeadlineWhenTheCeilingComesFirst() {
+        var h = Harness(BudgetPolicy(budget: .seconds(10), maxRuntime: .seconds(10)))
+        h.run(for: .seconds(10))
+        #expect(h.machine.cancelReason == .deadline)
+    }
+}
+
+@Suite struct TaskOutcomeTests {
+    func outcome(_ termination: Termination, reason: CancelReason? = nil, killed: Bool = false) -> TaskOutcome {
+        TaskOutcome(task: TaskRef(id: 1, name: "t"), pid: 1, termination: termination, cancelReason: reason,
+                    killed: killed, elapsed: .zero, lastProgress: nil, result: nil, protocolErrors: 0, wasReady: false)
+    }
+
+    @Test(arguments: [0, 1, 2, 100, 124, 255] as [Int32])
+    func ownExitCodePassesThrough(code: Int32) {
+        #expect(outcome(.exited(code)).exitCode == code)
+    }
+
+    @Test func exitCodesFollowGNUTimeout() {
+        #expect(outcome(.signaled(11)).exitCode == 139)
+        #expect(outcome(.exited(0), reason: .timeout).exitCode == 124)
+        #expect(outcome(.signaled(15), reason: .deadline).exitCode == 124)
+        #expect(outcome(.exited(3), reason: .revoked).exitCode == 124)
+        #expect(outcome(.signaled(9), reason: .timeout, killed: true).exitCode == 137)
+        #expect(outcome(.exited(3), reason: .user).exitCode == 3)
+        #expect(outcome(.signaled(15), reason: .shutdown).exitCode == 143)
+        #expect(outcome(.failedToStart(SpawnFailure(errno: 2, message: ""))).exitCode == 127)
+        #expect(outcome(.failedToStart(SpawnFailure(errno: 13, message: ""))).exitCode == 126)
+        #expect(outcome(.failedToStart(SpawnFailure(errno: 24, message: ""))).exitCode == 125)
+    }
+
+    @Test func preservedStatusIsTheChildsOwn() {
+        #expect(outcome(.exited(3), reason: .timeout).preservedStatus == 3)
+        #expect(outcome(.signaled(9), reason: .timeout, killed: true).preservedStatus == 137)
+        #expect(outcome(.signaled(15), reason: .timeout).preservedStatus == 143)
+    }
+}
