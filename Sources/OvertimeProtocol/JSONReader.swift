@@ -174,8 +174,12 @@ struct JSONReader {
     @inline(__always)
     func token(_ token: StringToken, equals literal: StaticString) -> Bool {
         let count = literal.utf8CodeUnitCount
-        guard !token.hasEscapes, token.end - token.start == count else { return false }
         let p = literal.utf8Start
+        if token.hasEscapes {
+            // Rare: "t\u0079pe" is still "type" (RFC 8259), so compare the decoded text.
+            return string(token).utf8.elementsEqual(UnsafeBufferPointer(start: p, count: count))
+        }
+        guard token.end - token.start == count else { return false }
         for k in 0..<count where bytes[token.start + k] != p[k] {
             return false
         }
@@ -318,9 +322,13 @@ struct JSONReader {
     }
 
     /// Reads any value into a tree (used for `result` values, which are rare).
+    /// `depth` counts the arrays and objects around the value; only a container can be too deep.
     mutating func readValue(depth: Int = 0) throws(ProtocolError) -> JSONValue {
-        guard depth < Self.maxDepth else { throw ProtocolError(.notJSON, "nested too deeply") }
-        switch try peekKind() {
+        let kind = try peekKind()
+        if kind == .array || kind == .object, depth >= Self.maxDepth {
+            throw ProtocolError(.notJSON, "nested too deeply")
+        }
+        switch kind {
         case .string: return .string(try readString())
         case .number: return .number(try readNumber())
         case .bool: return .bool(try readBool())
@@ -352,8 +360,11 @@ struct JSONReader {
 
     /// Checks and steps over a value whose content is not needed (an unknown field).
     mutating func skipValue(depth: Int = 0) throws(ProtocolError) {
-        guard depth < Self.maxDepth else { throw ProtocolError(.notJSON, "nested too deeply") }
-        switch try peekKind() {
+        let kind = try peekKind()
+        if kind == .array || kind == .object, depth >= Self.maxDepth {
+            throw ProtocolError(.notJSON, "nested too deeply")
+        }
+        switch kind {
         case .string: _ = try readStringToken()
         case .number: _ = try readNumber()
         case .bool: _ = try readBool()
