@@ -94,6 +94,12 @@ public final class Supervisor: Sendable {
         loop.shutdown()
     }
 
+    deinit {
+        // Nothing may run on unsupervised: a supervisor dropped without `shutdown()` still
+        // kills what it started.
+        loop.shutdown()
+    }
+
     func emit(_ event: TaskEvent) {
         eventHandler(event)
     }

@@ -68,9 +68,9 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     /// Closes every handle, lets their close callbacks run, and ends the loop thread.
-    /// Blocks until the thread has finished; must not be called from the loop thread.
+    /// From another thread it waits until the loop thread has finished; on the loop thread
+    /// itself (the last owner let go inside a callback) it lets the thread finish alone.
     public func shutdown() {
-        precondition(!inLoopThread, "EventLoop.shutdown() would wait for itself")
         let thread: pthread_t? = state.withLock { s in
             if s.stopping { return nil }
             s.stopping = true
@@ -79,7 +79,11 @@ public final class EventLoop: @unchecked Sendable {
         guard let thread else { return }
         jobs.withLock { $0.append { [unowned self] in self.closeEverything() } }
         uv_async_send(wakeup)
-        pthread_join(thread, nil)
+        if inLoopThread {
+            pthread_detach(thread)
+        } else {
+            pthread_join(thread, nil)
+        }
     }
 
     private func threadMain() {
