@@ -1,3 +1,4 @@
+import Dispatch
 import OvertimeLoop
 import OvertimeProtocol
 import Synchronization
@@ -7,7 +8,13 @@ import Synchronization
 public final class TaskHandle: Sendable {
     public let ref: TaskRef
     let supervisor: Supervisor
-    private let completion = Mutex<(outcome: TaskOutcome?, waiters: [CheckedContinuation<TaskOutcome, Never>])>((nil, []))
+    private struct Completion {
+        var outcome: TaskOutcome?
+        var waiters: [CheckedContinuation<TaskOutcome, Never>] = []
+        var blockedThreads: [DispatchSemaphore] = []
+    }
+
+    private let completion = Mutex(Completion())
 
     init(ref: TaskRef, supervisor: Supervisor) {
         self.ref = ref
@@ -30,19 +37,39 @@ public final class TaskHandle: Sendable {
         }
     }
 
+    /// How the task ended, blocking the calling thread until it has. For programs without
+    /// an async context (the `overtime` CLI uses it to start faster). Never call it on the
+    /// supervisor's own loop thread, from inside an event handler.
+    public func waitForOutcome() -> TaskOutcome {
+        precondition(!supervisor.loop.inLoopThread, "waitForOutcome() on the loop thread would wait forever")
+        let semaphore = DispatchSemaphore(value: 0)
+        let ready: TaskOutcome? = completion.withLock { state in
+            if let outcome = state.outcome { return outcome }
+            state.blockedThreads.append(semaphore)
+            return nil
+        }
+        if let ready { return ready }
+        semaphore.wait()
+        return completion.withLock { $0.outcome! }
+    }
+
     /// The outcome if the task has ended, without waiting.
     public var finishedOutcome: TaskOutcome? {
         completion.withLock { $0.outcome }
     }
 
     func complete(_ outcome: TaskOutcome) {
-        let waiters = completion.withLock { state -> [CheckedContinuation<TaskOutcome, Never>] in
-            guard state.outcome == nil else { return [] }
+        let (waiters, blocked) = completion.withLock { state -> ([CheckedContinuation<TaskOutcome, Never>], [DispatchSemaphore]) in
+            guard state.outcome == nil else { return ([], []) }
             state.outcome = outcome
-            defer { state.waiters.removeAll() }
-            return state.waiters
+            defer {
+                state.waiters.removeAll()
+                state.blockedThreads.removeAll()
+            }
+            return (state.waiters, state.blockedThreads)
         }
         for waiter in waiters { waiter.resume(returning: outcome) }
+        for semaphore in blocked { semaphore.signal() }
     }
 
     /// Cancels the task: the reason on its channel, SIGTERM to its group, SIGKILL after

@@ -24,15 +24,17 @@ enum OvertimeCLI {
     'overtime run --help' lists the run options and exit codes.
     """
 
-    static func main() async {
+    // A synchronous main: `overtime run` sits in front of every task a user runs, and
+    // starting Swift's concurrency runtime would add to every start.
+    static func main() {
         // Writing a report to a closed pipe must end in an exit code, not a SIGPIPE death.
         // (Tasks start with every signal reset to its default.)
         signal(SIGPIPE, SIG_IGN)
         let arguments = CommandLine.arguments.dropFirst()
-        exit(await run(arguments))
+        exit(run(arguments))
     }
 
-    static func run(_ arguments: ArraySlice<String>) async -> Int32 {
+    static func run(_ arguments: ArraySlice<String>) -> Int32 {
         guard let command = arguments.first else {
             Terminal.error(help)
             return 125
@@ -41,7 +43,7 @@ enum OvertimeCLI {
             switch command {
             case "run":
                 let run = try RunCommand.parse(arguments.dropFirst())
-                return await run.execute()
+                return run.execute()
             case "help", "--help", "-h":
                 if arguments.dropFirst().first == "run" { throw HelpRequest(text: RunCommand.help) }
                 throw HelpRequest(text: help)

@@ -136,7 +136,7 @@ struct RunCommand {
     }
 
     /// Runs the task and returns the exit code.
-    func execute() async -> Int32 {
+    func execute() -> Int32 {
         let runID = RunID.generate()
         let output = ProgressOutput(mode: progress, encoder: EventEncoder(runID: runID))
         let supervisor: Supervisor
@@ -150,7 +150,7 @@ struct RunCommand {
             output.note("received \(SignalNames.name(signal)); cancelling (\(signal == SIGINT ? "user" : "shutdown"))")
         }
         let task = supervisor.spawn(spec)
-        let outcome = await task.outcome
+        let outcome = task.waitForOutcome()
         if jsonReport {
             Terminal.writeOut(output.encoder.report(outcome))
         }
