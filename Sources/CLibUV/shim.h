@@ -5,19 +5,16 @@
 #include <uv.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <spawn.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
-// Marks every descriptor from `first` up close-on-exec in one call (Linux >= 5.11).
-// Returns -1 with errno (ENOSYS, EINVAL) on older kernels; the caller falls back.
-static inline int overtime_mark_cloexec_from(unsigned int first) {
-#ifdef SYS_close_range
-    return (int)syscall(SYS_close_range, first, ~0U, 4U /* CLOSE_RANGE_CLOEXEC */);
-#else
-    errno = ENOSYS;
-    return -1;
-#endif
-}
+// glibc extensions to posix_spawn that <spawn.h> declares only under _GNU_SOURCE (all in
+// glibc >= 2.34; Debian 12 has 2.36). Declared again here, as glibc declares them.
+#define OVERTIME_POSIX_SPAWN_SETSID 0x80
+extern int posix_spawn_file_actions_addchdir_np(posix_spawn_file_actions_t *__restrict actions,
+                                                const char *__restrict path);
+extern int posix_spawn_file_actions_addclosefrom_np(posix_spawn_file_actions_t *actions, int from);
 
 // pipe2(fds, O_CLOEXEC): both ends close-on-exec from birth.
 static inline int overtime_pipe_cloexec(int fds[2]) {

@@ -39,25 +39,6 @@ public enum Descriptors {
         _ = Glibc.close(fd)  // after close, even EINTR leaves fd closed on Linux: never retry
     }
 
-    /// Marks every descriptor from 3 up close-on-exec.
-    ///
-    /// Descriptors Overtime opens are close-on-exec already; this catches the ones it
-    /// inherited from whoever started it, and any an embedding program opened carelessly,
-    /// so a task sees only fds 0–3. One `close_range` call on Linux ≥ 5.11; a walk of
-    /// /proc/self/fd on older kernels.
-    public static func markInheritedCloseOnExec() {
-        if overtime_mark_cloexec_from(3) == 0 { return }
-        guard let dir = opendir("/proc/self/fd") else { return }
-        defer { closedir(dir) }
-        let own = dirfd(dir)
-        while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self) }
-            guard let fd = Int32(name), fd >= 3, fd != own else { continue }
-            let flags = fcntl(fd, F_GETFD)
-            if flags >= 0, flags & FD_CLOEXEC == 0 { _ = fcntl(fd, F_SETFD, flags | FD_CLOEXEC) }
-        }
-    }
-
     /// Sends `bytes` without blocking and without SIGPIPE. Returns the count written (0 when
     /// the peer's buffer is full) or nil when the peer is gone.
     static func sendNonBlocking(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Int? {

@@ -21,6 +21,8 @@ public final class EventLoop: @unchecked Sendable {
     private let jobs = Mutex<[() -> Void]>([])
     private let state = Mutex<(stopping: Bool, thread: pthread_t?)>((false, nil))
     private let threadID = Atomic<UInt>(0)
+    /// Reaps the children this loop spawns (see `ChildProcess`).
+    let reaper: ChildReaper
 
     /// Starts a loop and its thread.
     /// - Throws: `SystemError` when libuv or the thread cannot be set up.
@@ -28,6 +30,8 @@ public final class EventLoop: @unchecked Sendable {
         uvLoop = .allocate(capacity: 1)
         wakeup = .allocate(capacity: 1)
         try uvCheck("uv_loop_init", uv_loop_init(uvLoop))
+        // Watching SIGCHLD from the start: a child can never exit unnoticed.
+        reaper = ChildReaper(loop: uvLoop)
         try uvCheck("uv_async_init", uv_async_init(uvLoop, wakeup) { handle in
             let loop = Unmanaged<EventLoop>.fromOpaque(handle!.pointee.data).takeUnretainedValue()
             loop.runJobs()
@@ -88,6 +92,10 @@ public final class EventLoop: @unchecked Sendable {
 
     private func threadMain() {
         threadID.store(UInt(bitPattern: Int(bitPattern: pthread_self())), ordering: .releasing)
+        // A supervisor may be started with signals blocked (Foundation's Process and many
+        // shells' job control do this). The loop thread takes the signals it watches
+        // whatever mask it inherited; SIGCHLD above all, or no child is ever reaped.
+        SignalWatcher.unblockOnThisThread(SIGCHLD)
         uv_run(uvLoop, UV_RUN_DEFAULT)
         uv_loop_close(uvLoop)
     }

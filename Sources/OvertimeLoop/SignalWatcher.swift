@@ -1,4 +1,9 @@
 import CLibUV
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 
 /// Delivers a Unix signal to a callback on the loop thread. Loop-thread only.
 public final class SignalWatcher: LoopHandleOwner {
@@ -9,6 +14,7 @@ public final class SignalWatcher: LoopHandleOwner {
     /// Starts watching `signal`. libuv installs the handler at once, so a signal that
     /// arrives from here on is never lost.
     public init(loop: EventLoop, signal: Int32, _ callback: @escaping (Int32) -> Void) throws(SystemError) {
+        Self.unblockOnThisThread(signal)
         handle = .allocate(capacity: 1)
         self.callback = callback
         uv_signal_init(loop.uvLoop, handle)
@@ -21,6 +27,15 @@ public final class SignalWatcher: LoopHandleOwner {
             close()
             try uvCheck("watching signal \(signal)", rc)
         }
+    }
+
+    /// Lets `signal` be delivered to the calling (loop) thread even if the thread that
+    /// started the supervisor blocks it. Only this thread's mask changes.
+    static func unblockOnThisThread(_ signal: Int32) {
+        var set = sigset_t()
+        sigemptyset(&set)
+        sigaddset(&set, signal)
+        pthread_sigmask(SIG_UNBLOCK, &set, nil)
     }
 
     public func close() {
