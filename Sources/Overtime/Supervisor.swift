@@ -88,6 +88,28 @@ public final class Supervisor: Sendable {
         }
     }
 
+    /// The signals an entrypoint passes on rather than acting on: SIGHUP, SIGQUIT, SIGUSR1,
+    /// SIGUSR2, SIGWINCH.
+    public static let forwardedSignals: [Int32] = [SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH]
+
+    /// Passes each of `signals` that the supervisor receives on to every running task's
+    /// process group, instead of letting it end the supervisor and orphan the tasks.
+    public func forwardSignals(_ signals: [Int32] = Supervisor.forwardedSignals) {
+        let core = self.core
+        loop.execute { [self] in
+            for signal in signals {
+                do {
+                    let watcher = try SignalWatcher(loop: loop, signal: signal) { signo in
+                        for runner in core.value.runners.values { runner.forward(signal: signo) }
+                    }
+                    core.value.signalWatchers.append(watcher)
+                } catch {
+                    assertionFailure("\(error)")
+                }
+            }
+        }
+    }
+
     /// Stops the loop: any task still running is killed (SIGKILL to its group), watchers
     /// close, and the loop thread ends. Call it when done with the supervisor.
     public func shutdown() {

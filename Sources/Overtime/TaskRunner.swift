@@ -240,6 +240,11 @@ final class TaskRunner {
         return machine.revoke(after: after, now: now, perform)
     }
 
+    /// Passes a signal the supervisor received on to the task's group (while it runs).
+    func forward(signal: Int32) {
+        process?.signalGroup(signal)
+    }
+
     // MARK: Actions
 
     private func perform(_ action: TaskMachine.Action) {

@@ -51,6 +51,7 @@ struct RunCommand {
       126 / 127            CMD could not be executed / was not found
 
     Ctrl-C (SIGINT) cancels CMD with reason 'user'; SIGTERM cancels with 'shutdown'.
+    SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 and SIGWINCH are passed on to CMD's process group.
     """
 
     static let knownOptions = ["--budget", "--window", "--max-runtime", "--grace", "--warn-before",
@@ -149,6 +150,7 @@ struct RunCommand {
         supervisor.cancelAllOnTerminationSignals { signal in
             output.note("received \(SignalNames.name(signal)); cancelling (\(signal == SIGINT ? "user" : "shutdown"))")
         }
+        supervisor.forwardSignals()
         let task = supervisor.spawn(spec)
         let outcome = task.waitForOutcome()
         if jsonReport {
