@@ -151,7 +151,7 @@ final class SupervisorCore {
     var signalWatchers: [SignalWatcher] = []
     /// The environment every task inherits, read once, without any `OVERTIME_*` variable of
     /// the supervisor's own (a supervisor run under another must not pass its channel on).
-    lazy var inheritedEnvironment: [String] = {
+    lazy var inheritedEnvironment: EnvironmentBlock = {
         var result: [String] = []
         var p = environ
         while let entry = p.pointee {
@@ -159,8 +159,18 @@ final class SupervisorCore {
             if !s.hasPrefix("OVERTIME_") { result.append(s) }
             p += 1
         }
-        return result
+        return EnvironmentBlock(result)
     }()
+
+    /// `/dev/null`, opened once, for every task whose stdin is null or whose output is
+    /// discarded.
+    lazy var nullInput: Int32? = try? Descriptors.openNull(forWriting: false)
+    lazy var nullOutput: Int32? = try? Descriptors.openNull(forWriting: true)
+
+    deinit {
+        if let fd = nullInput { Descriptors.close(fd) }
+        if let fd = nullOutput { Descriptors.close(fd) }
+    }
 
     init(runID: String) {
         self.runID = runID

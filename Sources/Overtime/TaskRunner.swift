@@ -52,15 +52,16 @@ final class TaskRunner {
             passed.append(theirs)
             let channel = try ByteStream(loop: supervisor.loop, fd: ours)
             self.channel = channel
-            let stdin: Int32 = switch spec.stdin {
-            case .inherit: 0
-            case .null: try Descriptors.openNull(forWriting: false).also { passed.append($0) }
+            var stdin: Int32 = 0
+            if case .null = spec.stdin {
+                stdin = try core.nullInput ?? Descriptors.openNull(forWriting: false).also { passed.append($0) }
             }
             let stdout = try outputDescriptor(spec.stdout, inherit: 1, &passed)
             let stderr = try outputDescriptor(spec.stderr, inherit: 2, &passed)
             let request = SpawnRequest(
                 arguments: spec.arguments,
-                environment: environment(),
+                baseEnvironment: spec.inheritEnvironment ? core.inheritedEnvironment : nil,
+                environment: environmentOverrides(),
                 workingDirectory: spec.workingDirectory,
                 descriptors: [stdin, stdout, stderr, theirs]
             )
@@ -88,6 +89,7 @@ final class TaskRunner {
         case .inherit:
             return fd
         case .discard:
+            if let shared = core.nullOutput { return shared }
             return try Descriptors.openNull(forWriting: true).also { passed.append($0) }
         case let .file(path, append):
             return try Descriptors.openForWriting(path, append: append).also { passed.append($0) }
@@ -108,20 +110,14 @@ final class TaskRunner {
         }
     }
 
-    private func environment() -> [String] {
-        var env = spec.inheritEnvironment ? core.inheritedEnvironment : []
+    /// The variables set on top of the inherited environment: the task's own, then the
+    /// `OVERTIME_*` ones, which nothing may override.
+    private func environmentOverrides() -> [String] {
         var overrides = spec.environment
         overrides["OVERTIME_FD"] = "3"
         overrides["OVERTIME_TASK"] = spec.name
         overrides["OVERTIME_RUN"] = core.runID
-        if !spec.environment.isEmpty || !env.isEmpty {
-            env.removeAll { entry in
-                guard let eq = entry.firstIndex(of: "=") else { return false }
-                return overrides[String(entry[..<eq])] != nil
-            }
-        }
-        for (key, value) in overrides.sorted(by: { $0.key < $1.key }) { env.append("\(key)=\(value)") }
-        return env
+        return overrides.sorted(by: { $0.key < $1.key }).map { "\($0.key)=\($0.value)" }
     }
 
     private func failToStart(_ error: any Error) {
