@@ -9,6 +9,7 @@ let package = Package(
     products: [
         .library(name: "Overtime", targets: ["Overtime"]),
         .library(name: "OvertimeProtocol", targets: ["OvertimeProtocol"]),
+        .library(name: "OvertimeWorker", targets: ["OvertimeWorker"]),
         .executable(name: "overtime", targets: ["overtime"]),
     ],
     targets: [
@@ -22,6 +23,12 @@ let package = Package(
             dependencies: ["CLibUV"]
         ),
         .target(name: "OvertimeProtocol"),
+        // The task's side: what a Swift program run by Overtime links. Never sees the
+        // supervisor's code.
+        .target(
+            name: "OvertimeWorker",
+            dependencies: ["OvertimeProtocol"]
+        ),
         .target(
             name: "Overtime",
             dependencies: ["OvertimeLoop", "OvertimeProtocol"]
@@ -35,13 +42,24 @@ let package = Package(
             name: "overtime-bench",
             dependencies: ["Overtime"]
         ),
+        // Example workers (workers/README.md), built as programs Overtime runs.
+        .executableTarget(
+            name: "upload-file",
+            dependencies: ["OvertimeWorker"],
+            path: "workers/upload-file"
+        ),
+        .executableTarget(
+            name: "process-payment",
+            dependencies: ["OvertimeWorker"],
+            path: "workers/process-payment"
+        ),
         .testTarget(
             name: "OvertimeProtocolTests",
             dependencies: ["OvertimeProtocol"]
         ),
         .testTarget(
             name: "OvertimeTests",
-            dependencies: ["Overtime", "OvertimeProtocol", "overtime"]
+            dependencies: ["Overtime", "OvertimeProtocol", "overtime", "upload-file", "process-payment"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -1,0 +1,61 @@
+/// Why the supervisor is cancelling the task, with the grace it has left to clean up
+/// before SIGKILL.
+///
+/// Switch on it as on any reason: `case .timeout:` matches whatever the grace.
+public enum CancellationReason: Sendable, Equatable, CustomStringConvertible {
+    /// The budget ran out because progress stopped (or never came).
+    case timeout(grace: Duration)
+    /// The hard `max-runtime` was reached.
+    case deadline(grace: Duration)
+    /// An operator revoked the budget and the revoked time ran out.
+    case revoked(grace: Duration)
+    /// Someone cancelled it (Ctrl-C, `overtime ctl cancel`).
+    case userCancelled(grace: Duration)
+    /// The supervisor itself is stopping (a container stop, SIGTERM to Overtime).
+    case shutdown(grace: Duration)
+
+    /// Time left before SIGKILL, as the supervisor said when it cancelled.
+    public var grace: Duration {
+        switch self {
+        case let .timeout(g), let .deadline(g), let .revoked(g), let .userCancelled(g), let .shutdown(g): g
+        }
+    }
+
+    /// The reason's word on the wire: `timeout`, `deadline`, `revoked`, `user`, `shutdown`.
+    public var wireName: String {
+        switch self {
+        case .timeout: "timeout"
+        case .deadline: "deadline"
+        case .revoked: "revoked"
+        case .userCancelled: "user"
+        case .shutdown: "shutdown"
+        }
+    }
+
+    public var description: String { wireName }
+
+    init?(wireName: String, grace: Duration) {
+        switch wireName {
+        case "timeout": self = .timeout(grace: grace)
+        case "deadline": self = .deadline(grace: grace)
+        case "revoked": self = .revoked(grace: grace)
+        case "user": self = .userCancelled(grace: grace)
+        case "shutdown": self = .shutdown(grace: grace)
+        default: return nil
+        }
+    }
+}
+
+/// What the supervisor answered to a request for more time.
+public struct Budget: Sendable, Equatable {
+    /// Time left before the deadline; nil when there is no limit (or no supervisor).
+    public var remaining: Duration?
+    /// True when the whole request was granted; false when refused or clipped (by
+    /// `max-runtime`, a revoke, or a cancel already under way).
+    public var granted: Bool
+
+    public init(remaining: Duration?, granted: Bool) {
+        self.remaining = remaining
+        self.granted = granted
+    }
+}

@@ -1,0 +1,157 @@
+import OvertimeProtocol
+
+/// The task's side of Overtime: report progress, ask for time, learn why it is cancelled.
+///
+/// Every call is a quiet no-op when the program runs outside Overtime (no `OVERTIME_FD`),
+/// so the same program runs standalone. All of it is thread-safe, and none of it waits on
+/// the supervisor except `requestExtension`, which waits for its answer.
+public enum Worker {
+    /// True when running under an Overtime supervisor.
+    public static var isSupervised: Bool { WorkerConnection.shared.isActive }
+
+    /// The task's progress; see `TaskProgress`.
+    public static let progress = TaskProgress(connection: WorkerConnection.shared)
+
+    /// Tells the supervisor the task is up (services; queues may wait for it).
+    public static func ready() {
+        WorkerConnection.shared.send(.ready)
+    }
+
+    /// Proof of life without progress: extends the budget like a progress report.
+    public static func heartbeat() {
+        WorkerConnection.shared.sendHeartbeat()
+    }
+
+    /// Asks for the deadline to be at least `seconds` from now, and waits for the answer.
+    /// - Returns: what the supervisor granted. Outside Overtime: unlimited, granted.
+    public static func requestExtension(seconds: Double, why: String? = nil) async -> Budget {
+        await WorkerConnection.shared.requestExtension(seconds: seconds, why: why)
+    }
+
+    /// Reports the task's result (the last one wins). `performBackgroundTask` does this with
+    /// the closure's return value.
+    public static func result(_ value: JSONValue) {
+        WorkerConnection.shared.send(.result(value))
+    }
+
+    /// Runs `handler` (on a background thread) when the supervisor warns that the deadline
+    /// is near (`--warn-before`): a moment to checkpoint. It receives the time left.
+    public static func onExpiring(_ handler: @escaping @Sendable (Duration) -> Void) {
+        WorkerConnection.shared.addExpiringHandler(handler)
+    }
+
+    /// Time left in the budget, from the supervisor's last word; nil when unlimited or
+    /// outside Overtime.
+    public static var remaining: Duration? { WorkerConnection.shared.remainingNow() }
+
+    /// Why the task is being cancelled, once it is.
+    public static var cancellation: CancellationReason? { WorkerConnection.shared.cancellation }
+}
+
+/// Runs `operation` with a cancellation handler that learns why the task is cancelled.
+///
+/// When the supervisor cancels the task (its `cancel` message, or SIGTERM), `onCancel` runs
+/// first, with the reason and the grace left before SIGKILL; then the Swift task running
+/// `operation` is cancelled, so `try Task.checkCancellation()` and `Task.sleep` throw. The
+/// handler has finished its rollback before the operation unwinds and the program exits.
+/// Keep it short: roll back, save state, and return.
+/// - Returns: the operation's value.
+/// - Throws: what the operation throws (`CancellationError` once cancelled).
+public func withIntentCancellationHandler<T: Sendable>(
+    operation: @escaping @Sendable () async throws -> T,
+    onCancel: @escaping @Sendable (CancellationReason) -> Void
+) async throws -> T {
+    let work = Task { try await operation() }
+    let scope = WorkerConnection.shared.openScope { reason in
+        onCancel(reason)
+        work.cancel()
+    }
+    defer { WorkerConnection.shared.closeScope(scope) }
+    return try await withTaskCancellationHandler {
+        try await work.value
+    } onCancel: {
+        work.cancel()
+    }
+}
+
+/// Runs a long task whose budget its progress extends, and reports its return value as
+/// the task's `result`.
+///
+/// ```swift
+/// let message = try await performBackgroundTask { progress in
+///     progress.totalUnitCount = 100
+///     progress.localizedDescription = "Uploading file"
+///     for chunk in 0..<100 {
+///         try Task.checkCancellation()
+///         await uploadChunk(chunk)
+///         progress.completedUnitCount = Int64(chunk + 1)
+///     }
+///     return "Upload complete!"
+/// }
+/// ```
+/// Cancellation works as in `withIntentCancellationHandler`.
+public func performBackgroundTask<T: Sendable>(
+    _ operation: @escaping @Sendable (TaskProgress) async throws -> T
+) async throws -> T {
+    let value = try await withIntentCancellationHandler {
+        try await operation(Worker.progress)
+    } onCancel: { _ in }
+    Worker.result(JSONValue(reporting: value))
+    return value
+}
+
+/// Sets the task's share done and subtitle (`Worker.progress.updateProgress`).
+public func updateProgress(fractionCompleted: Double, message: String? = nil) {
+    Worker.progress.updateProgress(fractionCompleted: fractionCompleted, message: message)
+}
+
+/// A value that can be a task's result.
+public protocol ResultValue {
+    var resultJSON: JSONValue { get }
+}
+
+extension JSONValue: ResultValue {
+    public var resultJSON: JSONValue { self }
+}
+
+extension String: ResultValue {
+    public var resultJSON: JSONValue { .string(self) }
+}
+
+extension Bool: ResultValue {
+    public var resultJSON: JSONValue { .bool(self) }
+}
+
+extension Int: ResultValue {
+    public var resultJSON: JSONValue { .number(Double(self)) }
+}
+
+extension Double: ResultValue {
+    public var resultJSON: JSONValue { .number(self) }
+}
+
+extension Array: ResultValue where Element: ResultValue {
+    public var resultJSON: JSONValue { .array(map(\.resultJSON)) }
+}
+
+extension Dictionary: ResultValue where Key == String, Value: ResultValue {
+    public var resultJSON: JSONValue { .object(sorted { $0.key < $1.key }.map { ($0.key, $0.value.resultJSON) }) }
+}
+
+extension Optional: ResultValue where Wrapped: ResultValue {
+    public var resultJSON: JSONValue { self?.resultJSON ?? .null }
+}
+
+extension JSONValue {
+    /// A task's return value as a result: `ResultValue`s as themselves, `()` as null, and
+    /// anything else as its description.
+    init(reporting value: Any) {
+        if let value = value as? ResultValue {
+            self = value.resultJSON
+        } else if value is Void {
+            self = .null
+        } else {
+            self = .string(String(describing: value))
+        }
+    }
+}

@@ -1,0 +1,311 @@
+import Dispatch
+import OvertimeProtocol
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// The task's end of the channel: one writer thread, one reader thread, started on first
+/// use and only when the task runs under Overtime (`OVERTIME_FD` is set).
+///
+/// The job never waits on the supervisor: calls queue their message and return. Progress
+/// coalesces (the latest value wins, at most `progressInterval` apart), so a tight loop
+/// cannot flood the channel; `extend`, `ready` and `result` are never dropped.
+final class WorkerConnection: Sendable {
+    static let shared = WorkerConnection()
+
+    /// Progress and heartbeats go out at most this often.
+    static let progressInterval = Duration.milliseconds(50)
+
+    struct State {
+        var outgoing: [[UInt8]] = []
+        var pendingProgress: Progress?
+        var pendingHeartbeat = false
+        var remaining: Duration?
+        var remainingSetAt: Int64 = 0
+        var cancellation: CancellationReason?
+        var scopes: [Int: @Sendable (CancellationReason) -> Void] = [:]
+        var nextScope = 0
+        var expiringHandlers: [@Sendable (Duration) -> Void] = []
+        var extendWaiters: [CheckedContinuation<Budget, Never>] = []
+    }
+
+    let fd: Int32?
+    let state = Mutex(State())
+    private let workAvailable = DispatchSemaphore(value: 0)
+    /// Held while lines are written, so the exit-time flush never interleaves with the
+    /// writer thread.
+    private let writing = Mutex(())
+
+    private init() {
+        guard let text = getenv("OVERTIME_FD").map({ String(cString: $0) }), let fd = Int32(text), fd >= 0,
+              fcntl(fd, F_GETFD) >= 0
+        else {
+            fd = nil
+            return
+        }
+        self.fd = fd
+        _ = fcntl(fd, F_SETFD, FD_CLOEXEC)  // the job's own children must not inherit the channel
+        SignalRelay.install()
+        atexit { WorkerConnection.shared.flush() }
+        startThread { WorkerConnection.shared.writerLoop() }
+        startThread { WorkerConnection.shared.readerLoop() }
+    }
+
+    var isActive: Bool { fd != nil }
+
+    // MARK: Sending
+
+    func send(_ message: ChildMessage) {
+        guard isActive else { return }
+        let bytes = message.encoded()
+        state.withLock { $0.outgoing.append(bytes) }
+        workAvailable.signal()
+    }
+
+    func sendProgress(_ progress: Progress) {
+        guard isActive else { return }
+        let wasIdle = state.withLock { s -> Bool in
+            defer { s.pendingProgress = progress }
+            return s.pendingProgress == nil
+        }
+        if wasIdle { workAvailable.signal() }
+    }
+
+    func sendHeartbeat() {
+        guard isActive else { return }
+        let wasIdle = state.withLock { s -> Bool in
+            defer { s.pendingHeartbeat = true }
+            return !s.pendingHeartbeat
+        }
+        if wasIdle { workAvailable.signal() }
+    }
+
+    private func writerLoop() {
+        while true {
+            workAvailable.wait()
+            if flush() {
+                // Let updates pile up (and coalesce) for a moment before the next line.
+                var pause = timespec(tv_sec: 0, tv_nsec: Int(Self.progressInterval.nanosecondsForSleep))
+                var left = timespec()
+                while nanosleep(&pause, &left) != 0 && errno == EINTR { pause = left }
+            }
+        }
+    }
+
+    /// Writes everything queued, in order, then the latest progress (or a heartbeat).
+    /// Runs on the writer thread, and at exit so that a result or last progress reported
+    /// just before the program ends is not lost.
+    /// - Returns: true when a progress or heartbeat line went out.
+    @discardableResult
+    func flush() -> Bool {
+        writing.withLock { _ in
+            let (messages, progress, heartbeat) = state.withLock { s in
+                defer {
+                    s.outgoing.removeAll()
+                    s.pendingProgress = nil
+                    s.pendingHeartbeat = false
+                }
+                return (s.outgoing, s.pendingProgress, s.pendingHeartbeat)
+            }
+            for message in messages { write(message) }
+            if let progress {
+                write(ChildMessage.progress(progress).encoded())
+            } else if heartbeat {
+                write(ChildMessage.heartbeat.encoded())
+            }
+            return progress != nil || heartbeat
+        }
+    }
+
+    private func write(_ bytes: [UInt8]) {
+        guard let fd else { return }
+        bytes.withUnsafeBytes { buffer in
+            var offset = 0
+            while offset < buffer.count {
+                // MSG_NOSIGNAL: a supervisor that went away must not kill the job with SIGPIPE.
+                var n = Glibc.send(fd, buffer.baseAddress! + offset, buffer.count - offset, Int32(MSG_NOSIGNAL))
+                if n < 0, errno == ENOTSOCK { n = Glibc.write(fd, buffer.baseAddress! + offset, buffer.count - offset) }
+                if n > 0 {
+                    offset += n
+                } else if n < 0, errno == EINTR {
+                    continue
+                } else {
+                    return  // the supervisor is gone; nothing more can be said
+                }
+            }
+        }
+    }
+
+    // MARK: Receiving
+
+    private func readerLoop() {
+        guard let fd else { return }
+        var framer = LineFramer()
+        var buffer = [UInt8](repeating: 0, count: 16 * 1024)
+        var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0),
+                   pollfd(fd: SignalRelay.readEnd, events: Int16(POLLIN), revents: 0)]
+        while true {
+            fds[0].revents = 0
+            fds[1].revents = 0
+            if poll(&fds, 2, -1) < 0 {
+                if errno == EINTR { continue }
+                return
+            }
+            if fds[1].revents != 0 {
+                SignalRelay.drain()
+                // SIGTERM with no cancel message before it: the supervisor (or someone) is
+                // stopping the job; treat it as a shutdown.
+                deliverCancel(.shutdown(grace: .zero))
+            }
+            if fds[0].revents != 0 {
+                let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+                if n < 0, errno == EINTR { continue }
+                if n <= 0 {
+                    // The supervisor is gone: nothing will answer an extend.
+                    resolveExtendWaiters(with: Budget(remaining: remainingNow(), granted: false))
+                    fds[0].fd = -1  // keep watching for SIGTERM only
+                    continue
+                }
+                buffer.withUnsafeBytes { bytes in
+                    framer.feed(UnsafeRawBufferPointer(rebasing: bytes[0..<n])) { item in
+                        if case let .line(line) = item, let message = try? SupervisorMessage.decode(line) {
+                            handle(message)
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    private func handle(_ message: SupervisorMessage) {
+        switch message {
+        case let .budget(remaining, granted):
+            let budget = remaining.map { Duration.milliseconds(Int64(($0 * 1000).rounded())) }
+            let waiter = state.withLock { s -> CheckedContinuation<Budget, Never>? in
+                s.remaining = budget
+                s.remainingSetAt = monotonicNanoseconds()
+                guard granted != nil, !s.extendWaiters.isEmpty else { return nil }
+                return s.extendWaiters.removeFirst()
+            }
+            waiter?.resume(returning: Budget(remaining: budget, granted: granted ?? false))
+        case let .expiring(remaining):
+            let left = Duration.milliseconds(Int64((remaining * 1000).rounded()))
+            let handlers = state.withLock { s in
+                s.remaining = left
+                s.remainingSetAt = monotonicNanoseconds()
+                return s.expiringHandlers
+            }
+            for handler in handlers { handler(left) }
+        case let .cancel(reason, grace):
+            if let reason = CancellationReason(wireName: reason.rawValue, grace: .milliseconds(Int64((grace * 1000).rounded()))) {
+                deliverCancel(reason)
+            }
+        }
+    }
+
+    /// Records the cancellation once and tells every open scope.
+    private func deliverCancel(_ reason: CancellationReason) {
+        let scopes = state.withLock { s -> [@Sendable (CancellationReason) -> Void] in
+            guard s.cancellation == nil else { return [] }
+            s.cancellation = reason
+            return Array(s.scopes.values)
+        }
+        for scope in scopes { scope(reason) }
+        resolveExtendWaiters(with: Budget(remaining: reason.grace, granted: false))
+    }
+
+    private func resolveExtendWaiters(with budget: Budget) {
+        let waiters = state.withLock { s in
+            defer { s.extendWaiters.removeAll() }
+            return s.extendWaiters
+        }
+        for waiter in waiters { waiter.resume(returning: budget) }
+    }
+
+    // MARK: Scopes and hooks
+
+    /// Registers a cancellation scope; if the task is already cancelled, `onCancel` runs now.
+    func openScope(_ onCancel: @escaping @Sendable (CancellationReason) -> Void) -> Int {
+        let (id, already) = state.withLock { s in
+            s.nextScope += 1
+            s.scopes[s.nextScope] = onCancel
+            return (s.nextScope, s.cancellation)
+        }
+        SignalRelay.scopeOpened()
+        if let already { onCancel(already) }
+        return id
+    }
+
+    func closeScope(_ id: Int) {
+        state.withLock { _ = $0.scopes.removeValue(forKey: id) }
+        SignalRelay.scopeClosed()
+    }
+
+    func addExpiringHandler(_ handler: @escaping @Sendable (Duration) -> Void) {
+        state.withLock { $0.expiringHandlers.append(handler) }
+    }
+
+    func requestExtension(seconds: Double, why: String?) async -> Budget {
+        guard isActive else { return Budget(remaining: nil, granted: true) }
+        return await withCheckedContinuation { continuation in
+            let cancelled = state.withLock { s -> CancellationReason? in
+                if let c = s.cancellation { return c }
+                s.extendWaiters.append(continuation)
+                return nil
+            }
+            if let cancelled {
+                continuation.resume(returning: Budget(remaining: cancelled.grace, granted: false))
+            } else {
+                send(.extend(seconds: seconds, why: why))
+            }
+        }
+    }
+
+    var cancellation: CancellationReason? { state.withLock { $0.cancellation } }
+
+    /// The budget left, from the supervisor's last word on it; nil when unlimited or unknown.
+    func remainingNow() -> Duration? {
+        state.withLock { s in
+            s.remaining.map { $0 - .nanoseconds(monotonicNanoseconds() - s.remainingSetAt) }
+        }
+    }
+}
+
+func monotonicNanoseconds() -> Int64 {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
+}
+
+extension Duration {
+    var nanosecondsForSleep: Int64 {
+        let (s, atto) = components
+        return s * 1_000_000_000 + atto / 1_000_000_000
+    }
+}
+
+private func startThread(_ body: @escaping @Sendable () -> Void) {
+    final class Box: @unchecked Sendable {
+        let body: @Sendable () -> Void
+        init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+    }
+    var attributes = pthread_attr_t()
+    pthread_attr_init(&attributes)
+    pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
+    defer { pthread_attr_destroy(&attributes) }
+    var thread = pthread_t()
+    let box = Unmanaged.passRetained(Box(body)).toOpaque()
+    let rc = pthread_create(&thread, &attributes, { arg in
+        let box = Unmanaged<Box>.fromOpaque(arg!).takeRetainedValue()
+        // These threads never take the job's signals: SIGTERM reaches it through the relay.
+        var all = sigset_t()
+        sigfillset(&all)
+        pthread_sigmask(SIG_BLOCK, &all, nil)
+        box.body()
+        return nil
+    }, box)
+    if rc != 0 { Unmanaged<Box>.fromOpaque(box).release() }
+}

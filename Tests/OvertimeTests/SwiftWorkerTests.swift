@@ -1,0 +1,135 @@
+import Foundation
+import OvertimeProtocol
+import Synchronization
+import Testing
+@testable import Overtime
+
+/// The OvertimeWorker library inside the example workers, under the real supervisor.
+@Suite struct SwiftWorkerTests {
+    /// An example worker built beside the `overtime` binary.
+    static func worker(_ name: String) -> String {
+        URL(fileURLWithPath: CLIBinary.path).deletingLastPathComponent().appendingPathComponent(name).path
+    }
+
+    func run(_ arguments: [String], policy: BudgetPolicy, cancelAfterReady: CancelReason? = nil,
+             log: SupervisorTests.EventLog = .init()) async throws -> (TaskOutcome, String) {
+        let supervisor = try Supervisor { log.append($0) }
+        defer { supervisor.shutdown() }
+        let stdout = Mutex<[UInt8]>([])
+        let spec = TaskSpec(arguments: arguments, policy: policy, stdin: .null,
+                            stdout: .capture { bytes in stdout.withLock { $0 += bytes } }, stderr: .discard)
+        let task = supervisor.spawn(spec)
+        if let reason = cancelAfterReady {
+            // Cancel once the worker has reported progress: it is inside its handler scope.
+            let clock = ContinuousClock()
+            let end = clock.now + .seconds(10)
+            while clock.now < end, !log.kinds.contains(where: { if case .progress = $0 { true } else { false } }) {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            await task.cancel(reason: reason)
+        }
+        let outcome = await task.outcome
+        return (outcome, String(decoding: stdout.withLock { $0 }, as: UTF8.self))
+    }
+
+    func ledger(_ path: String) -> [String] {
+        ((try? String(contentsOfFile: path, encoding: .utf8)) ?? "").split(separator: "\n").map { String($0.split(separator: " ").first ?? "") }
+    }
+
+    @Test func uploadFileOutlivesItsBudgetOnProgressAndReturnsItsResult() async throws {
+        let (outcome, output) = try await run([Self.worker("upload-file"), "--chunks", "40", "--chunk-ms", "60"],
+                                              policy: BudgetPolicy(budget: .seconds(1), grace: .seconds(2)))
+        #expect(outcome.succeeded, "\(outcome)")
+        #expect(outcome.elapsed > .seconds(1), "it must have outlived its 1 s budget")
+        #expect(outcome.result == .string("Upload complete!"))
+        #expect(outcome.lastProgress?.completed == 40 && outcome.lastProgress?.total == 40)
+        #expect(outcome.lastProgress?.title == "Uploading file")
+        #expect(output.contains("Upload complete!"))
+    }
+
+    @Test func uploadFileStopsAtTheNextChunkWhenCancelled() async throws {
+        let (outcome, _) = try await run([Self.worker("upload-file"), "--chunks", "1000", "--chunk-ms", "20"],
+                                         policy: BudgetPolicy(budget: .seconds(30), grace: .seconds(5)),
+                                         cancelAfterReady: .user)
+        #expect(outcome.cancelReason == .user)
+        #expect(outcome.termination == .exited(1), "it unwinds and exits by itself within grace: \(outcome)")
+        #expect(!outcome.killed)
+        #expect((outcome.lastProgress?.completed ?? 1000) < 1000)
+    }
+
+    @Test func paymentRollsBackOnTimeout() async throws {
+        let dir = try TemporaryDirectory()
+        let path = dir.path("ledger")
+        let (outcome, _) = try await run([Self.worker("process-payment"), "--ledger", path, "--step-ms", "3000"],
+                                         policy: BudgetPolicy(budget: .seconds(1), grace: .seconds(5)))
+        #expect(outcome.cancelReason == .timeout)
+        #expect(outcome.exitCode == 124 && !outcome.killed, "\(outcome)")
+        #expect(ledger(path) == ["rollback"], "\(ledger(path))")
+    }
+
+    @Test func paymentCancelsWhenAUserCancels() async throws {
+        let dir = try TemporaryDirectory()
+        let path = dir.path("ledger")
+        let (outcome, _) = try await run([Self.worker("process-payment"), "--ledger", path, "--step-ms", "3000"],
+                                         policy: BudgetPolicy(budget: .seconds(30), grace: .seconds(5)),
+                                         cancelAfterReady: .user)
+        #expect(outcome.cancelReason == .user && !outcome.killed, "\(outcome)")
+        let lines = try String(contentsOfFile: path, encoding: .utf8)
+        #expect(lines.hasPrefix("cancel ") && lines.contains("user_cancelled"), "\(lines)")
+    }
+
+    @Test func paymentCompletesWithFractionalProgress() async throws {
+        let dir = try TemporaryDirectory()
+        let path = dir.path("ledger")
+        let log = SupervisorTests.EventLog()
+        let (outcome, output) = try await run([Self.worker("process-payment"), "--ledger", path, "--step-ms", "200", "--amount", "9.99"],
+                                              policy: BudgetPolicy(budget: .seconds(10)), log: log)
+        #expect(outcome.succeeded, "\(outcome)")
+        #expect(ledger(path) == ["initiate", "authorize", "process", "complete"])
+        #expect(outcome.result == .string("Payment of 9.99 processed successfully"))
+        #expect(outcome.lastProgress?.fraction == 1.0 && outcome.lastProgress?.detail == "Payment complete")
+        #expect(output.contains("processed successfully"))
+        let fractions = log.kinds.compactMap { if case let .progress(p) = $0 { p.fraction } else { nil } }
+        #expect(fractions.contains(0.3) || fractions.contains(0.7), "fractional steps reported: \(fractions)")
+    }
+
+    @Test func requestExtensionIsGrantedAndKeepsASilentStepAlive() async throws {
+        let dir = try TemporaryDirectory()
+        let path = dir.path("ledger")
+        // Steps of 1.2 s under a 1 s budget would time out; the extension asks for 6 s.
+        let (outcome, _) = try await run([Self.worker("process-payment"), "--ledger", path, "--step-ms", "1200", "--extend", "6"],
+                                         policy: BudgetPolicy(budget: .seconds(1), grace: .seconds(2)))
+        #expect(outcome.succeeded, "\(outcome)")
+        #expect(ledger(path).first == "extension")
+        #expect(try String(contentsOfFile: path, encoding: .utf8).contains("granted=true"))
+    }
+
+    @Test func onExpiringRunsBeforeTheDeadline() async throws {
+        let dir = try TemporaryDirectory()
+        let path = dir.path("ledger")
+        let (outcome, _) = try await run([Self.worker("process-payment"), "--ledger", path, "--step-ms", "5000"],
+                                         policy: BudgetPolicy(budget: .seconds(2), grace: .seconds(3), warnBefore: .seconds(1)))
+        #expect(outcome.cancelReason == .timeout)
+        #expect(ledger(path) == ["expiring", "rollback"], "\(ledger(path))")
+    }
+
+    @Test func workersRunStandaloneOutsideOvertime() throws {
+        let dir = try TemporaryDirectory()
+        let path = dir.path("ledger")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Self.worker("process-payment"))
+        process.arguments = ["--ledger", path, "--step-ms", "50", "--extend", "5"]
+        var environment = ProcessInfo.processInfo.environment
+        environment["OVERTIME_FD"] = nil
+        process.environment = environment
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        #expect(output.contains("processed successfully"))
+        // Outside Overtime an extension is "granted": there is no limit to extend.
+        #expect(ledger(path) == ["extension", "initiate", "authorize", "process", "complete"])
+    }
+}
