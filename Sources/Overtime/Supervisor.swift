@@ -88,6 +88,25 @@ public final class Supervisor: Sendable {
         }
     }
 
+    /// Runs `handler` on the loop thread for each of `signals` the supervisor receives.
+    func onSignals(_ signals: [Int32], _ handler: @escaping @Sendable (Int32) -> Void) {
+        let core = self.core
+        loop.execute { [self] in
+            for signal in signals {
+                do {
+                    core.value.signalWatchers.append(try SignalWatcher(loop: loop, signal: signal, handler))
+                } catch {
+                    assertionFailure("\(error)")
+                }
+            }
+        }
+    }
+
+    /// The runner of a task still running, on the loop thread.
+    func runnerOnLoop(id: Int) -> TaskRunner? {
+        core.value.runners[id]
+    }
+
     /// The signals an entrypoint passes on rather than acting on: SIGHUP, SIGQUIT, SIGUSR1,
     /// SIGUSR2, SIGWINCH.
     public static let forwardedSignals: [Int32] = [SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH]

@@ -35,3 +35,24 @@ public enum JSONValue: Sendable, Equatable {
         return writer.text
     }
 }
+
+extension JSONValue {
+    /// Parses one JSON document (a job file, a control request), with the same strict
+    /// reader the protocol uses, but no line-length limit.
+    /// - Throws: `ProtocolError` saying what is wrong and where (`at byte N`).
+    public static func parse(_ bytes: [UInt8]) throws(ProtocolError) -> JSONValue {
+        try bytes.withUnsafeBytes { buffer in
+            Result { () throws(ProtocolError) -> JSONValue in
+                var reader = JSONReader(buffer)
+                do throws(ProtocolError) {
+                    let value = try reader.readValue()
+                    reader.skipWhitespace()
+                    guard reader.atEnd else { throw ProtocolError(.notJSON, "text after the document") }
+                    return value
+                } catch {
+                    throw ProtocolError(error.kind, "\(error.message) at byte \(reader.index)")
+                }
+            }
+        }.get()
+    }
+}

@@ -18,6 +18,7 @@ enum OvertimeCLI {
 
     Commands:
       run [options] -- CMD [ARG...]   run one command under a budget
+      batch FILE [options]            run a queue of tasks from a job file
       help [COMMAND]                  show help
       version                         show the version
 
@@ -44,14 +45,18 @@ enum OvertimeCLI {
             case "run":
                 let run = try RunCommand.parse(arguments.dropFirst())
                 return run.execute()
+            case "batch":
+                let batch = try BatchCommand.parse(arguments.dropFirst())
+                return batch.execute()
             case "help", "--help", "-h":
                 if arguments.dropFirst().first == "run" { throw HelpRequest(text: RunCommand.help) }
+                if arguments.dropFirst().first == "batch" { throw HelpRequest(text: BatchCommand.help) }
                 throw HelpRequest(text: help)
             case "version", "--version", "-V":
                 Terminal.out("overtime \(version)")
                 return 0
             default:
-                throw UsageError(message: "overtime: unknown command '\(command)'\(suggestion(for: command, among: ["run", "help", "version"])); see 'overtime --help'")
+                throw UsageError(message: "overtime: unknown command '\(command)'\(suggestion(for: command, among: ["run", "batch", "help", "version"])); see 'overtime --help'")
             }
         } catch let help as HelpRequest {
             Terminal.out(help.text)

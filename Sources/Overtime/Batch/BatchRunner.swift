@@ -1,0 +1,479 @@
+import Dispatch
+import OvertimeLoop
+import OvertimeProtocol
+import Synchronization
+
+/// How one task of a batch ended.
+public struct TaskReport: Sendable, Equatable {
+    public enum Outcome: String, Sendable {
+        case succeeded, failed, skipped
+    }
+
+    public var name: String
+    public var outcome: Outcome
+    /// Why it failed or was skipped: a cancel reason (`timeout`, …), `exit`, `signal`,
+    /// `dependency`, `deadline`, `user`, `shutdown`, or nil.
+    public var reason: String?
+    /// More about the reason: the dependency that failed, the error that stopped a start.
+    public var detail: String?
+    public var exitCode: Int32?
+    public var attempts: Int
+    /// Elapsed time of its last attempt.
+    public var duration: Duration?
+    public var result: JSONValue?
+    /// Succeeded in the run being resumed, not run again.
+    public var resumed: Bool
+}
+
+/// What a batch reports as it goes, on the supervisor's loop thread.
+public enum BatchUpdate: Sendable {
+    case started(task: String, attempt: Int, pid: Int32?)
+    case retrying(task: String, attempt: Int, after: Duration, because: String)
+    case finished(TaskReport)
+    /// A task's own event (`--progress json` shows them all).
+    case taskEvent(TaskEvent)
+}
+
+/// The end of a batch.
+public struct BatchSummary: Sendable {
+    public var runID: String
+    public var runDirectory: String
+    public var tasks: [TaskReport]
+    public var elapsed: Duration
+    /// Set when SIGINT/SIGTERM (or `stop`) ended the batch early.
+    public var stoppedBy: CancelReason?
+
+    public var succeeded: Bool { tasks.allSatisfy { $0.outcome == .succeeded } }
+}
+
+/// Options of a batch besides its job file.
+public struct BatchOptions: Sendable {
+    /// The run directory; nil: `overtime-runs/<run id>`.
+    public var runDirectory: String?
+    /// On the first failure, cancel what runs (reason `user`) and start nothing more.
+    public var failFast: Bool
+    /// Resume from this run directory: what succeeded there is not run again, and the
+    /// journal goes on in the same directory.
+    public var resume: String?
+    /// Overrides the job file's concurrency.
+    public var concurrency: Int?
+    public var onUpdate: @Sendable (BatchUpdate) -> Void
+
+    public init(runDirectory: String? = nil, failFast: Bool = false, resume: String? = nil, concurrency: Int? = nil,
+                onUpdate: @escaping @Sendable (BatchUpdate) -> Void = { _ in }) {
+        self.runDirectory = runDirectory
+        self.failFast = failFast
+        self.resume = resume
+        self.concurrency = concurrency
+        self.onUpdate = onUpdate
+    }
+}
+
+/// Runs a job file's tasks as a queue (concurrency, dependencies, resources, retries) on
+/// one supervisor, journaling everything to a run directory. The embeddable engine behind
+/// `overtime batch`.
+public final class BatchRunner: Sendable {
+    public let runID: String
+    public let journal: RunJournal
+    let supervisor: Supervisor
+    private let core: CoreSlot
+    private let completion = BatchCompletion()
+
+    /// Prepares the run directory and the supervisor; nothing starts until `start()`.
+    /// - Throws: `BatchError` when the run directory or the resume source cannot be used.
+    /// - Parameter jobFilePath: copied into the run directory as `job.json`, for `--resume`.
+    public init(job: JobFile, jobFilePath: String?, options: BatchOptions) throws {
+        var job = job
+        if let concurrency = options.concurrency { job.concurrency = concurrency }
+        var succeeded: Set<String> = []
+        let directory: String
+        let runID: String
+        if let resume = options.resume {
+            succeeded = try RunJournal.succeededTasks(in: resume)
+            directory = resume
+            runID = resume.split(separator: "/").last.map(String.init) ?? RunID.generate()
+        } else {
+            runID = RunID.generate()
+            directory = options.runDirectory ?? "overtime-runs/\(runID)"
+        }
+        self.runID = runID
+        journal = try RunJournal(directory: directory)
+        if let jobFilePath, options.resume == nil, let bytes = RunJournal.readFile(jobFilePath) {
+            journal.writeFile("job.json", bytes)
+        }
+        let slot = CoreSlot()
+        core = slot
+        supervisor = try Supervisor(runID: runID) { event in slot.core?.handle(event) }
+        let supervisor = self.supervisor
+        let journal = self.journal
+        let failFast = options.failFast
+        let onUpdate = options.onUpdate
+        let (plannedJob, resumedNames) = (job, succeeded)
+        let completion = self.completion
+        let finished: @Sendable (BatchSummary) -> Void = { summary in completion.finish(summary) }
+        supervisor.loop.execute {
+            slot.core = BatchCore(job: plannedJob, runID: runID, succeeded: resumedNames, failFast: failFast, supervisor: supervisor,
+                                  journal: journal, onUpdate: onUpdate, onDone: finished)
+        }
+    }
+
+    /// Starts the queue.
+    public func start() {
+        let slot = core
+        supervisor.loop.execute { slot.core?.begin() }
+    }
+
+    /// Cancels every running task with `reason` and starts nothing more.
+    public func stop(reason: CancelReason) {
+        let slot = core
+        supervisor.loop.execute { slot.core?.stop(reason) }
+    }
+
+    /// SIGINT stops the batch with reason `user`, SIGTERM with `shutdown`.
+    public func stopOnTerminationSignals(_ onSignal: @escaping @Sendable (Int32) -> Void = { _ in }) {
+        let slot = core
+        supervisor.onSignals([SIGINT_NUMBER, SIGTERM_NUMBER]) { signal in
+            onSignal(signal)
+            slot.core?.stop(signal == SIGINT_NUMBER ? .user : .shutdown)
+        }
+    }
+
+    /// Blocks until every task has finished, then returns the summary (and shuts the
+    /// supervisor down). Not on the loop thread.
+    public func waitForSummary() -> BatchSummary {
+        let summary = completion.wait()
+        supervisor.shutdown()
+        return summary
+    }
+}
+
+/// The summary, once there is one, for whoever waits on it.
+final class BatchCompletion: Sendable {
+    private let state = Mutex<(summary: BatchSummary?, waiters: [DispatchSemaphore])>((nil, []))
+
+    func finish(_ summary: BatchSummary) {
+        let waiters = state.withLock { s -> [DispatchSemaphore] in
+            s.summary = summary
+            defer { s.waiters.removeAll() }
+            return s.waiters
+        }
+        for waiter in waiters { waiter.signal() }
+    }
+
+    func wait() -> BatchSummary {
+        let semaphore = DispatchSemaphore(value: 0)
+        let ready = state.withLock { s -> BatchSummary? in
+            if let summary = s.summary { return summary }
+            s.waiters.append(semaphore)
+            return nil
+        }
+        if let ready { return ready }
+        semaphore.wait()
+        return state.withLock { $0.summary! }
+    }
+}
+
+let SIGINT_NUMBER: Int32 = 2
+
+/// Holds the loop-confined core for closures made before it exists. Set and read only on
+/// the supervisor's loop thread.
+final class CoreSlot: @unchecked Sendable {
+    var core: BatchCore?
+}
+
+/// The batch on its loop thread: the queue machine, the task handles, the journal.
+final class BatchCore {
+    private var machine: QueueMachine
+    private let job: JobFile
+    private let runID: String
+    private let supervisor: Supervisor
+    private let journal: RunJournal
+    private let encoder: EventEncoder
+    private let onUpdate: @Sendable (BatchUpdate) -> Void
+    private let onDone: @Sendable (BatchSummary) -> Void
+    private let startedAt: MonotonicInstant
+    private var indexByTaskID: [Int: Int] = [:]
+    private var taskIDByIndex: [Int: Int] = [:]
+    private var lastOutcome: [Int: TaskOutcome] = [:]
+    private var reports: [Int: TaskReport] = [:]
+    private var lastProgressLogged: [Int: MonotonicInstant] = [:]
+    private let resumed: Set<String>
+    private var timer: LoopTimer?
+    private var armedFor: MonotonicInstant?
+    private var stoppedBy: CancelReason?
+    private var reported = false
+
+    /// Progress goes to the journal at most this often per task.
+    static let journalProgressInterval = Duration.seconds(1)
+
+    init(job: JobFile, runID: String, succeeded: Set<String>, failFast: Bool, supervisor: Supervisor, journal: RunJournal,
+         onUpdate: @escaping @Sendable (BatchUpdate) -> Void, onDone: @escaping @Sendable (BatchSummary) -> Void) {
+        self.job = job
+        self.runID = runID
+        self.supervisor = supervisor
+        self.journal = journal
+        self.onUpdate = onUpdate
+        self.onDone = onDone
+        encoder = EventEncoder(runID: runID)
+        startedAt = TaskRunner.clock()
+        resumed = succeeded.intersection(job.tasks.map(\.name))
+        machine = QueueMachine(job: job, startedAt: startedAt, failFast: failFast, succeeded: resumed)
+        timer = LoopTimer(loop: supervisor.loop)
+    }
+
+    func begin() {
+        let now = TaskRunner.clock()
+        for (i, task) in job.tasks.enumerated() where resumed.contains(task.name) {
+            let report = TaskReport(name: task.name, outcome: .succeeded, reason: nil, detail: "succeeded in the resumed run",
+                                    exitCode: 0, attempts: 0, duration: nil, result: nil, resumed: true)
+            reports[i] = report
+            record(batchEvent: "finished", task: task.name, now: now) { w in
+                w.key("state"); w.string("succeeded")
+                w.key("resumed"); w.bool(true)
+            }
+            onUpdate(.finished(report))
+        }
+        machine.schedule(now: now, perform)
+        afterInput(now)
+    }
+
+    func stop(_ reason: CancelReason) {
+        guard stoppedBy == nil else { return }
+        stoppedBy = reason
+        let now = TaskRunner.clock()
+        machine.stop(reason: reason.rawValue, now: now, perform)
+        afterInput(now)
+    }
+
+    func handle(_ event: TaskEvent) {
+        guard let index = indexByTaskID[event.task.id] else { return }
+        onUpdate(.taskEvent(event))
+        if case .progress = event.kind {
+            if let last = lastProgressLogged[index], event.time - last < Self.journalProgressInterval { return }
+            lastProgressLogged[index] = event.time
+        }
+        journal.append(encoder.line(for: event))
+        let now = event.time
+        switch event.kind {
+        case let .started(pid):
+            onUpdate(.started(task: job.tasks[index].name, attempt: machine.attempts[index], pid: pid))
+        case .ready:
+            machine.taskReady(index, now: now, perform)
+        case let .exited(outcome):
+            lastOutcome[index] = outcome
+            if case .failedToStart = outcome.termination {
+                onUpdate(.started(task: job.tasks[index].name, attempt: machine.attempts[index], pid: nil))
+            }
+            machine.attemptEnded(index, Self.attemptResult(outcome), now: now, perform)
+        default:
+            return
+        }
+        afterInput(now)
+    }
+
+    static func attemptResult(_ outcome: TaskOutcome) -> QueueMachine.AttemptResult {
+        .init(succeeded: outcome.succeeded, retryCondition: RetryCondition(outcome: outcome))
+    }
+
+    private func perform(_ action: QueueMachine.Action) {
+        let now = TaskRunner.clock()
+        switch action {
+        case let .start(index, attempt, slots, amounts, maxRuntime):
+            launch(index, attempt: attempt, slots: slots, amounts: amounts, maxRuntime: maxRuntime)
+        case let .cancel(index, reason):
+            // Cancelling emits events, which come back here: do it after the machine's turn.
+            guard let id = taskIDByIndex[index] else { return }
+            let supervisor = self.supervisor
+            let reason = CancelReason(rawValue: reason) ?? .user
+            supervisor.loop.execute {
+                _ = supervisor.runnerOnLoop(id: id)?.cancel(reason: reason, grace: nil)
+            }
+        case let .skip(index, reason):
+            _ = (index, reason)  // reported with `.finished`, which follows at once
+        case let .retry(index, nextAttempt, at):
+            let name = job.tasks[index].name
+            let because = lastOutcome[index].map(Self.failureReason) ?? "failed"
+            record(batchEvent: "retry", task: name, now: now) { w in
+                w.key("attempt"); w.int(nextAttempt)
+                w.key("after"); w.seconds((at - now).seconds)
+                w.key("because"); w.string(because)
+            }
+            onUpdate(.retrying(task: name, attempt: nextAttempt, after: at - now, because: because))
+        case let .finished(index, state, attempts):
+            // Everything about the task comes with the action: the machine is mid-change.
+            let report = makeReport(index, state, attempts: attempts)
+            reports[index] = report
+            record(batchEvent: "finished", task: report.name, now: now) { w in
+                w.key("state"); w.string(report.outcome.rawValue)
+                if let reason = report.reason { w.key("reason"); w.string(reason) }
+                if let detail = report.detail { w.key("detail"); w.string(detail) }
+                if let code = report.exitCode { w.key("exit_code"); w.int(Int(code)) }
+                w.key("attempts"); w.int(report.attempts)
+            }
+            onUpdate(.finished(report))
+        }
+    }
+
+    private func launch(_ index: Int, attempt: Int, slots: [String: [String]], amounts: [String: Int], maxRuntime: Duration?) {
+        let task = job.tasks[index]
+        var environment = task.environment
+        environment["OVERTIME_ATTEMPT"] = String(attempt)
+        for (pool, ids) in slots {
+            environment[JobFile.resourceVariable(forPool: pool)] = ids.joined(separator: ",")
+            if pool == "gpu" { environment["CUDA_VISIBLE_DEVICES"] = ids.joined(separator: ",") }
+        }
+        for (pool, amount) in amounts {
+            environment[JobFile.resourceVariable(forPool: pool)] = String(amount)
+        }
+        var policy = task.policy
+        policy.maxRuntime = maxRuntime
+        journal.markAttempt(task.name, attempt: attempt)
+        let log = journal.logPath(for: task.name)
+        let spec = TaskSpec(name: task.name, arguments: task.command, environment: environment,
+                            workingDirectory: task.workingDirectory, policy: policy, stdin: .null,
+                            stdout: .file(path: log, append: true), stderr: .file(path: log, append: true))
+        let handle = supervisor.spawn(spec)
+        indexByTaskID[handle.ref.id] = index
+        taskIDByIndex[index] = handle.ref.id
+        record(batchEvent: "attempt", task: task.name, now: TaskRunner.clock()) { w in
+            w.key("attempt"); w.int(attempt)
+            if !slots.isEmpty || !amounts.isEmpty {
+                w.key("resources")
+                w.beginObject()
+                for (pool, ids) in slots.sorted(by: { $0.key < $1.key }) {
+                    w.key(pool)
+                    w.beginArray()
+                    for id in ids { w.string(id) }
+                    w.endArray()
+                }
+                for (pool, amount) in amounts.sorted(by: { $0.key < $1.key }) {
+                    w.key(pool); w.int(amount)
+                }
+                w.endObject()
+            }
+        }
+    }
+
+    static func failureReason(_ outcome: TaskOutcome) -> String {
+        if let reason = outcome.cancelReason { return outcome.killed ? "\(reason.rawValue), killed" : reason.rawValue }
+        switch outcome.termination {
+        case let .exited(code): return "exit \(code)"
+        case let .signaled(signal): return SignalNames.name(signal)
+        case let .failedToStart(failure): return failure.message
+        }
+    }
+
+    private func makeReport(_ index: Int, _ state: QueueMachine.State, attempts: Int) -> TaskReport {
+        let task = job.tasks[index]
+        let outcome = lastOutcome[index]
+        var report = TaskReport(name: task.name, outcome: .failed, reason: nil, detail: nil, exitCode: outcome?.exitCode,
+                                attempts: attempts, duration: outcome?.elapsed, result: outcome?.result, resumed: false)
+        switch state {
+        case .succeeded:
+            report.outcome = .succeeded
+        case .failed:
+            if let outcome {
+                if let reason = outcome.cancelReason {
+                    report.reason = reason.rawValue
+                    if outcome.killed { report.detail = "killed after grace" }
+                } else {
+                    switch outcome.termination {
+                    case let .exited(code): report.reason = "exit"; report.detail = "exit \(code)"
+                    case let .signaled(signal): report.reason = "signal"; report.detail = SignalNames.name(signal)
+                    case let .failedToStart(failure): report.reason = "exit"; report.detail = failure.message
+                    }
+                }
+            }
+        case let .skipped(reason):
+            report.outcome = .skipped
+            report.exitCode = nil
+            switch reason {
+            case let .dependency(name):
+                report.reason = "dependency"
+                report.detail = "'\(name)' did not succeed"
+            case .deadline:
+                report.reason = "deadline"
+                report.detail = "less than its min-start left before the batch deadline"
+            case let .stopped(word):
+                report.reason = word
+                report.detail = "the batch was stopped"
+            }
+        case .waiting, .retryWait, .running:
+            break
+        }
+        return report
+    }
+
+    private func record(batchEvent name: String, task: String, now: MonotonicInstant, _ fields: (inout JSONWriter) -> Void) {
+        var w = JSONWriter(capacity: 160)
+        w.beginObject()
+        w.key("time"); w.string(encoder.timestamp(now))
+        w.key("run"); w.string(runID)
+        w.key("task"); w.string(task)
+        w.key("event"); w.string(name)
+        fields(&w)
+        w.endObject()
+        w.raw("\n")
+        journal.append(w.bytes)
+    }
+
+    /// After each input: re-arm the retry timer, or wrap up when everything is final.
+    private func afterInput(_ now: MonotonicInstant) {
+        if machine.isDone {
+            finish(now)
+            return
+        }
+        if let wake = machine.nextWake, armedFor.map({ wake < $0 }) ?? true {
+            armedFor = wake
+            timer?.schedule(inNanoseconds: max(0, (wake - now).nanoseconds)) { [weak self] in
+                guard let self else { return }
+                self.armedFor = nil
+                let now = TaskRunner.clock()
+                self.machine.schedule(now: now, self.perform)
+                self.afterInput(now)
+            }
+        }
+    }
+
+    private func finish(_ now: MonotonicInstant) {
+        guard !reported else { return }
+        reported = true
+        timer?.close()
+        timer = nil
+        let summary = BatchSummary(runID: runID, runDirectory: journal.directory,
+                                   tasks: job.tasks.indices.compactMap { reports[$0] },
+                                   elapsed: now - startedAt, stoppedBy: stoppedBy)
+        journal.writeFile("summary.json", Self.summaryJSON(summary, encoder: encoder, now: now))
+        onDone(summary)
+    }
+
+    static func summaryJSON(_ summary: BatchSummary, encoder: EventEncoder, now: MonotonicInstant) -> [UInt8] {
+        var w = JSONWriter(capacity: 1024)
+        w.beginObject()
+        w.key("run"); w.string(summary.runID)
+        w.key("finished"); w.string(encoder.timestamp(now))
+        w.key("elapsed"); w.seconds(summary.elapsed.seconds)
+        w.key("succeeded"); w.bool(summary.succeeded)
+        w.key("stopped_by")
+        if let reason = summary.stoppedBy { w.string(reason.rawValue) } else { w.null() }
+        w.key("tasks")
+        w.beginArray()
+        for report in summary.tasks {
+            w.beginObject()
+            w.key("name"); w.string(report.name)
+            w.key("outcome"); w.string(report.outcome.rawValue)
+            w.key("reason"); if let r = report.reason { w.string(r) } else { w.null() }
+            w.key("detail"); if let d = report.detail { w.string(d) } else { w.null() }
+            w.key("exit_code"); if let c = report.exitCode { w.int(Int(c)) } else { w.null() }
+            w.key("attempts"); w.int(report.attempts)
+            w.key("duration"); if let d = report.duration { w.seconds(d.seconds) } else { w.null() }
+            w.key("result"); if let r = report.result { w.value(r) } else { w.null() }
+            w.key("resumed"); w.bool(report.resumed)
+            w.endObject()
+        }
+        w.endArray()
+        w.endObject()
+        w.raw("\n")
+        return w.bytes
+    }
+}

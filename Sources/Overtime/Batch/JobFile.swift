@@ -1,0 +1,273 @@
+import OvertimeProtocol
+
+/// A batch of tasks for `overtime batch`, as read from a job file (docs/jobfile.md).
+///
+/// A `JobFile` that came out of `load` or `parse` is valid: names are unique, every
+/// dependency names a task, there are no cycles, and every resource request fits its pool.
+/// One built in code can be checked the same way with `validate(origin:)`.
+public struct JobFile: Sendable, Equatable {
+    /// How many tasks run at once when the file does not say.
+    public static let defaultConcurrency = 4
+
+    /// The most tasks running at once; at least 1.
+    public var concurrency: Int
+    /// The whole batch's time limit, from its start; nil for none. A task is not started
+    /// when less than its `min-start` remains.
+    public var deadline: Duration?
+    /// The named pools tasks draw from (`gpu`, `mem_gb`).
+    public var resources: [String: ResourcePool]
+    /// The tasks, in file order, with `defaults` already merged in.
+    public var tasks: [JobTask]
+
+    public init(
+        concurrency: Int = JobFile.defaultConcurrency,
+        deadline: Duration? = nil,
+        resources: [String: ResourcePool] = [:],
+        tasks: [JobTask]
+    ) {
+        self.concurrency = concurrency
+        self.deadline = deadline
+        self.resources = resources
+        self.tasks = tasks
+    }
+
+    /// Parses and validates a job file's text.
+    /// - Parameters:
+    ///   - bytes: the file's content (UTF-8 JSON; a leading byte-order mark is skipped).
+    ///   - origin: the file's path, named in every message; a relative `cwd` is resolved
+    ///     against its directory.
+    /// - Throws: `JobFileError` listing every problem found.
+    public static func parse(_ bytes: [UInt8], origin: String) throws(JobFileError) -> JobFile {
+        try parse(bytes, origin: origin, directory: JobFilePath.absoluteDirectory(of: origin))
+    }
+
+    /// Parses and validates a job file's text, resolving a relative `cwd` against
+    /// `directory` rather than the directory of `origin`.
+    /// - Throws: `JobFileError` listing every problem found.
+    public static func parse(_ bytes: [UInt8], origin: String, directory: String) throws(JobFileError) -> JobFile {
+        var decoder = JobFileDecoder(baseDirectory: directory)
+        let file = decoder.decode(bytes)
+        let problems = decoder.problems
+        guard problems.isEmpty, let file else {
+            throw JobFileError(origin: origin, problems: problems)
+        }
+        return file
+    }
+
+    /// Checks what a scheduler relies on, for a job built in code: concurrency ≥ 1, at
+    /// least one task, valid and unique names, known dependencies without cycles, valid
+    /// pools and requests that fit them.
+    /// - Parameter origin: what to call the job in the error.
+    /// - Throws: `JobFileError` listing every problem found.
+    public func validate(origin: String = "job") throws(JobFileError) {
+        var checker = JobFileChecker()
+        checker.check(self, skips: JobFileChecker.Skips())
+        let problems = checker.problems
+        if !problems.isEmpty {
+            throw JobFileError(origin: origin, problems: problems)
+        }
+    }
+
+    /// The task named `name`.
+    public func task(named name: String) -> JobTask? {
+        tasks.first { $0.name == name }
+    }
+
+    /// The variable that gives a task its share of `pool`: `OVERTIME_RESOURCE_GPU` for
+    /// `gpu`, `OVERTIME_RESOURCE_MEM_GB` for `mem-gb` (upper case, `-` as `_`).
+    public static func resourceVariable(forPool pool: String) -> String {
+        let tail = pool.unicodeScalars.map { scalar -> String in
+            scalar == "-" ? "_" : String(scalar).uppercased()
+        }.joined()
+        return "OVERTIME_RESOURCE_" + tail
+    }
+}
+
+/// A named resource that tasks ask for a share of.
+public enum ResourcePool: Sendable, Equatable {
+    /// Specific things handed out by id, e.g. GPUs `["0", "1", "2", "3"]`. A task that asks
+    /// for 2 gets two free ids, exported as `OVERTIME_RESOURCE_<POOL>=0,1` (and as
+    /// `CUDA_VISIBLE_DEVICES` for a pool named `gpu`).
+    case slots([String])
+    /// An amount debited while a task runs and credited when it ends, e.g. `mem_gb: 64`.
+    case count(Int)
+
+    /// The most any one task can ask for: the number of slots, or the count.
+    public var capacity: Int {
+        switch self {
+        case let .slots(ids): ids.count
+        case let .count(total): total
+        }
+    }
+}
+
+/// One task of a job file, with the file's `defaults` merged in.
+public struct JobTask: Sendable, Equatable {
+    /// Unique in the file; letters, digits, `-`, `_` and `.` (it names the task's log file).
+    public var name: String
+    /// argv, run directly (never through a shell), found on `PATH`.
+    public var command: [String]
+    /// Set on top of the inherited environment (`env`).
+    public var environment: [String: String]
+    /// Where it runs (`cwd`); absolute once parsed (a relative path in the file is resolved
+    /// against the file's directory). nil: the supervisor's own directory.
+    public var workingDirectory: String?
+    /// `budget`, `window`, `max-runtime`, `grace`, `warn-before`, `require-advance`, `min-start`.
+    public var policy: BudgetPolicy
+    /// What must happen to other tasks before this one starts, in file order.
+    public var after: [Dependency]
+    /// How much of each pool it needs while it runs, e.g. `["gpu": 2]`.
+    public var resources: [String: Int]
+    /// Whether and when a failed attempt is tried again.
+    public var retry: RetryPolicy
+
+    public init(
+        name: String,
+        command: [String],
+        environment: [String: String] = [:],
+        workingDirectory: String? = nil,
+        policy: BudgetPolicy = .default,
+        after: [Dependency] = [],
+        resources: [String: Int] = [:],
+        retry: RetryPolicy = .none
+    ) {
+        self.name = name
+        self.command = command
+        self.environment = environment
+        self.workingDirectory = workingDirectory
+        self.policy = policy
+        self.after = after
+        self.resources = resources
+        self.retry = retry
+    }
+}
+
+/// "Start me after `task` has …".
+public struct Dependency: Sendable, Equatable, Hashable {
+    /// The name of the task waited for.
+    public var task: String
+    public var condition: Condition
+
+    public enum Condition: String, Sendable, CaseIterable {
+        /// …finished and succeeded (exit 0, not cancelled), after its last retry. The default.
+        case success
+        /// …finished, whatever the outcome (succeeded, failed, cancelled or skipped).
+        case done
+        /// …started and reported `ready` (it may still be running, e.g. a server).
+        case ready
+    }
+
+    public init(task: String, condition: Condition = .success) {
+        self.task = task
+        self.condition = condition
+    }
+}
+
+/// Which failed attempts are run again, how often, and how long to wait in between.
+public struct RetryPolicy: Sendable, Equatable {
+    /// Attempts after the first one; 0 means no retry.
+    public var maxRetries: Int
+    /// The wait before the first retry; it doubles before each further retry, up to
+    /// `maxBackoff`.
+    public var backoff: Duration
+    /// The longest wait between attempts.
+    public var maxBackoff: Duration
+    /// The outcomes that are retried. A `user` or `shutdown` cancel never is.
+    public var on: Set<RetryCondition>
+
+    public static let defaultBackoff: Duration = .seconds(1)
+    public static let defaultMaxBackoff: Duration = .seconds(60)
+    /// What `"retries": N` retries: a timeout or a non-zero exit.
+    public static let defaultConditions: Set<RetryCondition> = [.timeout, .exit]
+
+    public init(
+        maxRetries: Int = 0,
+        backoff: Duration = RetryPolicy.defaultBackoff,
+        maxBackoff: Duration = RetryPolicy.defaultMaxBackoff,
+        on: Set<RetryCondition> = RetryPolicy.defaultConditions
+    ) {
+        self.maxRetries = maxRetries
+        self.backoff = backoff
+        self.maxBackoff = maxBackoff
+        self.on = on
+    }
+
+    /// No retries (what a task without `retries` gets, and what `"retries": 0` means).
+    public static let none = RetryPolicy()
+
+    /// The most attempts a task gets: the first plus its retries.
+    public var maxAttempts: Int { maxRetries + 1 }
+
+    /// The wait before retry number `retry` (1 for the first retry, i.e. before attempt 2):
+    /// `backoff × 2^(retry−1)`, at most `maxBackoff`.
+    public func delay(beforeRetry retry: Int) -> Duration {
+        var delay = backoff
+        var n = 1
+        while n < retry, delay < maxBackoff, .zero < delay {
+            delay = delay * 2
+            n += 1
+        }
+        return min(delay, maxBackoff)
+    }
+
+    /// Whether an attempt that ended with `outcome` is tried again.
+    /// - Parameters:
+    ///   - outcome: how the attempt ended.
+    ///   - attempt: that attempt's number, from 1 (the value of `OVERTIME_ATTEMPT`).
+    public func shouldRetry(after outcome: TaskOutcome, attempt: Int) -> Bool {
+        guard attempt <= maxRetries, let condition = RetryCondition(outcome: outcome) else { return false }
+        return on.contains(condition)
+    }
+}
+
+/// An outcome a retry policy may retry, named as in job files.
+public enum RetryCondition: String, Sendable, Hashable, CaseIterable {
+    /// Cancelled because progress stopped (the budget ran out).
+    case timeout
+    /// Cancelled at `max-runtime`.
+    case deadline
+    /// Cancelled after an operator (or a policy) revoked its budget.
+    case revoked
+    /// Exited on its own with a non-zero status.
+    case exit
+    /// Died of a signal Overtime did not send (a crash, or a SIGKILL from the OOM killer).
+    case signal
+
+    /// The condition an attempt's outcome falls under; nil when it is not retryable at all:
+    /// it succeeded, a `user`/`shutdown` cancel ended it (those are final), it was skipped,
+    /// or its command could not be started (127 or 126: another attempt would fail the same way).
+    public init?(outcome: TaskOutcome) {
+        if let reason = outcome.cancelReason {
+            switch reason {
+            case .timeout: self = .timeout
+            case .deadline: self = .deadline
+            case .revoked: self = .revoked
+            case .user, .shutdown, .dependency: return nil
+            }
+            return
+        }
+        switch outcome.termination {
+        case .exited(0), .failedToStart: return nil
+        case .exited: self = .exit
+        case .signaled: self = .signal
+        }
+    }
+}
+
+/// Why a job file was refused: every problem found, each naming the task and field.
+public struct JobFileError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The file's path.
+    public var origin: String
+    /// One sentence each, e.g. "task 'train': field 'budget': '-1s' is negative; expected …".
+    public var problems: [String]
+
+    public init(origin: String, problems: [String]) {
+        self.origin = origin
+        self.problems = problems
+    }
+
+    /// One line per problem, each starting with the file's path.
+    public var description: String {
+        problems.map { "\(origin): \($0)" }.joined(separator: "\n")
+    }
+}

@@ -1,0 +1,192 @@
+import OvertimeProtocol
+
+/// The wording of job file messages: how values are shown, which known name a typo was
+/// meant to be, where in the text a JSON error sits.
+enum JobFileText {
+    /// A value as a message shows it: strings quoted (and cut short), containers by kind.
+    static func show(_ value: JSONValue) -> String {
+        switch value {
+        case .null: return "null"
+        case let .bool(b): return b ? "true" : "false"
+        case let .number(n): return number(n)
+        case let .string(s): return quote(s)
+        case let .array(items): return items.isEmpty ? "an empty array" : "an array"
+        case let .object(members): return members.isEmpty ? "an empty object" : "an object"
+        }
+    }
+
+    /// A number as written: `3`, `1.5`, `-1`.
+    static func number(_ n: Double) -> String {
+        if n == n.rounded(), abs(n) < 1e15 { return String(Int64(n)) }
+        return String(n)
+    }
+
+    /// `"text"`, JSON-style, at most 40 characters of it.
+    static func quote(_ s: String) -> String {
+        var shown = ""
+        for (i, c) in s.enumerated() {
+            if i == 40 {
+                shown += "…"
+                break
+            }
+            switch c {
+            case "\"": shown += "\\\""
+            case "\\": shown += "\\\\"
+            case "\n": shown += "\\n"
+            case "\t": shown += "\\t"
+            case "\0": shown += "\\u0000"
+            default: shown.append(c)
+            }
+        }
+        return "\"" + shown + "\""
+    }
+
+    /// `a, b or c`.
+    static func list(_ words: [String], _ conjunction: String = "or") -> String {
+        switch words.count {
+        case 0: return ""
+        case 1: return words[0]
+        default: return words.dropLast().joined(separator: ", ") + " \(conjunction) " + words.last!
+        }
+    }
+
+    /// The known name a misspelt one was most likely meant to be: the same name in another
+    /// case or spelling (`max_runtime`, `maxRuntime`), a common synonym (`depends_on` for
+    /// `after`), or one at most two edits away.
+    static func closest(to typo: String, among known: [String], synonyms: [String: String] = [:]) -> String? {
+        let folded = fold(typo)
+        if let same = known.first(where: { fold($0) == folded }) { return same }
+        if let meant = synonyms[folded], known.contains(meant) { return meant }
+        let lowered = typo.lowercased()
+        let best = known.map { ($0, distance(lowered, $0.lowercased())) }.min { $0.1 < $1.1 }
+        guard let best else { return nil }
+        let allowed = best.0.count <= 3 ? 1 : 2
+        return best.1 <= allowed ? best.0 : nil
+    }
+
+    /// "; did you mean 'x'?" or nothing.
+    static func suggestion(for typo: String, among known: [String], synonyms: [String: String] = [:]) -> String {
+        closest(to: typo, among: known, synonyms: synonyms).map { "; did you mean '\($0)'?" } ?? ""
+    }
+
+    /// " (did you mean 'x'?)" (with the leading space) or nothing, for the middle of a sentence.
+    static func aside(for typo: String, among known: [String], synonyms: [String: String] = [:]) -> String {
+        closest(to: typo, among: known, synonyms: synonyms).map { " (did you mean '\($0)'?)" } ?? ""
+    }
+
+    /// Lower case without `-` and `_`: `max_runtime`, `maxRuntime` and `max-runtime` meet.
+    static func fold(_ name: String) -> String {
+        String(name.lowercased().filter { $0 != "-" && $0 != "_" })
+    }
+
+    /// Edit distance counting a swap of two neighbours as one edit (`trian` → `train`).
+    static func distance(_ a: String, _ b: String) -> Int {
+        let a = Array(a), b = Array(b)
+        if a.isEmpty { return b.count }
+        if b.isEmpty { return a.count }
+        var d = [[Int]](repeating: [Int](repeating: 0, count: b.count + 1), count: a.count + 1)
+        for i in 0...a.count { d[i][0] = i }
+        for j in 0...b.count { d[0][j] = j }
+        for i in 1...a.count {
+            for j in 1...b.count {
+                let cost = a[i - 1] == b[j - 1] ? 0 : 1
+                d[i][j] = min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost)
+                if i > 1, j > 1, a[i - 1] == b[j - 2], a[i - 2] == b[j - 1] {
+                    d[i][j] = min(d[i][j], d[i - 2][j - 2] + 1)
+                }
+            }
+        }
+        return d[a.count][b.count]
+    }
+
+    // MARK: JSON syntax errors
+
+    /// "not JSON: … at line L, column C" for a reader error, with a hint for the usual
+    /// mistakes (a trailing comma, a comment, single quotes, a bare key).
+    static func syntaxProblem(_ error: ProtocolError, in bytes: [UInt8]) -> String {
+        var message = error.message
+        var offset: Int?
+        if let range = message.ranges(of: " at byte ").last,
+           let n = Int(message[range.upperBound...]) {
+            offset = n
+            message = String(message[..<range.lowerBound])
+        }
+        if error.kind == .invalidUTF8 {
+            message += " (a job file must be UTF-8 text)"
+        }
+        // The reader speaks of lines (its usual input is the channel); this is a file.
+        message = message.replacing("end of line", with: "end of file")
+        guard let offset else { return "not JSON: \(message)" }
+        let at = min(offset, bytes.count)
+        var text = "not JSON: \(message) at \(position(of: at, in: bytes))"
+        if let hint = hint(at: at, in: bytes) { text += "; \(hint)" }
+        if let line = excerpt(around: at, in: bytes) { text += " (the line reads: \(line))" }
+        return text
+    }
+
+    /// "line L, column C", both from 1; a column counts characters, not bytes.
+    static func position(of offset: Int, in bytes: [UInt8]) -> String {
+        var line = 1
+        var column = 1
+        for b in bytes[0..<min(offset, bytes.count)] {
+            if b == UInt8(ascii: "\n") {
+                line += 1
+                column = 1
+            } else if b & 0xC0 != 0x80 {
+                column += 1
+            }
+        }
+        return "line \(line), column \(column)"
+    }
+
+    private static func isSpace(_ b: UInt8) -> Bool {
+        b == 0x20 || b == 0x09 || b == 0x0A || b == 0x0D
+    }
+
+    private static func hint(at offset: Int, in bytes: [UInt8]) -> String? {
+        guard offset < bytes.count else {
+            return "the file ends early: is a closing '}' or ']' missing?"
+        }
+        let here = bytes[offset]
+        var back = offset - 1
+        while back >= 0, isSpace(bytes[back]) { back -= 1 }
+        let before: UInt8? = back >= 0 ? bytes[back] : nil
+        switch here {
+        case UInt8(ascii: "}") where before == UInt8(ascii: ","), UInt8(ascii: "]") where before == UInt8(ascii: ","):
+            return "a trailing comma at \(position(of: back, in: bytes)): JSON allows none before '\(Character(Unicode.Scalar(here)))'"
+        case UInt8(ascii: "/"), UInt8(ascii: "#"):
+            return "JSON has no comments"
+        case UInt8(ascii: "'"):
+            return "JSON strings take double quotes"
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "_"):
+            if before == UInt8(ascii: "{") || before == UInt8(ascii: ",") {
+                return "field names take double quotes"
+            }
+            return "text values (durations such as 30s too) take double quotes"
+        case UInt8(ascii: "\""):
+            if let before, before == UInt8(ascii: "}") || before == UInt8(ascii: "]") || before == UInt8(ascii: "\"")
+                || (before >= UInt8(ascii: "0") && before <= UInt8(ascii: "9")) || before == UInt8(ascii: "e") {
+                return "is a comma missing before it?"
+            }
+            return nil
+        case UInt8(ascii: "{"), UInt8(ascii: "["):
+            if let before, before == UInt8(ascii: "}") || before == UInt8(ascii: "]") || before == UInt8(ascii: "\"") {
+                return "is a comma missing before it?"
+            }
+            return nil
+        default:
+            return nil
+        }
+    }
+
+    /// The offending line, trimmed and cut to 60 characters.
+    private static func excerpt(around offset: Int, in bytes: [UInt8]) -> String? {
+        var start = min(offset, bytes.count)
+        while start > 0, bytes[start - 1] != UInt8(ascii: "\n") { start -= 1 }
+        var end = min(offset, bytes.count)
+        while end < bytes.count, bytes[end] != UInt8(ascii: "\n") { end += 1 }
+        let line = String(decoding: bytes[start..<end], as: UTF8.self).trimmingSpaces
+        guard !line.isEmpty else { return nil }
+        return line.count > 60 ? String(line.prefix(60)) + "…" : line
+    }
+}

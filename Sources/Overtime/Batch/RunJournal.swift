@@ -1,0 +1,124 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+import OvertimeProtocol
+
+/// A batch's run directory: `events.jsonl` (every state change, appended and written through
+/// as it happens), `logs/<task>.log` (each task's stdout and stderr, written by the task
+/// itself), `job.json` (the job file it ran), and `summary.json` at the end.
+///
+/// Each journal line goes out in one `write(2)` on an `O_APPEND` descriptor: a supervisor
+/// killed at any moment leaves only whole lines behind, so `--resume` can always read it.
+public final class RunJournal: @unchecked Sendable {
+    // Only the batch's loop thread writes; the descriptor is the only state.
+    public let directory: String
+    private let events: Int32
+
+    /// Opens (creating as needed) the run directory and its journal.
+    /// - Throws: `BatchError` naming the path that could not be made.
+    public init(directory: String) throws(BatchError) {
+        self.directory = directory
+        try Self.makeDirectories(directory + "/logs")
+        let fd = open(directory + "/events.jsonl", O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw BatchError("cannot open \(directory)/events.jsonl: \(String(cString: strerror(errno)))") }
+        events = fd
+    }
+
+    deinit {
+        close(events)
+    }
+
+    public var eventsPath: String { directory + "/events.jsonl" }
+
+    /// Where task `name` writes its output (the same file for every attempt).
+    public func logPath(for name: String) -> String {
+        directory + "/logs/" + name + ".log"
+    }
+
+    /// Appends one line (newline included).
+    public func append(_ line: [UInt8]) {
+        Self.writeAll(events, line)
+    }
+
+    /// Writes a whole file atomically (a temporary, then rename).
+    public func writeFile(_ name: String, _ bytes: [UInt8]) {
+        let path = directory + "/" + name
+        let temporary = path + ".tmp"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { return }
+        Self.writeAll(fd, bytes)
+        close(fd)
+        rename(temporary, path)
+    }
+
+    /// Appends a marker to a task's log before an attempt, so retries read apart.
+    public func markAttempt(_ name: String, attempt: Int) {
+        guard attempt > 1 else { return }
+        let fd = open(logPath(for: name), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { return }
+        Self.writeAll(fd, Array("--- overtime: attempt \(attempt) ---\n".utf8))
+        close(fd)
+    }
+
+    /// The tasks that succeeded in a run directory's journal: the names whose last
+    /// `finished` line says `succeeded`. Lines that are not valid JSON are passed over.
+    public static func succeededTasks(in directory: String) throws(BatchError) -> Set<String> {
+        guard let bytes = readFile(directory + "/events.jsonl") else {
+            throw BatchError("\(directory) is not a run directory: no events.jsonl")
+        }
+        var last: [String: Bool] = [:]
+        for line in bytes.split(separator: UInt8(ascii: "\n")) {
+            guard let value = try? JSONValue.parse(Array(line)),
+                  case .string("finished")? = value["event"],
+                  case let .string(task)? = value["task"],
+                  case let .string(state)? = value["state"]
+            else { continue }
+            last[task] = state == "succeeded"
+        }
+        return Set(last.filter(\.value).keys)
+    }
+
+    static func readFile(_ path: String) -> [UInt8]? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var result: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n < 0, errno == EINTR { continue }
+            if n <= 0 { break }
+            result.append(contentsOf: chunk[0..<n])
+        }
+        return result
+    }
+
+    private static func writeAll(_ fd: Int32, _ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { buffer in
+            var offset = 0
+            while offset < buffer.count {
+                let n = write(fd, buffer.baseAddress! + offset, buffer.count - offset)
+                if n > 0 { offset += n } else if n < 0, errno == EINTR { continue } else { return }
+            }
+        }
+    }
+
+    private static func makeDirectories(_ path: String) throws(BatchError) {
+        var current = path.hasPrefix("/") ? "" : "."
+        for component in path.split(separator: "/") {
+            current += "/" + component
+            if mkdir(current, 0o755) != 0, errno != EEXIST {
+                throw BatchError("cannot create \(current): \(String(cString: strerror(errno)))")
+            }
+        }
+    }
+}
+
+/// A batch could not run: its run directory, its resume source, its supervisor.
+public struct BatchError: Error, Sendable, CustomStringConvertible {
+    public var message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+}
