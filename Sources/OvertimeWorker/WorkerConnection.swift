@@ -154,12 +154,6 @@ final class WorkerConnection: Sendable {
                 if errno == EINTR { continue }
                 return
             }
-            if fds[1].revents != 0 {
-                SignalRelay.drain()
-                // SIGTERM with no cancel message before it: the supervisor (or someone) is
-                // stopping the job; treat it as a shutdown.
-                deliverCancel(.shutdown(grace: .zero))
-            }
             if fds[0].revents != 0 {
                 let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
                 if n < 0, errno == EINTR { continue }
@@ -176,6 +170,14 @@ final class WorkerConnection: Sendable {
                         }
                     }
                 }
+            }
+            // After the channel: Overtime writes `cancel` before it sends SIGTERM, so when both
+            // are ready the message (with its reason) must be heard first.
+            if fds[1].revents != 0 {
+                SignalRelay.drain()
+                // SIGTERM with no cancel message before it: someone else is stopping the
+                // job; treat it as a shutdown.
+                deliverCancel(.shutdown(grace: .zero))
             }
         }
     }
