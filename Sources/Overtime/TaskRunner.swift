@@ -57,7 +57,12 @@ final class TaskRunner {
                 stdin = try core.nullInput ?? Descriptors.openNull(forWriting: false).also { passed.append($0) }
             }
             let stdout = try outputDescriptor(spec.stdout, inherit: 1, &passed)
-            let stderr = try outputDescriptor(spec.stderr, inherit: 2, &passed)
+            let stderr: Int32
+            if case let .file(outPath, _) = spec.stdout, case let .file(errPath, true) = spec.stderr, outPath == errPath {
+                stderr = stdout  // one log for both: one open, and the two streams interleave in order
+            } else {
+                stderr = try outputDescriptor(spec.stderr, inherit: 2, &passed)
+            }
             let request = SpawnRequest(
                 arguments: spec.arguments,
                 baseEnvironment: spec.inheritEnvironment ? core.inheritedEnvironment : nil,

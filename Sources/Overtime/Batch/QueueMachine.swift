@@ -84,9 +84,11 @@ public struct QueueMachine: Sendable {
         self.job = job
         self.failFast = failFast
         deadline = job.deadline.map { startedAt + $0 }
-        states = job.tasks.map { succeeded.contains($0.name) ? .succeeded : .waiting }
+        let initial: [State] = job.tasks.map { succeeded.contains($0.name) ? .succeeded : .waiting }
+        states = initial
         attempts = Array(repeating: 0, count: job.tasks.count)
         ready = states.map { $0 == .succeeded }
+        waiting = initial.indices.filter { initial[$0] == .waiting }
         var index: [String: Int] = [:]
         for (i, task) in job.tasks.enumerated() { index[task.name] = i }
         indexByName = index
@@ -104,9 +106,10 @@ public struct QueueMachine: Sendable {
         }
     }
 
-    public var runningCount: Int {
-        states.reduce(0) { if case .running = $1 { $0 + 1 } else { $0 } }
-    }
+    /// How many tasks run now.
+    public private(set) var runningCount = 0
+    /// The tasks not started yet, in file order: the only ones `schedule` looks at.
+    private var waiting: [Int]
 
     /// True when every task is in a final state.
     public var isDone: Bool { states.allSatisfy(\.isFinal) }
@@ -124,23 +127,28 @@ public struct QueueMachine: Sendable {
         for i in states.indices {
             if case let .retryWait(until) = states[i], until <= now {
                 states[i] = .waiting
+                waiting.append(i)
             }
         }
-        var progress = true
-        while progress {
-            progress = false
-            for i in states.indices where states[i] == .waiting {
+        waiting.sort()
+        // One pass starts what can start. Another is needed only when a task finished on the
+        // way (skipped), since that may settle an earlier task's `done` dependency.
+        var settled = false
+        while !settled {
+            settled = true
+            var stillWaiting: [Int] = []
+            for i in waiting {
                 if let stopping {
                     finish(i, .skipped(.stopped(stopping)), perform)
-                    progress = true
                     continue
                 }
                 switch dependencyStatus(of: i) {
                 case let .impossible(because):
                     finish(i, .skipped(.dependency(because)), perform)
-                    progress = true
+                    settled = false
                     continue
                 case .pending:
+                    stillWaiting.append(i)
                     continue
                 case .satisfied:
                     break
@@ -151,17 +159,22 @@ public struct QueueMachine: Sendable {
                     let left = deadline - now
                     if left < task.policy.minStart || left <= .zero {
                         finish(i, .skipped(.deadline), perform)
-                        progress = true
+                        settled = false
                         continue
                     }
                     maxRuntime = min(maxRuntime ?? left, left)
                 }
-                guard runningCount < job.concurrency, let grant = allocate(task.resources) else { continue }
+                guard runningCount < job.concurrency, let grant = allocate(task.resources) else {
+                    stillWaiting.append(i)
+                    continue
+                }
                 held[i] = grant
                 attempts[i] += 1
                 states[i] = .running(attempt: attempts[i])
+                runningCount += 1
                 perform(.start(index: i, attempt: attempts[i], slots: grant.slots, amounts: grant.amounts, maxRuntime: maxRuntime))
             }
+            waiting = stillWaiting
         }
     }
 
@@ -175,6 +188,7 @@ public struct QueueMachine: Sendable {
     public mutating func attemptEnded(_ index: Int, _ result: AttemptResult, now: MonotonicInstant, _ perform: (Action) -> Void) {
         guard case .running = states[index] else { return }
         release(index)
+        runningCount -= 1
         let task = job.tasks[index]
         if result.succeeded {
             ready[index] = true
@@ -202,6 +216,7 @@ public struct QueueMachine: Sendable {
             default: break
             }
         }
+        waiting.removeAll()
     }
 
     // MARK: Rules
