@@ -16,17 +16,22 @@ public struct SpawnFailure: Error, Sendable, Equatable, CustomStringConvertible 
     public var errno: Int32
     /// What happened, e.g. "no-such-cmd: command not found".
     public var message: String
+    /// True when the working directory, not the command, was the problem.
+    public var inWorkingDirectory: Bool
 
-    public init(errno: Int32, message: String) {
+    public init(errno: Int32, message: String, inWorkingDirectory: Bool = false) {
         self.errno = errno
         self.message = message
+        self.inWorkingDirectory = inWorkingDirectory
     }
 
     public var description: String { message }
 
     /// GNU `timeout`'s codes: 127 not found, 126 found but not executable, 125 anything else
-    /// (Overtime itself could not do it, e.g. out of descriptors).
+    /// (Overtime itself could not do it: a working directory that is not there, out of
+    /// descriptors).
     public var exitCode: Int32 {
+        if inWorkingDirectory { return 125 }
         switch errno {
         case ErrorNumber.ENOENT, ErrorNumber.ENOTDIR: return 127
         case ErrorNumber.EACCES, ErrorNumber.EPERM, ErrorNumber.ENOEXEC, ErrorNumber.EISDIR,

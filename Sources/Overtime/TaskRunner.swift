@@ -131,7 +131,11 @@ final class TaskRunner {
         outputs.forEach { $0.close() }
         outputs.removeAll()
         let failure: SpawnFailure
-        if let system = error as? SystemError {
+        if let directory = spec.workingDirectory, let problem = Descriptors.workingDirectoryProblem(directory) {
+            // posix_spawn reports a failed chdir with the same ENOENT as a missing command.
+            failure = SpawnFailure(errno: problem, message: "cannot use working directory \(directory): \(SystemError("", errno: problem).reason)",
+                                   inWorkingDirectory: true)
+        } else if let system = error as? SystemError {
             failure = SpawnFailure(errno: system.errno, message: Self.describeSpawnFailure(system, command: spec.arguments.first ?? ""))
         } else {
             failure = SpawnFailure(errno: 0, message: "\(error)")

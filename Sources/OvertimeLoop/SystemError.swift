@@ -18,7 +18,12 @@ public struct SystemError: Error, Sendable, Equatable, CustomStringConvertible {
     }
 
     public var description: String {
-        "\(operation): \(String(cString: strerror(errno)))"
+        "\(operation): \(reason)"
+    }
+
+    /// The errno in words: "No such file or directory".
+    public var reason: String {
+        String(cString: strerror(errno))
     }
 }
 

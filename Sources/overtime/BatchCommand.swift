@@ -29,8 +29,8 @@ struct BatchCommand {
       --run-dir DIR        the run directory (default: overtime-runs/<run id>)
       --resume DIR         run again only what did not succeed in run directory DIR
                            (its job.json unless FILE is given), journaling into DIR
-      --progress MODE      plain (a line per state change, on stderr), json (every event
-                           as a JSON line on stdout), none; auto (default) is plain
+      --progress MODE      plain (a line per state change, on stderr), json (the journal's
+                           lines on stdout as they are written), none; auto (default) is plain
 
     Exit status: 0 when every task succeeded, 1 otherwise, 125 for an invalid job file or
     option, 130 after SIGINT, 143 after SIGTERM (running tasks are cancelled with reason
@@ -99,8 +99,9 @@ struct BatchCommand {
     func execute() -> Int32 {
         let path = jobFile!
         let job: JobFile
+        let text: [UInt8]
         do {
-            job = try JobFile.load(path: path)
+            (job, text) = try JobFile.loadWithText(path: path)
         } catch {
             Terminal.error(error.description)
             return 125
@@ -110,7 +111,7 @@ struct BatchCommand {
         options.onUpdate = { update in display.show(update) }
         let runner: BatchRunner
         do {
-            runner = try BatchRunner(job: job, jobFilePath: path, options: options)
+            runner = try BatchRunner(job: job, jobFileText: text, options: options)
         } catch {
             Terminal.error("overtime batch: \(error)")
             return 125
@@ -157,10 +158,8 @@ final class BatchDisplay: Sendable {
         switch mode {
         case .none: return
         case .json:
-            if case let .taskEvent(event) = update, let encoder = encoder.withLock({ $0 }) {
-                if case .progress = event.kind { return }  // the journal keeps a throttled record
-                Terminal.writeOut(encoder.line(for: event))
-            }
+            // The journal as it is written: every event, progress throttled.
+            if case let .journalLine(line) = update { Terminal.writeOut(line) }
         case .plain:
             switch update {
             case let .started(task, attempt, pid):
@@ -173,6 +172,8 @@ final class BatchDisplay: Sendable {
                 if case let .cancelSent(reason, grace) = event.kind {
                     line("\(event.task.name): cancelling (\(reason.rawValue)); SIGKILL in \(DurationText.format(grace))")
                 }
+            case .journalLine:
+                return
             }
         }
     }

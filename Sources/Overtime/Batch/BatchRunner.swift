@@ -30,8 +30,11 @@ public enum BatchUpdate: Sendable {
     case started(task: String, attempt: Int, pid: Int32?)
     case retrying(task: String, attempt: Int, after: Duration, because: String)
     case finished(TaskReport)
-    /// A task's own event (`--progress json` shows them all).
+    /// A task's own event, as it happens (progress included, unthrottled).
     case taskEvent(TaskEvent)
+    /// A line just written to the journal (`events.jsonl`): task events, progress throttled
+    /// to one a second per task, and the batch's own (`attempt`, `retry`, `finished`).
+    case journalLine([UInt8])
 }
 
 /// The end of a batch.
@@ -81,8 +84,9 @@ public final class BatchRunner: Sendable {
 
     /// Prepares the run directory and the supervisor; nothing starts until `start()`.
     /// - Throws: `BatchError` when the run directory or the resume source cannot be used.
-    /// - Parameter jobFilePath: copied into the run directory as `job.json`, for `--resume`.
-    public init(job: JobFile, jobFilePath: String?, options: BatchOptions) throws {
+    /// - Parameter jobFileText: the job file as read, kept in the run directory as
+    ///   `job.json` for `--resume`.
+    public init(job: JobFile, jobFileText: [UInt8]?, options: BatchOptions) throws {
         var job = job
         if let concurrency = options.concurrency { job.concurrency = concurrency }
         var succeeded: Set<String> = []
@@ -98,8 +102,8 @@ public final class BatchRunner: Sendable {
         }
         self.runID = runID
         journal = try RunJournal(directory: directory)
-        if let jobFilePath, options.resume == nil, let bytes = RunJournal.readFile(jobFilePath) {
-            journal.writeFile("job.json", bytes)
+        if let jobFileText, options.resume == nil {
+            journal.writeFile("job.json", jobFileText)
         }
         let slot = CoreSlot()
         core = slot
@@ -252,7 +256,9 @@ final class BatchCore {
             if let last = lastProgressLogged[index], event.time - last < Self.journalProgressInterval { return }
             lastProgressLogged[index] = event.time
         }
-        journal.append(encoder.line(for: event))
+        let line = encoder.line(for: event)
+        journal.append(line)
+        onUpdate(.journalLine(line))
         let now = event.time
         switch event.kind {
         case let .started(pid):
@@ -415,6 +421,7 @@ final class BatchCore {
         w.endObject()
         w.raw("\n")
         journal.append(w.bytes)
+        onUpdate(.journalLine(w.bytes))
     }
 
     /// After each input: re-arm the retry timer, or wrap up when everything is final.

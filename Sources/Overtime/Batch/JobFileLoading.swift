@@ -14,10 +14,16 @@ extension JobFile {
     /// pipe or a device (`overtime batch <(generate-jobs)` reads `/dev/fd/63`).
     /// - Throws: `JobFileError`, also when the file is missing or cannot be read.
     public static func load(path: String) throws(JobFileError) -> JobFile {
+        try loadWithText(path: path).job
+    }
+
+    /// Like `load(path:)`, and also returns the bytes read: a pipe can be read only once,
+    /// and a batch keeps a copy of its job file for `--resume`.
+    public static func loadWithText(path: String) throws(JobFileError) -> (job: JobFile, text: [UInt8]) {
         switch JobFilePath.read(path) {
         case let .success(file):
             let directory = file.isRegular ? JobFilePath.absoluteDirectory(of: path) : JobFilePath.currentDirectory()
-            return try parse(file.bytes, origin: path, directory: directory)
+            return (try parse(file.bytes, origin: path, directory: directory), file.bytes)
         case let .failure(problem):
             throw JobFileError(origin: path, problems: [problem.message])
         }

@@ -114,9 +114,22 @@ public struct QueueMachine: Sendable {
     /// True when every task is in a final state.
     public var isDone: Bool { states.allSatisfy(\.isFinal) }
 
-    /// When a retry backoff ends next (the runner wakes the machine then).
+    /// When the machine must next be scheduled: a retry backoff ends, or (with a batch
+    /// deadline) a task that has not started reaches the last moment it may start.
     public var nextWake: MonotonicInstant? {
-        states.compactMap { if case let .retryWait(until) = $0 { until } else { nil } }.min()
+        var wake: MonotonicInstant?
+        func consider(_ t: MonotonicInstant) { wake = min(wake ?? t, t) }
+        for (i, state) in states.enumerated() {
+            switch state {
+            case let .retryWait(until):
+                consider(until)
+            case .waiting:
+                if let deadline { consider(deadline - job.tasks[i].policy.minStart) }
+            default:
+                break
+            }
+        }
+        return wake
     }
 
     // MARK: Inputs
@@ -142,6 +155,18 @@ public struct QueueMachine: Sendable {
                     finish(i, .skipped(.stopped(stopping)), perform)
                     continue
                 }
+                let task = job.tasks[i]
+                var maxRuntime = task.policy.maxRuntime
+                if let deadline {
+                    // Checked before anything it waits for: past this point it never starts.
+                    let left = deadline - now
+                    if left < task.policy.minStart || left <= .zero {
+                        finish(i, attempts[i] > 0 ? .failed : .skipped(.deadline), perform)
+                        settled = false
+                        continue
+                    }
+                    maxRuntime = min(maxRuntime ?? left, left)
+                }
                 switch dependencyStatus(of: i) {
                 case let .impossible(because):
                     finish(i, .skipped(.dependency(because)), perform)
@@ -152,17 +177,6 @@ public struct QueueMachine: Sendable {
                     continue
                 case .satisfied:
                     break
-                }
-                let task = job.tasks[i]
-                var maxRuntime = task.policy.maxRuntime
-                if let deadline {
-                    let left = deadline - now
-                    if left < task.policy.minStart || left <= .zero {
-                        finish(i, .skipped(.deadline), perform)
-                        settled = false
-                        continue
-                    }
-                    maxRuntime = min(maxRuntime ?? left, left)
                 }
                 guard runningCount < job.concurrency, let grant = allocate(task.resources) else {
                     stillWaiting.append(i)
@@ -194,7 +208,8 @@ public struct QueueMachine: Sendable {
             ready[index] = true
             finish(index, .succeeded, perform)
         } else if stopping == nil, let condition = result.retryCondition, task.retry.on.contains(condition),
-                  attempts[index] <= task.retry.maxRetries {
+                  attempts[index] <= task.retry.maxRetries,
+                  deadline.map({ now + task.retry.delay(beforeRetry: attempts[index]) <= $0 - task.policy.minStart }) ?? true {
             let delay = task.retry.delay(beforeRetry: attempts[index])
             states[index] = .retryWait(until: now + delay)
             perform(.retry(index: index, nextAttempt: attempts[index] + 1, at: now + delay))
