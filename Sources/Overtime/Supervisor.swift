@@ -168,14 +168,18 @@ final class SupervisorCore {
     let runID: String
     var runners: [Int: TaskRunner] = [:]
     var signalWatchers: [SignalWatcher] = []
-    /// The environment every task inherits, read once, without any `OVERTIME_*` variable of
-    /// the supervisor's own (a supervisor run under another must not pass its channel on).
+    /// Variables a supervisor sets for its own tasks; a value inherited from an outer
+    /// supervisor (Overtime run under Overtime) must not leak through. Others, such as
+    /// `OVERTIME_TQDM`, are the user's settings and pass on.
+    static let supervisorOwned = ["OVERTIME_FD=", "OVERTIME_TASK=", "OVERTIME_RUN=", "OVERTIME_ATTEMPT=", "OVERTIME_RESOURCE_"]
+
+    /// The environment every task inherits, read once, without the `supervisorOwned` ones.
     lazy var inheritedEnvironment: EnvironmentBlock = {
         var result: [String] = []
         var p = environ
         while let entry = p.pointee {
             let s = String(cString: entry)
-            if !s.hasPrefix("OVERTIME_") { result.append(s) }
+            if !Self.supervisorOwned.contains(where: { s.hasPrefix($0) }) { result.append(s) }
             p += 1
         }
         return EnvironmentBlock(result)
