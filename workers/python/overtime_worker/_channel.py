@@ -1,0 +1,498 @@
+"""The channel to the supervisor: fd 3, a writer thread, a reader thread, callbacks.
+
+Everything here is internal; the public API is in ``overtime_worker/__init__.py``.
+
+Threads (all daemon threads, all named ``overtime-*``):
+
+- the *writer* sends what the job queued. Callers never touch the socket: they drop their
+  message into the outbox (must-deliver messages: ``extend``, ``result``, ``ready``) or
+  into the progress slot (latest wins, fields merged) and return at once. A slow
+  supervisor stalls only the writer, never the job. The merged progress goes out in the
+  order of its latest update among the outbox's messages.
+- the *reader* reads the supervisor's ``budget``, ``expiring`` and ``cancel`` lines. On a
+  ``timeout`` cancel it writes the stack of every thread to stderr first of all, so a
+  job stuck in C code (``time.sleep``, a socket read) still says where it was.
+- the *dispatcher* runs ``on_cancel`` / ``on_expiring`` handlers, so a handler may block
+  or call ``extend()`` without holding up the reader.
+"""
+
+import collections
+import json
+import os
+import queue
+import signal
+import stat
+import sys
+import threading
+import time
+import traceback
+
+# The protocol's line limit (docs/protocol.md), not counting the newline.
+MAX_LINE = 64 * 1024
+# Strings in progress messages are cut to this many characters: a title or detail is a
+# line on a screen, and a runaway one must not cost a protocol error.
+MAX_TEXT = 4096
+# Within how long after SIGTERM the cancel message is expected: the supervisor writes it
+# before it signals, so it is normally there already.
+CANCEL_MESSAGE_WAIT = 1.0
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+_HEARTBEAT_LINE = b'{"type":"heartbeat"}\n'
+
+
+class Cancelled(BaseException):
+    """Raised in the main thread when Overtime cancels the job.
+
+    Overtime writes ``cancel`` on fd 3 and then sends SIGTERM; the library turns that into
+    this exception, raised wherever the main thread is (a ``time.sleep`` or a blocking
+    read is interrupted), so ``with`` blocks and ``finally`` clauses clean up within the
+    grace period. It derives from ``BaseException``, like ``KeyboardInterrupt``, so that a
+    broad ``except Exception:`` in the job does not swallow it.
+
+    Attributes:
+        reason: why: ``'timeout'`` (progress stopped), ``'deadline'`` (max-runtime),
+            ``'revoked'``, ``'user'`` (an operator, Ctrl-C), ``'shutdown'`` (the
+            supervisor is stopping); ``'signal'`` when SIGTERM came without a cancel
+            message (someone else sent it).
+        grace: seconds until SIGKILL, as the supervisor said; None when unknown.
+    """
+
+    def __init__(self, reason, grace=None):
+        super().__init__(reason, grace)
+        self.reason = reason
+        self.grace = grace
+
+    def __str__(self):
+        if self.grace is None:
+            return "cancelled ({})".format(self.reason)
+        return "cancelled by Overtime ({}); {:g} s of grace before SIGKILL".format(self.reason, self.grace)
+
+
+def _seconds(value):
+    """A number of seconds from the wire, or None (null, absent, or not a number)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
+
+
+def encode(message):
+    """One protocol line for ``message`` (a dict), newline included.
+
+    Lone surrogates (file names decoded with surrogateescape) become '?', because the
+    supervisor rejects them; NaN and infinity raise ValueError, as JSON has neither.
+    """
+    text = json.dumps(message, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return text.encode("utf-8", "replace") + b"\n"
+
+
+def merge_progress(pending, newer):
+    """Folds ``newer`` into ``pending`` so that sending the result once has the effect of
+    sending both in turn (the supervisor keeps fields left out, and a message with
+    ``completed`` or ``total`` replaces ``fraction``)."""
+    if "completed" in newer or "total" in newer:
+        pending.pop("fraction", None)
+    pending.update(newer)
+
+
+class _ExtendWaiter(object):
+    __slots__ = ("event", "remaining", "replied")
+
+    def __init__(self):
+        self.event = threading.Event()
+        self.remaining = None
+        self.replied = False
+
+
+class Channel(object):
+    """The task's end of the supervisor's socket. One per process."""
+
+    def __init__(self, fd):
+        self.fd = fd
+        self._lock = threading.Lock()
+        self._work = threading.Condition(self._lock)   # the writer waits here
+        self._idle = threading.Condition(self._lock)   # flush() waits here
+        self._outbox = collections.deque()             # encoded lines that must all go
+        self._progress = None                          # merged fields, latest wins
+        self._progress_at = 0                          # its place in the outbox: after what
+                                                       # was queued before its latest update
+        self._heartbeat = False
+        self._sending = False
+        self._closed = False                           # no more writing (broken or shut)
+        self._eof = False                              # the supervisor's side is gone
+        self._waiters = collections.deque()            # extend() calls awaiting replies
+        self._budget = None                            # (remaining or None, monotonic time)
+        self.cancel = None                             # (reason, grace) once cancelled
+        self.cancel_seen = threading.Event()
+        self._cancel_handlers = []
+        self._expiring_handlers = []
+        self._calls = queue.Queue()
+        self._dispatcher = None
+        self._writer = threading.Thread(target=self._write_loop, name="overtime-writer", daemon=True)
+        self._reader = threading.Thread(target=self._read_loop, name="overtime-reader", daemon=True)
+
+    def start(self):
+        self._writer.start()
+        self._reader.start()
+
+    # ---- sending -----------------------------------------------------------------------
+
+    def send_line(self, line, waiter=None):
+        """Queues a must-deliver line (and the extend waiter for its reply, in order)."""
+        with self._lock:
+            if self._closed:
+                return False
+            self._outbox.append(line)
+            if waiter is not None:
+                self._waiters.append(waiter)
+            self._work.notify()
+            return True
+
+    def send_progress(self, fields):
+        with self._lock:
+            if self._closed:
+                return
+            self._progress_at = len(self._outbox)
+            if self._progress is None:
+                self._progress = fields
+                self._work.notify()
+            else:
+                merge_progress(self._progress, fields)
+
+    def send_heartbeat(self):
+        with self._lock:
+            if self._closed or self._heartbeat:
+                return
+            self._heartbeat = True
+            self._work.notify()
+
+    def flush(self, timeout):
+        """Waits until everything queued so far is written (or the channel is closed)."""
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            while not self._closed and (self._outbox or self._progress is not None
+                                        or self._heartbeat or self._sending):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._idle.wait(left)
+            return True
+
+    def _write_loop(self):
+        while True:
+            with self._lock:
+                while not (self._outbox or self._progress is not None or self._heartbeat or self._closed):
+                    self._work.wait()
+                if self._closed:
+                    self._idle.notify_all()
+                    return
+                lines = list(self._outbox)
+                self._outbox.clear()
+                progress, self._progress = self._progress, None
+                at = self._progress_at
+                # A progress message counts as a heartbeat: one of the two is enough.
+                heartbeat = self._heartbeat and progress is None
+                self._heartbeat = False
+                self._sending = True
+            if progress is not None:
+                progress["type"] = "progress"
+                lines.insert(at, encode(progress))
+            if heartbeat:
+                lines.append(_HEARTBEAT_LINE)
+            try:
+                self._write_all(b"".join(lines))
+            except OSError:
+                # The supervisor is gone (EPIPE) or fd 3 was closed under us: from now on
+                # every call is a no-op, and nobody waits for a reply that cannot come.
+                self._close_for_writing()
+                return
+            finally:
+                with self._lock:
+                    self._sending = False
+                    if not (self._outbox or self._progress is not None or self._heartbeat):
+                        self._idle.notify_all()
+
+    def _write_all(self, data):
+        view = memoryview(data)
+        while view:
+            try:
+                written = os.write(self.fd, view)
+            except BlockingIOError:
+                # fd 3 was left non-blocking by someone: wait until it takes more.
+                import select
+                select.select([], [self.fd], [], 1.0)
+                continue
+            view = view[written:]
+
+    def _close_for_writing(self):
+        with self._lock:
+            self._closed = True
+            waiters = list(self._waiters)
+            self._waiters.clear()
+            self._work.notify_all()
+            self._idle.notify_all()
+        for waiter in waiters:
+            waiter.event.set()
+
+    def shutdown(self):
+        """Stops the writer (for tests and fork children); the reader ends at EOF."""
+        self._close_for_writing()
+
+    # ---- budget ------------------------------------------------------------------------
+
+    def extend(self, seconds, why, timeout):
+        message = {"type": "extend", "seconds": seconds}
+        if why is not None:
+            message["why"] = str(why)[:MAX_TEXT]
+        waiter = _ExtendWaiter()
+        if not self.send_line(encode(message), waiter) or self._eof:
+            return self.remaining()
+        waiter.event.wait(timeout)
+        # No reply (timed out, or the supervisor went away): the latest budget known.
+        return waiter.remaining if waiter.replied else self.remaining()
+
+    def remaining(self):
+        budget = self._budget
+        if budget is None:
+            return None
+        remaining, at = budget
+        if remaining is None:
+            return None
+        return max(0.0, remaining - (time.monotonic() - at))
+
+    # ---- handlers ----------------------------------------------------------------------
+
+    def add_cancel_handler(self, handler):
+        with self._lock:
+            self._cancel_handlers.append(handler)
+            cancel = self.cancel
+        if cancel is not None:
+            self._dispatch(handler, cancel)
+
+    def add_expiring_handler(self, handler):
+        with self._lock:
+            self._expiring_handlers.append(handler)
+
+    def _dispatch(self, handler, args):
+        with self._lock:
+            if self._dispatcher is None:
+                self._dispatcher = threading.Thread(target=self._dispatch_loop, name="overtime-callbacks", daemon=True)
+                self._dispatcher.start()
+        self._calls.put((handler, args))
+
+    def _dispatch_loop(self):
+        while True:
+            handler, args = self._calls.get()
+            try:
+                handler(*args)
+            except BaseException:
+                sys.stderr.write("overtime_worker: a handler raised an exception:\n")
+                traceback.print_exc()
+                try:
+                    sys.stderr.flush()
+                except Exception:
+                    pass
+
+    # ---- reading -----------------------------------------------------------------------
+
+    def _read_loop(self):
+        pending = b""
+        while True:
+            try:
+                chunk = os.read(self.fd, 65536)
+            except OSError:
+                chunk = b""
+            if not chunk:
+                break
+            pending += chunk
+            if b"\n" not in chunk:
+                if len(pending) > MAX_LINE + 1:
+                    pending = b""   # a line no supervisor would send; skip it
+                continue
+            *lines, pending = pending.split(b"\n")
+            for line in lines:
+                self._handle_line(line)
+        if pending:
+            self._handle_line(pending)
+        self._eof = True
+        with self._lock:
+            waiters = list(self._waiters)
+            self._waiters.clear()
+        for waiter in waiters:
+            waiter.event.set()
+
+    def _handle_line(self, line):
+        try:
+            message = json.loads(line.decode("utf-8"))
+        except ValueError:
+            return
+        if not isinstance(message, dict):
+            return
+        kind = message.get("type")
+        if kind == "budget":
+            if "remaining" not in message:
+                return
+            remaining = _seconds(message.get("remaining"))
+            self._budget = (remaining, time.monotonic())
+            if message.get("granted") is not None:
+                with self._lock:
+                    waiter = self._waiters.popleft() if self._waiters else None
+                if waiter is not None:
+                    waiter.remaining = remaining
+                    waiter.replied = True
+                    waiter.event.set()
+        elif kind == "expiring":
+            remaining = _seconds(message.get("remaining"))
+            if remaining is None:
+                return
+            self._budget = (remaining, time.monotonic())
+            with self._lock:
+                handlers = list(self._expiring_handlers)
+            for handler in handlers:
+                self._dispatch(handler, (remaining,))
+        elif kind == "cancel":
+            if self.cancel is not None:
+                return
+            reason = message.get("reason")
+            reason = reason if isinstance(reason, str) else "unknown"
+            grace = _seconds(message.get("grace"))
+            if reason == "timeout":
+                dump_stacks("overtime_worker: cancelled for timeout: no progress came in time. "
+                            "Where each thread was (most recent call last):")
+            with self._lock:
+                self.cancel = (reason, grace)
+                handlers = list(self._cancel_handlers)
+            self.cancel_seen.set()
+            for handler in handlers:
+                self._dispatch(handler, (reason, grace))
+
+
+def _is_ours(frame_summary):
+    return os.path.dirname(os.path.abspath(frame_summary.filename)) == _PACKAGE_DIR
+
+
+def dump_stacks(header, out=None):
+    """Writes the stack of every thread but the library's own to stderr.
+
+    Called from the reader thread: the main thread may be stuck in C code, but its Python
+    stack is still there to read. Frames of this library on top of a stack (the SIGTERM
+    handler waiting for this very message, or an extend() waiting for its reply), and
+    what they called, are left out.
+    """
+    try:
+        names = {t.ident: t.name for t in threading.enumerate()}
+        main = threading.main_thread().ident
+        parts = [header + "\n"]
+        frames = sys._current_frames()
+        for ident in sorted(frames, key=lambda i: (i != main, i)):
+            name = names.get(ident, "unknown")
+            if name.startswith("overtime-"):
+                continue
+            stack = traceback.extract_stack(frames[ident])
+            for depth, entry in enumerate(stack):
+                if depth > 0 and _is_ours(entry):
+                    del stack[depth:]   # the library's own frames (and what they called)
+                    break
+            parts.append('\nThread "{}" (id {}):\n'.format(name, ident))
+            parts.extend(traceback.format_list(stack))
+        del frames
+        text = "".join(parts)
+        stream = out or sys.stderr
+        if stream is None:
+            os.write(2, text.encode("utf-8", "replace"))
+        else:
+            stream.write(text)
+            stream.flush()
+    except Exception:
+        # Whatever went wrong above, faulthandler writes straight to fd 2.
+        try:
+            import faulthandler
+            os.write(2, (header + "\n").encode())
+            faulthandler.dump_traceback(file=2, all_threads=True)
+        except Exception:
+            pass
+
+
+# ---- the process's channel ---------------------------------------------------------------
+
+_CLAIM_VAR = "_OVERTIME_WORKER_SOCKET"
+
+
+def open_from_environment(environ=None):
+    """The channel named by OVERTIME_FD, started; None when not under Overtime.
+
+    OVERTIME_FD must name an open socket. A process started by this one (with
+    OVERTIME_FD inherited) uses it only if its fd is the same socket: a child whose fd 3
+    is some other file, or some other socket, stays quiet instead of writing JSON into it.
+    """
+    environ = os.environ if environ is None else environ
+    text = environ.get("OVERTIME_FD")
+    if not text:
+        return None
+    try:
+        fd = int(text)
+        info = os.fstat(fd)
+    except (ValueError, OSError):
+        return None
+    if fd < 0 or not stat.S_ISSOCK(info.st_mode):
+        return None
+    task = "{}/{}".format(environ.get("OVERTIME_RUN", ""), environ.get("OVERTIME_TASK", ""))
+    claim = "{}/{}:{}".format(task, info.st_dev, info.st_ino)
+    earlier = environ.get(_CLAIM_VAR, "")
+    if earlier.startswith(task + "/") and earlier != claim:
+        return None   # same task, but fd 3 here is not the socket our parent used
+    environ[_CLAIM_VAR] = claim
+    try:
+        os.set_blocking(fd, True)
+    except OSError:
+        pass
+    channel = Channel(fd)
+    channel.start()
+    return channel
+
+
+class SigtermBridge(object):
+    """Turns SIGTERM into ``Cancelled`` in the main thread, once.
+
+    Installed only under Overtime, only from the main thread, and only when SIGTERM still
+    has its default disposition: a program with a handler of its own keeps it.
+    """
+
+    def __init__(self, get_channel):
+        self._get_channel = get_channel
+        self.installed = False
+        self.raised = False
+        self.previous = None
+
+    def install(self):
+        if threading.current_thread() is not threading.main_thread():
+            return False
+        try:
+            if signal.getsignal(signal.SIGTERM) != signal.SIG_DFL:
+                return False
+            self.previous = signal.signal(signal.SIGTERM, self._handle)
+        except (ValueError, OSError):
+            return False
+        self.installed = True
+        return True
+
+    def uninstall(self):
+        if not self.installed:
+            return
+        self.installed = False
+        try:
+            if signal.getsignal(signal.SIGTERM) == self._handle:
+                signal.signal(signal.SIGTERM, self.previous if self.previous is not None else signal.SIG_DFL)
+        except (ValueError, OSError):
+            pass
+
+    def _handle(self, signum, frame):
+        if self.raised:
+            return   # cleanup is under way; a second SIGTERM must not cut it short
+        channel = self._get_channel()
+        cancel = None
+        if channel is not None:
+            channel.cancel_seen.wait(CANCEL_MESSAGE_WAIT)
+            cancel = channel.cancel
+        self.raised = True
+        reason, grace = cancel if cancel is not None else ("signal", None)
+        raise Cancelled(reason, grace)

@@ -1,0 +1,157 @@
+"""Shared fixtures: a fake supervisor on a socketpair, and the real `overtime run`."""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[3]
+WORKERS = REPO / "workers"
+FIXTURES = WORKERS / "fixtures"
+SOURCE = WORKERS / "python"
+PYTHON = sys.executable
+
+# The tests exercise the source tree, here and in every child they start (PYTHONPATH);
+# the installed copy contributes only its .pth start-up hook.
+sys.path.insert(0, str(SOURCE))
+import overtime_worker  # noqa: E402
+
+
+def clean_env(**extra):
+    """The test's environment without anything of an Overtime the suite itself may run under."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OVERTIME_", "_OVERTIME_"))}
+    env["PYTHONUNBUFFERED"] = "1"
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(SOURCE), env.get("PYTHONPATH")) if p)
+    env.update(extra)
+    return env
+
+
+class FakeSupervisor(object):
+    """The supervisor's end of the channel: reads the task's lines, writes its own."""
+
+    def __init__(self, sock):
+        self.sock = sock
+        self.buffer = b""
+        self.received = []
+
+    def send(self, message):
+        self.sock.sendall(json.dumps(message).encode() + b"\n")
+
+    def _fill(self, timeout):
+        self.sock.settimeout(timeout)
+        try:
+            chunk = self.sock.recv(1 << 20)
+        except socket.timeout:
+            return False
+        if not chunk:
+            return False
+        self.buffer += chunk
+        *lines, self.buffer = self.buffer.split(b"\n")
+        self.received.extend(json.loads(line) for line in lines)
+        return True
+
+    def wait_for(self, predicate, timeout=5.0):
+        """Reads until a message matching `predicate` arrives; returns it."""
+        deadline = time.monotonic() + timeout
+        seen = 0
+        while True:
+            for message in self.received[seen:]:
+                if predicate(message):
+                    return message
+            seen = len(self.received)
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise AssertionError("no matching message within {} s; got {}".format(timeout, self.received[-5:]))
+            self._fill(min(left, 0.5))
+
+    def drain(self, quiet=0.2):
+        """Reads everything until the channel has been quiet for `quiet` seconds."""
+        while self._fill(quiet):
+            pass
+        return self.received
+
+    def of_type(self, kind):
+        return [m for m in self.received if m.get("type") == kind]
+
+
+@pytest.fixture
+def supervisor():
+    """Puts overtime_worker under a fake supervisor for one test, and back outside after."""
+    ours, theirs = socket.socketpair()
+    env = {"OVERTIME_FD": str(theirs.fileno()), "OVERTIME_TASK": "test", "OVERTIME_RUN": "run-1"}
+    channel = overtime_worker._restart_for_tests(env)
+    assert channel is not None
+    fake = FakeSupervisor(ours)
+    try:
+        yield fake
+    finally:
+        overtime_worker._restart_for_tests({})
+        ours.close()                       # EOF: the reader thread ends
+        channel._reader.join(5)
+        channel._writer.join(5)
+        theirs.close()
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+@pytest.fixture(autouse=True)
+def outside_overtime_by_default():
+    """Every test starts with the library outside Overtime, whatever runs the suite."""
+    if overtime_worker.active():
+        overtime_worker._restart_for_tests({})
+    yield
+
+
+class Run(object):
+    def __init__(self, completed, started):
+        self.code = completed.returncode
+        self.stdout = completed.stdout
+        self.stderr = completed.stderr
+        self.seconds = time.monotonic() - started
+        lines = [line for line in self.stdout.splitlines() if line.startswith('{"run":')]
+        self.report = json.loads(lines[-1]) if lines else None
+
+    def __repr__(self):
+        return "exit {} after {:.2f} s\n--- stdout\n{}--- stderr\n{}".format(self.code, self.seconds, self.stdout, self.stderr)
+
+
+class Overtime(object):
+    """Runs commands under the real `overtime run --json --progress none`."""
+
+    def __init__(self, binary):
+        self.binary = binary
+
+    def argv(self, options, command):
+        return [self.binary, "run", "--json", "--progress", "none"] + list(options) + ["--"] + [str(c) for c in command]
+
+    def run(self, options, command, timeout=60, env=None, cwd=None):
+        started = time.monotonic()
+        completed = subprocess.run(self.argv(options, command), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   universal_newlines=True, timeout=timeout, env=env or clean_env(), cwd=cwd)
+        return Run(completed, started)
+
+    def start(self, options, command, env=None):
+        return subprocess.Popen(self.argv(options, command), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                universal_newlines=True, env=env or clean_env())
+
+
+@pytest.fixture(scope="session")
+def overtime():
+    binary = os.environ.get("OVERTIME_BIN")
+    if not binary:
+        pytest.skip("OVERTIME_BIN is not set: point it at a built overtime binary "
+                    "(scripts/test does) to run the tests under the real supervisor")
+    if not os.access(binary, os.X_OK):
+        pytest.fail("OVERTIME_BIN={} is not an executable file".format(binary))
+    return Overtime(binary)
+
+
+def write_script(tmp_path, name, source):
+    path = tmp_path / name
+    path.write_text(source)
+    return path
