@@ -1,20 +1,12 @@
-import Dispatch
 import OvertimeLoop
 import OvertimeProtocol
-import Synchronization
 
 /// A task handed to a `Supervisor`: await its outcome, or cancel, extend or revoke it.
 /// Safe to use from any thread or task.
 public final class TaskHandle: Sendable {
     public let ref: TaskRef
     let supervisor: Supervisor
-    private struct Completion {
-        var outcome: TaskOutcome?
-        var waiters: [CheckedContinuation<TaskOutcome, Never>] = []
-        var blockedThreads: [DispatchSemaphore] = []
-    }
-
-    private let completion = Mutex(Completion())
+    private let completion = Completion<TaskOutcome>()
 
     init(ref: TaskRef, supervisor: Supervisor) {
         self.ref = ref
@@ -25,16 +17,7 @@ public final class TaskHandle: Sendable {
 
     /// How the task ended; waits until it has, its output drained.
     public var outcome: TaskOutcome {
-        get async {
-            await withCheckedContinuation { continuation in
-                let ready: TaskOutcome? = completion.withLock { state in
-                    if let outcome = state.outcome { return outcome }
-                    state.waiters.append(continuation)
-                    return nil
-                }
-                if let ready { continuation.resume(returning: ready) }
-            }
-        }
+        get async { await completion.wait() }
     }
 
     /// How the task ended, blocking the calling thread until it has. For programs without
@@ -42,34 +25,16 @@ public final class TaskHandle: Sendable {
     /// supervisor's own loop thread, from inside an event handler.
     public func waitForOutcome() -> TaskOutcome {
         precondition(!supervisor.loop.inLoopThread, "waitForOutcome() on the loop thread would wait forever")
-        let semaphore = DispatchSemaphore(value: 0)
-        let ready: TaskOutcome? = completion.withLock { state in
-            if let outcome = state.outcome { return outcome }
-            state.blockedThreads.append(semaphore)
-            return nil
-        }
-        if let ready { return ready }
-        semaphore.wait()
-        return completion.withLock { $0.outcome! }
+        return completion.waitBlocking()
     }
 
     /// The outcome if the task has ended, without waiting.
     public var finishedOutcome: TaskOutcome? {
-        completion.withLock { $0.outcome }
+        completion.value
     }
 
     func complete(_ outcome: TaskOutcome) {
-        let (waiters, blocked) = completion.withLock { state -> ([CheckedContinuation<TaskOutcome, Never>], [DispatchSemaphore]) in
-            guard state.outcome == nil else { return ([], []) }
-            state.outcome = outcome
-            defer {
-                state.waiters.removeAll()
-                state.blockedThreads.removeAll()
-            }
-            return (state.waiters, state.blockedThreads)
-        }
-        for waiter in waiters { waiter.resume(returning: outcome) }
-        for semaphore in blocked { semaphore.signal() }
+        completion.complete(outcome)
     }
 
     /// Cancels the task: the reason on its channel, SIGTERM to its group, SIGKILL after

@@ -1,4 +1,5 @@
 import OvertimeProtocol
+import Synchronization
 
 /// The task's side of Overtime: report progress, ask for time, learn why it is cancelled.
 ///
@@ -61,16 +62,41 @@ public func withIntentCancellationHandler<T: Sendable>(
     operation: @escaping @Sendable () async throws -> T,
     onCancel: @escaping @Sendable (CancellationReason) -> Void
 ) async throws -> T {
-    let work = Task { try await operation() }
+    // The scope opens before the work starts: a SIGTERM that follows the work's first
+    // report must find it open, or it would end the process instead of the operation.
+    let handle = WorkHandle<T>()
     let scope = WorkerConnection.shared.openScope { reason in
         onCancel(reason)
-        work.cancel()
+        handle.cancel()
     }
     defer { WorkerConnection.shared.closeScope(scope) }
+    let work = Task { try await operation() }
+    handle.attach(work)
     return try await withTaskCancellationHandler {
         try await work.value
     } onCancel: {
         work.cancel()
+    }
+}
+
+/// The operation's task, for a cancellation that may come before the task exists.
+private final class WorkHandle<T: Sendable>: Sendable {
+    private let state = Mutex<(task: Task<T, any Error>?, cancelled: Bool)>((nil, false))
+
+    func attach(_ task: Task<T, any Error>) {
+        let cancelled = state.withLock { s in
+            s.task = task
+            return s.cancelled
+        }
+        if cancelled { task.cancel() }
+    }
+
+    func cancel() {
+        let task = state.withLock { s in
+            s.cancelled = true
+            return s.task
+        }
+        task?.cancel()
     }
 }
 

@@ -242,8 +242,11 @@ final class WorkerConnection: Sendable {
     }
 
     func closeScope(_ id: Int) {
-        state.withLock { _ = $0.scopes.removeValue(forKey: id) }
-        SignalRelay.scopeClosed()
+        let cancelled = state.withLock { s in
+            s.scopes.removeValue(forKey: id)
+            return s.cancellation != nil
+        }
+        SignalRelay.scopeClosed(afterCancel: cancelled)
     }
 
     func addExpiringHandler(_ handler: @escaping @Sendable (Duration) -> Void) {

@@ -1,7 +1,5 @@
-import Dispatch
 import OvertimeLoop
 import OvertimeProtocol
-import Synchronization
 
 /// How one task of a batch ended.
 public struct TaskReport: Sendable, Equatable {
@@ -80,7 +78,7 @@ public final class BatchRunner: Sendable {
     public let journal: RunJournal
     let supervisor: Supervisor
     private let core: CoreSlot
-    private let completion = BatchCompletion()
+    private let completion = Completion<BatchSummary>()
 
     /// Prepares the run directory and the supervisor; nothing starts until `start()`.
     /// - Throws: `BatchError` when the run directory or the resume source cannot be used.
@@ -114,7 +112,7 @@ public final class BatchRunner: Sendable {
         let onUpdate = options.onUpdate
         let (plannedJob, resumedNames) = (job, succeeded)
         let completion = self.completion
-        let finished: @Sendable (BatchSummary) -> Void = { summary in completion.finish(summary) }
+        let finished: @Sendable (BatchSummary) -> Void = { summary in completion.complete(summary) }
         supervisor.loop.execute {
             slot.core = BatchCore(job: plannedJob, runID: runID, succeeded: resumedNames, failFast: failFast, supervisor: supervisor,
                                   journal: journal, onUpdate: onUpdate, onDone: finished)
@@ -145,35 +143,9 @@ public final class BatchRunner: Sendable {
     /// Blocks until every task has finished, then returns the summary (and shuts the
     /// supervisor down). Not on the loop thread.
     public func waitForSummary() -> BatchSummary {
-        let summary = completion.wait()
+        let summary = completion.waitBlocking()
         supervisor.shutdown()
         return summary
-    }
-}
-
-/// The summary, once there is one, for whoever waits on it.
-final class BatchCompletion: Sendable {
-    private let state = Mutex<(summary: BatchSummary?, waiters: [DispatchSemaphore])>((nil, []))
-
-    func finish(_ summary: BatchSummary) {
-        let waiters = state.withLock { s -> [DispatchSemaphore] in
-            s.summary = summary
-            defer { s.waiters.removeAll() }
-            return s.waiters
-        }
-        for waiter in waiters { waiter.signal() }
-    }
-
-    func wait() -> BatchSummary {
-        let semaphore = DispatchSemaphore(value: 0)
-        let ready = state.withLock { s -> BatchSummary? in
-            if let summary = s.summary { return summary }
-            s.waiters.append(semaphore)
-            return nil
-        }
-        if let ready { return ready }
-        semaphore.wait()
-        return state.withLock { $0.summary! }
     }
 }
 
