@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <spawn.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -15,6 +16,19 @@
 extern int posix_spawn_file_actions_addchdir_np(posix_spawn_file_actions_t *__restrict actions,
                                                 const char *__restrict path);
 extern int posix_spawn_file_actions_addclosefrom_np(posix_spawn_file_actions_t *actions, int from);
+
+// The credentials of a Unix socket's peer (SO_PEERCRED). struct ucred is declared only
+// under _GNU_SOURCE, so the same layout is spelled here.
+struct overtime_peer { int pid; unsigned int uid; unsigned int gid; };
+static inline int overtime_peer_credentials(int fd, struct overtime_peer *peer) {
+    socklen_t length = sizeof *peer;
+    return getsockopt(fd, SOL_SOCKET, 17 /* SO_PEERCRED */, peer, &length);
+}
+
+// accept4(fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK), declared only under _GNU_SOURCE.
+static inline int overtime_accept_cloexec_nonblock(int fd) {
+    return (int)syscall(SYS_accept4, fd, (void *)0, (void *)0, SOCK_CLOEXEC | SOCK_NONBLOCK);
+}
 
 // pipe2(fds, O_CLOEXEC): both ends close-on-exec from birth.
 static inline int overtime_pipe_cloexec(int fds[2]) {

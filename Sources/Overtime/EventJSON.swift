@@ -92,6 +92,10 @@ public struct EventEncoder: Sendable {
             w.key("error"); w.string(error.kind.rawValue)
             w.key("message"); w.string(error.message)
             w.key("excerpt"); w.string(excerpt)
+        case let .operatorRequest(action, uid):
+            w.string("operator")
+            w.key("action"); w.string(action)
+            w.key("uid"); w.int(Int(uid))
         case let .exited(outcome):
             w.string("exited")
             Self.writeOutcomeFields(outcome, into: &w)

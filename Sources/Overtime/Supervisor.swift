@@ -143,6 +143,48 @@ public final class Supervisor: Sendable {
 
     func emit(_ event: TaskEvent) {
         eventHandler(event)
+        core.value.broadcast(event)
+    }
+
+    /// Listens on a control socket (docs/control.md) so `overtime ctl` can see and steer the
+    /// running tasks. Returns the socket's path.
+    /// - Parameters:
+    ///   - path: the socket; nil for `<per-user directory>/<run id>.sock`.
+    ///   - onRefused: told (on the loop thread) of each connection refused for its user.
+    /// - Throws: `ControlSocketError` when the path cannot be used.
+    public func serveControl(at path: String? = nil, onRefused: @escaping @Sendable (String) -> Void = { _ in }) throws(ControlSocketError) -> String {
+        let core = self.core
+        return try startControlServer(at: path, onRefused: onRefused) { server in core.value.control = server } target: { core.value }
+    }
+
+    /// Prepares the path, then creates the server on the loop thread and waits for it.
+    func startControlServer(at path: String?, onRefused: @escaping @Sendable (String) -> Void,
+                            install: @escaping (ControlServer) -> Void,
+                            target: @escaping () -> any ControlTarget) throws(ControlSocketError) -> String {
+        let socketPath: String
+        if let path {
+            socketPath = path
+        } else {
+            let directory = ControlSocketPath.defaultDirectory()
+            try ControlSocketPath.prepareDirectory(directory)
+            socketPath = directory + "/" + runID + ".sock"
+        }
+        try ControlSocketPath.claim(socketPath)
+        let done = Completion<Result<Void, ControlSocketError>>()
+        let job = UncheckedBox((install, target))
+        loop.execute { [loop] in
+            do {
+                let server = try ControlServer(loop: loop, path: socketPath, target: job.value.1()) { peer in
+                    onRefused(peer.map { "refused a control connection from uid \($0.uid) (pid \($0.pid))" } ?? "refused a control connection with unknown credentials")
+                }
+                job.value.0(server)
+                done.complete(.success(()))
+            } catch {
+                done.complete(.failure(ControlSocketError("cannot listen on \(socketPath): \(error)")))
+            }
+        }
+        try done.waitBlocking().get()
+        return socketPath
     }
 
     /// Runs `body` with the task's runner on the loop thread; `ifGone` when it has ended.
@@ -168,6 +210,21 @@ final class SupervisorCore {
     let runID: String
     var runners: [Int: TaskRunner] = [:]
     var signalWatchers: [SignalWatcher] = []
+    /// The control socket of `overtime run`, and what its watchers have seen lately.
+    var control: ControlServer?
+    private lazy var controlEncoder = EventEncoder(runID: runID)
+    private var lastProgressBroadcast: [Int: MonotonicInstant] = [:]
+
+    /// Passes an event to control-socket watchers, progress at most 10 a second per task.
+    func broadcast(_ event: TaskEvent) {
+        guard let control else { return }
+        if case .progress = event.kind {
+            if let last = lastProgressBroadcast[event.task.id], event.time - last < .milliseconds(100) { return }
+            lastProgressBroadcast[event.task.id] = event.time
+        }
+        if case .exited = event.kind { lastProgressBroadcast[event.task.id] = nil }
+        control.broadcast(controlEncoder.line(for: event))
+    }
     /// Variables a supervisor sets for its own tasks; a value inherited from an outer
     /// supervisor (Overtime run under Overtime) must not leak through. Others, such as
     /// `OVERTIME_TQDM`, are the user's settings and pass on.

@@ -41,6 +41,8 @@ public struct TaskEvent: Sendable {
         case cancelSent(reason: CancelReason, grace: Duration)
         case killSent
         case protocolError(ProtocolError, excerpt: String)
+        /// An operator asked for `action` (cancel, extend, revoke) over the control socket.
+        case operatorRequest(action: String, uid: UInt32)
         /// The task is over: exited, killed, or never started. Always the last event.
         case exited(TaskOutcome)
     }

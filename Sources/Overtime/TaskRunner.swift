@@ -245,6 +245,34 @@ final class TaskRunner {
         return machine.revoke(after: after, now: now, perform)
     }
 
+    /// The task as `overtime ctl status` shows it.
+    func statusFields(now: MonotonicInstant, into w: inout JSONWriter) {
+        w.key("pid")
+        if let pid = process?.pid { w.int(Int(pid)) } else { w.null() }
+        switch machine.phase {
+        case .running: w.key("state"); w.string("running")
+        case let .cancelling(reason): w.key("state"); w.string("cancelling"); w.key("cancel_reason"); w.string(reason.rawValue)
+        case .exited: w.key("state"); w.string("exiting")
+        }
+        w.key("elapsed"); w.seconds((now - machine.startedAt).seconds)
+        w.key("remaining")
+        if let left = machine.remaining(at: now) { w.seconds(left.seconds) } else { w.null() }
+        w.key("progress")
+        if let progress = machine.lastProgress {
+            w.beginObject()
+            EventEncoder.writeProgressFields(progress, into: &w)
+            w.endObject()
+        } else {
+            w.null()
+        }
+    }
+
+    /// Records an operator's request in the event stream (and so in journals), with the uid
+    /// of whoever asked.
+    func recordOperator(_ action: String, uid: UInt32) {
+        supervisor.emit(TaskEvent(task: ref, time: Self.clock(), kind: .operatorRequest(action: action, uid: uid)))
+    }
+
     /// Passes a signal the supervisor received on to the task's group (while it runs).
     func forward(signal: Int32) {
         process?.signalGroup(signal)

@@ -29,6 +29,8 @@ struct BatchCommand {
       --run-dir DIR        the run directory (default: overtime-runs/<run id>)
       --resume DIR         run again only what did not succeed in run directory DIR
                            (its job.json unless FILE is given), journaling into DIR
+      --control PATH       the control socket for 'overtime ctl' (default: one per run in
+                           $XDG_RUNTIME_DIR/overtime/ or /tmp/overtime-<uid>/)
       --progress MODE      plain (a line per state change, on stderr), json (the journal's
                            lines on stdout as they are written), none; auto (default) is plain
 
@@ -37,7 +39,9 @@ struct BatchCommand {
     'user' or 'shutdown', nothing new starts, the summary is written).
     """
 
-    static let knownOptions = ["--concurrency", "--fail-fast", "--run-dir", "--resume", "--progress", "--help"]
+    static let knownOptions = ["--concurrency", "--fail-fast", "--run-dir", "--resume", "--progress", "--control", "--help"]
+    /// The control socket's path (`--control`); nil for the per-user default.
+    var controlPath: String?
 
     static func parse(_ arguments: ArraySlice<String>) throws -> BatchCommand {
         var cursor = ArgumentCursor(arguments, command: "overtime batch")
@@ -67,6 +71,8 @@ struct BatchCommand {
                     command.options.failFast = true
                 case "--run-dir":
                     command.options.runDirectory = try value()
+                case "--control":
+                    command.controlPath = try value()
                 case "--resume":
                     command.options.resume = try value()
                 case "--progress":
@@ -119,6 +125,12 @@ struct BatchCommand {
         display.begin(runID: runner.runID, directory: runner.journal.directory, tasks: job.tasks.count)
         runner.stopOnTerminationSignals { signal in
             display.note("received \(SignalNames.name(signal)); cancelling running tasks, starting nothing new")
+        }
+        do {
+            _ = try runner.serveControl(at: controlPath) { refusal in display.note(refusal) }
+        } catch {
+            Terminal.error("overtime batch: \(error)")
+            return 125
         }
         runner.start()
         let summary = runner.waitForSummary()

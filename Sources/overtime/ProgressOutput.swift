@@ -66,7 +66,7 @@ final class ProgressOutput: Sendable {
     private func plain(_ event: TaskEvent) {
         let name = event.task.name
         switch event.kind {
-        case .started, .ready, .result:
+        case .started, .ready, .result, .operatorRequest:
             return
         case let .progress(progress):
             guard progressDue(event, interval: Self.plainInterval) else { return }

@@ -16,6 +16,8 @@ struct RunCommand {
     var progress: ProgressMode = .auto
     var jsonReport = false
     var preserveStatus = false
+    /// The control socket's path (`--control`); nil for the per-user default.
+    var controlPath: String?
 
     static let help = """
     Usage: overtime run [options] [--] CMD [ARG...]
@@ -41,6 +43,8 @@ struct RunCommand {
                            on stdout), none; auto (default) is plain
       --json               print a final report as JSON on stdout
       --preserve-status    exit with CMD's own status even when it was cancelled
+      --control PATH       the control socket for 'overtime ctl' (default: one per run in
+                           $XDG_RUNTIME_DIR/overtime/ or /tmp/overtime-<uid>/)
 
     Exit status (as GNU timeout):
       CMD's own status     it exited by itself (or after a user/shutdown cancel)
@@ -55,7 +59,7 @@ struct RunCommand {
     """
 
     static let knownOptions = ["--budget", "--window", "--max-runtime", "--grace", "--warn-before",
-                               "--require-advance", "--name", "--progress", "--json", "--preserve-status", "--help"]
+                               "--require-advance", "--name", "--progress", "--json", "--preserve-status", "--control", "--help"]
 
     /// Parses the arguments after `run`.
     /// - Throws: `UsageError` (exit 125) or `HelpRequest` (exit 0).
@@ -117,6 +121,8 @@ struct RunCommand {
                 case "--json":
                     try noValue()
                     command.jsonReport = true
+                case "--control":
+                    command.controlPath = try value()
                 case "--preserve-status":
                     try noValue()
                     command.preserveStatus = true
@@ -151,6 +157,13 @@ struct RunCommand {
             output.note("received \(SignalNames.name(signal)); cancelling (\(signal == SIGINT ? "user" : "shutdown"))")
         }
         supervisor.forwardSignals()
+        do {
+            _ = try supervisor.serveControl(at: controlPath) { refusal in output.note(refusal) }
+        } catch {
+            Terminal.error("overtime: \(error)")
+            supervisor.shutdown()
+            return 125
+        }
         let task = supervisor.spawn(spec)
         let outcome = task.waitForOutcome()
         if jsonReport {

@@ -131,6 +131,17 @@ public final class BatchRunner: Sendable {
         supervisor.loop.execute { slot.core?.stop(reason) }
     }
 
+    /// Listens on a control socket (docs/control.md) for `overtime ctl`; returns its path.
+    /// - Throws: `ControlSocketError` when the path cannot be used.
+    public func serveControl(at path: String? = nil, onRefused: @escaping @Sendable (String) -> Void = { _ in }) throws(ControlSocketError) -> String {
+        let slot = core
+        return try supervisor.startControlServer(at: path, onRefused: onRefused) { server in
+            slot.core?.control = server
+        } target: {
+            slot.core!
+        }
+    }
+
     /// SIGINT stops the batch with reason `user`, SIGTERM with `shutdown`.
     public func stopOnTerminationSignals(_ onSignal: @escaping @Sendable (Int32) -> Void = { _ in }) {
         let slot = core
@@ -159,25 +170,27 @@ final class CoreSlot: @unchecked Sendable {
 
 /// The batch on its loop thread: the queue machine, the task handles, the journal.
 final class BatchCore {
-    private var machine: QueueMachine
-    private let job: JobFile
+    private(set) var machine: QueueMachine
+    let job: JobFile
     private let runID: String
-    private let supervisor: Supervisor
+    let supervisor: Supervisor
     private let journal: RunJournal
     private let encoder: EventEncoder
     private let onUpdate: @Sendable (BatchUpdate) -> Void
     private let onDone: @Sendable (BatchSummary) -> Void
     private let startedAt: MonotonicInstant
     private var indexByTaskID: [Int: Int] = [:]
-    private var taskIDByIndex: [Int: Int] = [:]
+    private(set) var taskIDByIndex: [Int: Int] = [:]
     private var lastOutcome: [Int: TaskOutcome] = [:]
-    private var reports: [Int: TaskReport] = [:]
+    private(set) var reports: [Int: TaskReport] = [:]
     private var lastProgressLogged: [Int: MonotonicInstant] = [:]
     private let resumed: Set<String>
     private var timer: LoopTimer?
     private var armedFor: MonotonicInstant?
     private var stoppedBy: CancelReason?
     private var reported = false
+    /// The batch's control socket; its watchers get the journal's lines.
+    var control: ControlServer?
 
     /// Progress goes to the journal at most this often per task.
     static let journalProgressInterval = Duration.seconds(1)
@@ -231,6 +244,7 @@ final class BatchCore {
         let line = encoder.line(for: event)
         journal.append(line)
         onUpdate(.journalLine(line))
+        control?.broadcast(line)
         let now = event.time
         switch event.kind {
         case let .started(pid):
@@ -253,7 +267,7 @@ final class BatchCore {
         .init(succeeded: outcome.succeeded, retryCondition: RetryCondition(outcome: outcome))
     }
 
-    private func perform(_ action: QueueMachine.Action) {
+    func perform(_ action: QueueMachine.Action) {
         let now = TaskRunner.clock()
         switch action {
         case let .start(index, attempt, slots, amounts, maxRuntime):
@@ -382,7 +396,7 @@ final class BatchCore {
         return report
     }
 
-    private func record(batchEvent name: String, task: String, now: MonotonicInstant, _ fields: (inout JSONWriter) -> Void) {
+    func record(batchEvent name: String, task: String, now: MonotonicInstant, _ fields: (inout JSONWriter) -> Void) {
         var w = JSONWriter(capacity: 160)
         w.beginObject()
         w.key("time"); w.string(encoder.timestamp(now))
@@ -394,10 +408,11 @@ final class BatchCore {
         w.raw("\n")
         journal.append(w.bytes)
         onUpdate(.journalLine(w.bytes))
+        control?.broadcast(w.bytes)
     }
 
     /// After each input: re-arm the retry timer, or wrap up when everything is final.
-    private func afterInput(_ now: MonotonicInstant) {
+    func afterInput(_ now: MonotonicInstant) {
         if machine.isDone {
             finish(now)
             return
@@ -419,6 +434,8 @@ final class BatchCore {
         reported = true
         timer?.close()
         timer = nil
+        control?.close()
+        control = nil
         let summary = BatchSummary(runID: runID, runDirectory: journal.directory,
                                    tasks: job.tasks.indices.compactMap { reports[$0] },
                                    elapsed: now - startedAt, stoppedBy: stoppedBy)
@@ -454,5 +471,79 @@ final class BatchCore {
         w.endObject()
         w.raw("\n")
         return w.bytes
+    }
+}
+
+/// `overtime batch`'s control target: every task of the job, by name.
+extension BatchCore: ControlTarget {
+    func controlStatus(now: MonotonicInstant) -> [JSONValue] {
+        job.tasks.indices.map { index in
+            var w = JSONWriter()
+            w.beginObject()
+            w.key("name"); w.string(job.tasks[index].name)
+            w.key("attempts"); w.int(machine.attempts[index])
+            if let id = taskIDByIndex[index], let runner = supervisor.runnerOnLoop(id: id), case .running = machine.states[index] {
+                runner.statusFields(now: now, into: &w)
+            } else {
+                w.key("state")
+                switch machine.states[index] {
+                case .waiting: w.string("waiting")
+                case .retryWait: w.string("retrying")
+                case .running: w.string("starting")
+                case .succeeded: w.string("succeeded")
+                case .failed: w.string("failed")
+                case .skipped: w.string("skipped")
+                }
+                if let report = reports[index], let reason = report.reason { w.key("reason"); w.string(reason) }
+            }
+            w.endObject()
+            return (try? JSONValue.parse(w.bytes)) ?? .null
+        }
+    }
+
+    private func index(of name: String) -> Result<Int, ControlFailure> {
+        job.tasks.firstIndex { $0.name == name }.map { .success($0) } ?? .failure(ControlFailure("no task named '\(name)' in this batch"))
+    }
+
+    private func runningRunner(_ index: Int) -> Result<TaskRunner, ControlFailure> {
+        guard case .running = machine.states[index], let id = taskIDByIndex[index], let runner = supervisor.runnerOnLoop(id: id) else {
+            return .failure(ControlFailure("'\(job.tasks[index].name)' is not running"))
+        }
+        return .success(runner)
+    }
+
+    private func recordOperator(_ index: Int, _ action: String, uid: UInt32) {
+        record(batchEvent: "operator", task: job.tasks[index].name, now: TaskRunner.clock()) { w in
+            w.key("action"); w.string(action)
+            w.key("uid"); w.int(Int(uid))
+        }
+    }
+
+    func controlCancel(task: String, uid: UInt32) -> Result<String, ControlFailure> {
+        index(of: task).map { index in
+            recordOperator(index, "cancel", uid: uid)
+            let now = TaskRunner.clock()
+            let word = machine.cancelTask(index, now: now, perform)
+            afterInput(now)
+            return word
+        }
+    }
+
+    func controlExtend(task: String, by amount: Duration, pastMax: Bool, uid: UInt32) -> Result<String, ControlFailure> {
+        index(of: task).flatMap { index in
+            runningRunner(index).flatMap { runner in
+                recordOperator(index, pastMax ? "extend --past-max \(DurationText.format(amount))" : "extend \(DurationText.format(amount))", uid: uid)
+                return ControlWords.budget(runner.operatorExtend(by: amount, pastMax: pastMax))
+            }
+        }
+    }
+
+    func controlRevoke(task: String, after: Duration, uid: UInt32) -> Result<String, ControlFailure> {
+        index(of: task).flatMap { index in
+            runningRunner(index).flatMap { runner in
+                recordOperator(index, "revoke \(DurationText.format(after))", uid: uid)
+                return ControlWords.budget(runner.revoke(after: after))
+            }
+        }
     }
 }

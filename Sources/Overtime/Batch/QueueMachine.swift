@@ -220,6 +220,24 @@ public struct QueueMachine: Sendable {
         schedule(now: now, perform)
     }
 
+    /// An operator cancels one task: if it waits (or waits to retry) it is skipped; if it
+    /// runs it is cancelled with reason `user` (and not retried).
+    /// - Returns: what happened, in a word for the operator.
+    public mutating func cancelTask(_ index: Int, now: MonotonicInstant, _ perform: (Action) -> Void) -> String {
+        switch states[index] {
+        case .waiting, .retryWait:
+            waiting.removeAll { $0 == index }
+            finish(index, .skipped(.stopped("user")), perform)
+            schedule(now: now, perform)
+            return "skipped before it started"
+        case .running:
+            perform(.cancel(index: index, reason: "user"))
+            return "cancelling"
+        case .succeeded, .failed, .skipped:
+            return "already finished"
+        }
+    }
+
     /// Starts nothing more: cancels what runs with `reason`, skips what waits.
     public mutating func stop(reason: CancelReasonWord, now: MonotonicInstant, _ perform: (Action) -> Void) {
         guard stopping == nil else { return }

@@ -1,0 +1,81 @@
+import OvertimeLoop
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// Where control sockets live, and getting a path ready to listen on.
+public enum ControlSocketPath {
+    /// The per-user directory: `$XDG_RUNTIME_DIR/overtime`, else `/tmp/overtime-<uid>`.
+    public static func defaultDirectory() -> String {
+        if let runtime = getenv("XDG_RUNTIME_DIR").map({ String(cString: $0) }), !runtime.isEmpty,
+           access(runtime, W_OK | X_OK) == 0 {
+            return runtime + "/overtime"
+        }
+        return "/tmp/overtime-\(geteuid())"
+    }
+
+    /// The socket of run `runID` in the default directory.
+    public static func defaultPath(runID: String) -> String {
+        defaultDirectory() + "/" + runID + ".sock"
+    }
+
+    /// Makes the default directory (mode 0700) if needed and checks that it is this user's
+    /// and closed to others, so no one else can reach a socket inside it.
+    /// - Throws: `ControlSocketError` saying what is wrong with it.
+    public static func prepareDirectory(_ directory: String) throws(ControlSocketError) {
+        if mkdir(directory, 0o700) != 0, errno != EEXIST {
+            throw ControlSocketError("cannot create \(directory): \(String(cString: strerror(errno)))")
+        }
+        var info = stat()
+        guard lstat(directory, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else {
+            throw ControlSocketError("\(directory) is not a directory")
+        }
+        guard info.st_uid == geteuid() else {
+            throw ControlSocketError("\(directory) belongs to uid \(info.st_uid), not to you (uid \(geteuid())); pass --control PATH")
+        }
+        if info.st_mode & 0o077 != 0, chmod(directory, 0o700) != 0 {
+            throw ControlSocketError("\(directory) is open to other users and cannot be made 0700")
+        }
+    }
+
+    /// Gets `path` ready for a new listener: free, or a stale socket from a supervisor that
+    /// died (removed). A live one, or a file that is not a socket, is an error.
+    public static func claim(_ path: String) throws(ControlSocketError) {
+        guard path.utf8.count <= UnixListener.maxPathLength else {
+            throw ControlSocketError("control socket path is \(path.utf8.count) bytes; a Unix socket path must be at most \(UnixListener.maxPathLength): \(path)")
+        }
+        switch UnixListener.probe(path) {
+        case .free:
+            return
+        case .stale:
+            unlink(path)
+        case .live:
+            throw ControlSocketError("another supervisor is listening on \(path)")
+        case .notASocket:
+            throw ControlSocketError("\(path) exists and is not a socket")
+        }
+    }
+
+    /// The sockets in `directory` with a supervisor listening, oldest run first.
+    public static func live(in directory: String = defaultDirectory()) -> [String] {
+        guard let dir = opendir(directory) else { return [] }
+        defer { closedir(dir) }
+        var found: [String] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self) }
+            guard name.hasSuffix(".sock") else { continue }
+            let path = directory + "/" + name
+            if UnixListener.probe(path) == .live { found.append(path) }
+        }
+        return found.sorted()
+    }
+}
+
+/// A control socket could not be set up.
+public struct ControlSocketError: Error, Sendable, CustomStringConvertible {
+    public var message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+}

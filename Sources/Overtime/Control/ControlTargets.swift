@@ -1,0 +1,66 @@
+import OvertimeProtocol
+
+/// Turns the engine's answers into the words a control reply carries.
+enum ControlWords {
+    static func cancel(_ result: TaskMachine.CancelResult) -> Result<String, ControlFailure> {
+        switch result {
+        case .cancelling: .success("cancelling")
+        case let .alreadyCancelling(reason): .success("already cancelling (\(reason.rawValue))")
+        case .alreadyFinished: .success("already finished")
+        }
+    }
+
+    static func budget(_ result: TaskMachine.OperatorResult) -> Result<String, ControlFailure> {
+        switch result {
+        case let .applied(remaining, clipped):
+            let left = remaining.map { "\(DurationText.format($0)) left" } ?? "no limit"
+            return .success(clipped ? "clipped by max-runtime (add past_max), \(left)" : left)
+        case .notRunning(.cancelling):
+            return .failure(ControlFailure("the task is already being cancelled"))
+        case .notRunning:
+            return .failure(ControlFailure("the task has finished"))
+        }
+    }
+}
+
+/// `overtime run`'s control target: the supervisor's running tasks, found by name.
+extension SupervisorCore: ControlTarget {
+    func controlStatus(now: MonotonicInstant) -> [JSONValue] {
+        runners.values.sorted { $0.ref.id < $1.ref.id }.map { runner in
+            var w = JSONWriter()
+            w.beginObject()
+            w.key("name"); w.string(runner.ref.name)
+            runner.statusFields(now: now, into: &w)
+            w.endObject()
+            return (try? JSONValue.parse(w.bytes)) ?? .null
+        }
+    }
+
+    private func runner(named name: String) -> Result<TaskRunner, ControlFailure> {
+        if let runner = runners.values.sorted(by: { $0.ref.id < $1.ref.id }).first(where: { $0.ref.name == name }) {
+            return .success(runner)
+        }
+        return .failure(ControlFailure("no running task named '\(name)'"))
+    }
+
+    func controlCancel(task: String, uid: UInt32) -> Result<String, ControlFailure> {
+        runner(named: task).flatMap { runner in
+            runner.recordOperator("cancel", uid: uid)
+            return ControlWords.cancel(runner.cancel(reason: .user, grace: nil))
+        }
+    }
+
+    func controlExtend(task: String, by amount: Duration, pastMax: Bool, uid: UInt32) -> Result<String, ControlFailure> {
+        runner(named: task).flatMap { runner in
+            runner.recordOperator(pastMax ? "extend --past-max \(DurationText.format(amount))" : "extend \(DurationText.format(amount))", uid: uid)
+            return ControlWords.budget(runner.operatorExtend(by: amount, pastMax: pastMax))
+        }
+    }
+
+    func controlRevoke(task: String, after: Duration, uid: UInt32) -> Result<String, ControlFailure> {
+        runner(named: task).flatMap { runner in
+            runner.recordOperator("revoke \(DurationText.format(after))", uid: uid)
+            return ControlWords.budget(runner.revoke(after: after))
+        }
+    }
+}

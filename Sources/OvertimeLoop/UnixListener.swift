@@ -1,0 +1,134 @@
+import CLibUV
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// Who is on the other end of a Unix socket, as the kernel says (SO_PEERCRED).
+public struct PeerCredentials: Sendable, Equatable {
+    public var pid: Int32
+    public var uid: UInt32
+    public var gid: UInt32
+}
+
+/// A listening Unix stream socket on the loop; each connection arrives as a `ByteStream`
+/// with its peer's credentials. Loop-thread only.
+///
+/// The socket is made non-blocking and close-on-exec, bound, given mode 0600 and watched
+/// with a `uv_poll_t`; connections are taken with `accept4` until none is left.
+/// (`uv_listen` would do the accepting itself, one connection per callback, on a
+/// descriptor libuv owns; with our own socket the flags and the path stay in our hands.)
+public final class UnixListener: LoopHandleOwner {
+    public typealias ConnectionHandler = (ByteStream, PeerCredentials?) -> Void
+
+    /// The longest path a Unix socket address holds (sun_path, less its NUL).
+    public static let maxPathLength = 107
+
+    public let path: String
+    private let fd: Int32
+    private let loop: EventLoop
+    private let handle: UnsafeMutablePointer<uv_poll_t>
+    private var onConnection: ConnectionHandler?
+    private var closed = false
+
+    /// Binds and listens at `path`, which must not exist (see `probe`).
+    /// - Throws: `SystemError` naming the path.
+    public init(loop: EventLoop, path: String, onConnection: @escaping ConnectionHandler) throws(SystemError) {
+        guard path.utf8.count <= Self.maxPathLength else {
+            throw SystemError("\(path): a Unix socket path may be at most \(Self.maxPathLength) bytes; this one is \(path.utf8.count)", errno: ENAMETOOLONG)
+        }
+        self.path = path
+        self.loop = loop
+        self.onConnection = onConnection
+        let fd = try syscall("socket for \(path)") {
+            socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+        }
+        self.fd = fd
+        do throws(SystemError) {
+            var address = sockaddr_un()
+            address.sun_family = sa_family_t(AF_UNIX)
+            withUnsafeMutableBytes(of: &address.sun_path) { raw in
+                let bytes = Array(path.utf8)
+                raw.copyBytes(from: bytes)
+                raw[bytes.count] = 0
+            }
+            try syscall("bind \(path)") {
+                withUnsafePointer(to: &address) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+                }
+            }
+            try syscall("chmod \(path)") { chmod(path, 0o600) }
+            try syscall("listen \(path)") { listen(fd, 64) }
+        } catch {
+            Descriptors.close(fd)
+            unlink(path)
+            throw error
+        }
+        handle = .allocate(capacity: 1)
+        uv_poll_init(loop.uvLoop, handle, fd)
+        handle.pointee.data = Unmanaged.passRetained(self).toOpaque()
+        uv_poll_start(handle, Int32(UV_READABLE.rawValue)) { h, status, _ in
+            guard status >= 0 else { return }
+            Unmanaged<UnixListener>.fromOpaque(h!.pointee.data).takeUnretainedValue().acceptAll()
+        }
+    }
+
+    /// What is at `path` now: nothing, a live listener, or a stale socket left by a
+    /// supervisor that died (nobody accepts on it).
+    public enum Probe: Equatable {
+        case free, live, stale, notASocket
+    }
+
+    public static func probe(_ path: String) -> Probe {
+        var info = stat()
+        guard lstat(path, &info) == 0 else { return .free }
+        guard info.st_mode & S_IFMT == S_IFSOCK else { return .notASocket }
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { return .live }
+        defer { Descriptors.close(fd) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            let bytes = Array(path.utf8.prefix(maxPathLength))
+            raw.copyBytes(from: bytes)
+            raw[bytes.count] = 0
+        }
+        let rc = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        if rc == 0 { return .live }
+        return errno == ECONNREFUSED ? .stale : .live
+    }
+
+    private func acceptAll() {
+        while !closed {
+            let client = overtime_accept_cloexec_nonblock(fd)
+            if client < 0 {
+                if errno == EINTR { continue }
+                return  // EAGAIN: none left; anything else: try again on the next wake-up
+            }
+            var peer = overtime_peer()
+            let credentials: PeerCredentials? = overtime_peer_credentials(client, &peer) == 0
+                ? PeerCredentials(pid: peer.pid, uid: peer.uid, gid: peer.gid) : nil
+            guard let stream = try? ByteStream(loop: loop, fd: client) else { continue }
+            onConnection?(stream, credentials)
+        }
+    }
+
+    /// Stops listening and removes the socket file.
+    public func close() {
+        guard !closed else { return }
+        closed = true
+        onConnection = nil
+        unlink(path)
+        uv_close(UnsafeMutableRawPointer(handle).assumingMemoryBound(to: uv_handle_t.self)) { h in
+            let raw = h!
+            let listener = Unmanaged<UnixListener>.fromOpaque(raw.pointee.data).takeRetainedValue()
+            Descriptors.close(listener.fd)
+            UnsafeMutableRawPointer(raw).assumingMemoryBound(to: uv_poll_t.self).deallocate()
+        }
+    }
+
+    func closeForShutdown() { close() }
+}
