@@ -1,0 +1,306 @@
+import Overtime
+import OvertimeProtocol
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// `overtime ctl [--socket PATH] status|watch|cancel|extend|revoke|list`: talks to a
+/// running supervisor over its control socket (docs/control.md).
+struct CtlCommand {
+    enum Action {
+        case list
+        case status(json: Bool)
+        case watch
+        case cancel(task: String)
+        case extend(task: String, by: Duration, pastMax: Bool)
+        case revoke(task: String, after: Duration)
+    }
+
+    var socket: String?
+    var action: Action
+
+    static let help = """
+    Usage: overtime ctl [--socket PATH] COMMAND
+
+    Talks to a running supervisor (overtime run or overtime batch) over its control socket.
+    With one supervisor running, --socket may be left out; with several, 'list' shows them.
+
+    Commands:
+      list                       the supervisors running for you, and their sockets
+      status [--json]            every task: state, progress, budget left, pid
+      watch                      the live event stream, as JSON lines, until the run ends
+      cancel TASK                cancel TASK (reason 'user'); a batch task not yet started
+                                 is skipped
+      extend TASK DUR [--past-max]
+                                 give TASK DUR more time, from its current deadline;
+                                 past its max-runtime only with --past-max
+      revoke TASK [DUR]          take TASK's budget back: it ends DUR from now (default 0)
+                                 with reason 'revoked', whatever progress it reports
+
+    Exit status: 0 done, 1 the supervisor refused the request, 125 bad usage or no
+    supervisor to talk to.
+    """
+
+    static func parse(_ arguments: ArraySlice<String>) throws -> CtlCommand {
+        var words: [String] = []
+        var socket: String?
+        var json = false
+        var pastMax = false
+        var rest = arguments
+        while let arg = rest.popFirst() {
+            switch arg {
+            case "--help", "-h": throw HelpRequest(text: help)
+            case "--socket":
+                guard let value = rest.popFirst() else { throw UsageError(message: "overtime ctl: --socket needs a path") }
+                socket = value
+            case _ where arg.hasPrefix("--socket="): socket = String(arg.dropFirst("--socket=".count))
+            case "--json": json = true
+            case "--past-max": pastMax = true
+            case _ where arg.hasPrefix("-") && arg.count > 1:
+                throw UsageError(message: "overtime ctl: unknown option '\(arg)'\(suggestion(for: arg, among: ["--socket", "--json", "--past-max", "--help"])); see 'overtime ctl --help'")
+            default: words.append(arg)
+            }
+        }
+        guard let verb = words.first else {
+            throw UsageError(message: "overtime ctl: no command; expected list, status, watch, cancel, extend or revoke")
+        }
+        let args = Array(words.dropFirst())
+        func task() throws(UsageError) -> String {
+            guard let name = args.first else { throw UsageError(message: "overtime ctl \(verb): which task? usage: overtime ctl \(verb) TASK") }
+            return name
+        }
+        func duration(_ text: String) throws(UsageError) -> Duration {
+            do {
+                guard let d = try DurationText.parse(text) else { throw UsageError(message: "overtime ctl \(verb): 'none' is not a duration here") }
+                return d
+            } catch let error as DurationText.ParseError {
+                throw UsageError(message: "overtime ctl \(verb): \(error.message)")
+            } catch {
+                throw error as! UsageError
+            }
+        }
+        let action: Action
+        switch verb {
+        case "list": action = .list
+        case "status": action = .status(json: json)
+        case "watch": action = .watch
+        case "cancel": action = .cancel(task: try task())
+        case "extend":
+            guard args.count == 2 else { throw UsageError(message: "overtime ctl extend: usage: overtime ctl extend TASK DUR [--past-max]") }
+            action = .extend(task: args[0], by: try duration(args[1]), pastMax: pastMax)
+        case "revoke":
+            guard args.count <= 2 else { throw UsageError(message: "overtime ctl revoke: usage: overtime ctl revoke TASK [DUR]") }
+            action = .revoke(task: try task(), after: args.count == 2 ? try duration(args[1]) : .zero)
+        default:
+            throw UsageError(message: "overtime ctl: unknown command '\(verb)'\(suggestion(for: verb, among: ["list", "status", "watch", "cancel", "extend", "revoke"])); see 'overtime ctl --help'")
+        }
+        if case .list = action {} else if args.count > 2 {
+            throw UsageError(message: "overtime ctl \(verb): too many arguments")
+        }
+        return CtlCommand(socket: socket, action: action)
+    }
+
+    func execute() -> Int32 {
+        if case .list = action {
+            let live = ControlSocketPath.live()
+            if live.isEmpty {
+                Terminal.error("overtime ctl: no supervisor is running for you (looked in \(ControlSocketPath.defaultDirectory()))")
+                return 1
+            }
+            for path in live { Terminal.out(path) }
+            return 0
+        }
+        let path: String
+        switch resolveSocket() {
+        case let .success(found): path = found
+        case let .failure(problem):
+            Terminal.error("overtime ctl: \(problem.message)")
+            return 125
+        }
+        let connection: ControlConnection
+        do {
+            connection = try ControlConnection(path: path)
+        } catch {
+            Terminal.error("overtime ctl: cannot reach the supervisor at \(path): \(error.message)")
+            return 125
+        }
+        defer { connection.close() }
+        var w = JSONWriter()
+        w.beginObject()
+        w.key("id"); w.int(1)
+        switch action {
+        case .list: break
+        case .status: w.key("op"); w.string("status")
+        case .watch: w.key("op"); w.string("watch")
+        case let .cancel(task):
+            w.key("op"); w.string("cancel")
+            w.key("task"); w.string(task)
+        case let .extend(task, by, pastMax):
+            w.key("op"); w.string("extend")
+            w.key("task"); w.string(task)
+            w.key("by"); w.seconds(by.seconds)
+            w.key("past_max"); w.bool(pastMax)
+        case let .revoke(task, after):
+            w.key("op"); w.string("revoke")
+            w.key("task"); w.string(task)
+            w.key("after"); w.seconds(after.seconds)
+        }
+        w.endObject()
+        w.raw("\n")
+        guard connection.send(w.bytes), let replyLine = connection.readLine(),
+              let reply = try? JSONValue.parse(replyLine) else {
+            Terminal.error("overtime ctl: the supervisor at \(path) closed the connection without a reply")
+            return 125
+        }
+        guard case .bool(true)? = reply["ok"] else {
+            let message = if case let .string(text)? = reply["error"] { text } else { reply.jsonText }
+            Terminal.error("overtime ctl: \(message)")
+            return 1
+        }
+        switch action {
+        case let .status(json):
+            if json {
+                Terminal.out(reply.jsonText)
+            } else {
+                Terminal.writeOut(Array(Self.statusTable(reply["tasks"] ?? .array([])).utf8))
+            }
+        case .watch:
+            while let line = connection.readLine() {
+                Terminal.writeOut(line + [0x0A])
+            }
+        case .cancel, .extend, .revoke:
+            if case let .string(result)? = reply["result"] { Terminal.out(result) }
+        case .list:
+            break
+        }
+        return 0
+    }
+
+    /// The socket to use: the one given, or the only supervisor running for this user;
+    /// with several, ask which when there is a terminal to ask on.
+    private func resolveSocket() -> Result<String, ControlSocketError> {
+        if let socket { return .success(socket) }
+        let live = ControlSocketPath.live()
+        switch live.count {
+        case 0:
+            return .failure(ControlSocketError("no supervisor is running for you (looked in \(ControlSocketPath.defaultDirectory())); pass --socket PATH"))
+        case 1:
+            return .success(live[0])
+        default:
+            let choices = live.enumerated().map { "  \($0.offset + 1)) \($0.element)" }.joined(separator: "\n")
+            guard isatty(0) == 1 else {
+                return .failure(ControlSocketError("\(live.count) supervisors are running; choose one with --socket:\n\(choices)"))
+            }
+            Terminal.error("\(live.count) supervisors are running:\n\(choices)")
+            write(2, "which one? ", 11)
+            guard let answer = readLine(), let n = Int(answer.filter { !$0.isWhitespace }), (1...live.count).contains(n) else {
+                return .failure(ControlSocketError("no supervisor chosen"))
+            }
+            return .success(live[n - 1])
+        }
+    }
+
+    /// `NAME  STATE  PROGRESS  LEFT  PID` for humans.
+    static func statusTable(_ tasks: JSONValue) -> String {
+        guard case let .array(items) = tasks, !items.isEmpty else { return "no tasks\n" }
+        var rows = [["TASK", "STATE", "PROGRESS", "LEFT", "PID"]]
+        for item in items {
+            func text(_ key: String) -> String {
+                switch item[key] {
+                case let .string(s)?: return s
+                case let .number(n)?: return n == n.rounded() ? String(Int(n)) : String(n)
+                default: return "-"
+                }
+            }
+            var progress = "-"
+            if let p = item["progress"], case .object = p {
+                var parts: [String] = []
+                if case let .number(f)? = p["fraction"] { parts.append("\(Int(f * 100))%") }
+                if case let .number(c)? = p["completed"] {
+                    parts.append(p["total"].flatMap { if case let .number(t) = $0 { "\(Int(c))/\(Int(t))" } else { nil } } ?? "\(Int(c))")
+                }
+                if case let .string(title)? = p["title"] { parts.append(title) }
+                progress = parts.joined(separator: " ")
+            }
+            var left = "-"
+            if case let .number(seconds)? = item["remaining"] { left = DurationText.format(.seconds(fromDouble: seconds)) }
+            else if case .null? = item["remaining"] { left = "no limit" }
+            var state = text("state")
+            if case let .string(reason)? = item["cancel_reason"] ?? item["reason"] { state += " (\(reason))" }
+            rows.append([text("name"), state, progress, left, text("pid")])
+        }
+        let widths = rows[0].indices.map { column in rows.map { $0[column].count }.max() ?? 0 }
+        return rows.map { row in
+            row.enumerated().map { column, cell in
+                column == row.count - 1 ? cell : cell + String(repeating: " ", count: widths[column] + 2 - cell.count)
+            }.joined()
+        }.joined(separator: "\n") + "\n"
+    }
+}
+
+/// A blocking client connection to a control socket.
+final class ControlConnection {
+    private let fd: Int32
+    private var buffer: [UInt8] = []
+
+    struct Failure: Error {
+        var message: String
+    }
+
+    init(path: String) throws(Failure) {
+        fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw Failure(message: String(cString: strerror(errno))) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
+            Glibc.close(fd)
+            throw Failure(message: "the path is too long for a Unix socket")
+        }
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            raw.copyBytes(from: bytes)
+            raw[bytes.count] = 0
+        }
+        let rc = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard rc == 0 else {
+            let reason = String(cString: strerror(errno))
+            Glibc.close(fd)
+            throw Failure(message: reason)
+        }
+    }
+
+    func send(_ bytes: [UInt8]) -> Bool {
+        bytes.withUnsafeBytes { raw in
+            var offset = 0
+            while offset < raw.count {
+                let n = Glibc.send(fd, raw.baseAddress! + offset, raw.count - offset, Int32(MSG_NOSIGNAL))
+                if n > 0 { offset += n } else if n < 0, errno == EINTR { continue } else { return false }
+            }
+            return true
+        }
+    }
+
+    /// The next line, without its newline; nil at end of stream.
+    func readLine() -> [UInt8]? {
+        while true {
+            if let newline = buffer.firstIndex(of: 0x0A) {
+                let line = Array(buffer[..<newline])
+                buffer.removeSubrange(...newline)
+                return line
+            }
+            var chunk = [UInt8](repeating: 0, count: 65536)
+            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n < 0, errno == EINTR { continue }
+            if n <= 0 { return buffer.isEmpty ? nil : { defer { buffer.removeAll() }; return buffer }() }
+            buffer.append(contentsOf: chunk[0..<n])
+        }
+    }
+
+    func close() {
+        Glibc.close(fd)
+    }
+}
