@@ -89,13 +89,13 @@ public final class BatchRunner: Sendable {
         if let concurrency = options.concurrency { job.concurrency = concurrency }
         var succeeded: Set<String> = []
         let directory: String
-        let runID: String
+        // A resumed run is a new run (its own id, its own control socket) journaling into
+        // the directory it resumes.
+        let runID = RunID.generate()
         if let resume = options.resume {
             succeeded = try RunJournal.succeededTasks(in: resume)
             directory = resume
-            runID = resume.split(separator: "/").last.map(String.init) ?? RunID.generate()
         } else {
-            runID = RunID.generate()
             directory = options.runDirectory ?? "overtime-runs/\(runID)"
         }
         self.runID = runID
