@@ -34,7 +34,7 @@ public final class Supervisor: Sendable {
 
     /// Starts a supervisor with its own loop thread.
     /// - Parameters:
-    ///   - runID: the run's id (default: a fresh one such as `20261130-050315-3fa2`).
+    ///   - runID: the run's id (default: a fresh one such as `20261130-050315-3fa2c9d1`).
     ///   - onEvent: receives every event on the loop thread.
     /// - Throws: `SystemError` when the loop cannot start.
     public init(runID: String = RunID.generate(), onEvent: @escaping EventHandler = { _ in }) throws {
@@ -263,8 +263,9 @@ struct UncheckedBox<T>: @unchecked Sendable {
     init(_ value: T) { self.value = value }
 }
 
-/// Run ids: the UTC start time and four random hex digits, sortable and unique enough for
-/// one machine: `20261130-050315-3fa2`.
+/// Run ids: the UTC start time and eight random hex digits, sortable and unique enough for
+/// one machine (each names a control socket, and many supervisors may start in one second):
+/// `20261130-050315-3fa2c9d1`.
 public enum RunID {
     public static func generate() -> String {
         var now = timespec()
@@ -278,7 +279,7 @@ public enum RunID {
         }
         let date = pad(parts.tm_year + 1900, 4) + pad(parts.tm_mon + 1, 2) + pad(parts.tm_mday, 2)
         let time = pad(parts.tm_hour, 2) + pad(parts.tm_min, 2) + pad(parts.tm_sec, 2)
-        let suffix = String(UInt16.random(in: 0...UInt16.max), radix: 16)
-        return "\(date)-\(time)-\(String(repeating: "0", count: 4 - suffix.count))\(suffix)"
+        let suffix = String(UInt32.random(in: 0...UInt32.max), radix: 16)
+        return "\(date)-\(time)-\(String(repeating: "0", count: 8 - suffix.count))\(suffix)"
     }
 }
