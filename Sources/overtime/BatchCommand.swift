@@ -128,6 +128,9 @@ struct BatchCommand {
         }
         do {
             _ = try runner.serveControl(at: controlPath) { refusal in display.note(refusal) }
+        } catch where controlPath == nil {
+            // The batch matters more than the default socket (an unwritable /tmp, say).
+            Terminal.error("overtime batch: no control socket (\(error)); running without one")
         } catch {
             Terminal.error("overtime batch: \(error)")
             return 125

@@ -159,6 +159,9 @@ struct RunCommand {
         supervisor.forwardSignals()
         do {
             _ = try supervisor.serveControl(at: controlPath) { refusal in output.note(refusal) }
+        } catch where controlPath == nil {
+            // The task matters more than the default socket (an unwritable /tmp, say).
+            Terminal.error("overtime: no control socket (\(error)); running without one")
         } catch {
             Terminal.error("overtime: \(error)")
             supervisor.shutdown()
