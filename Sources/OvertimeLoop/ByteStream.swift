@@ -5,8 +5,11 @@ import CLibUV
 ///
 /// Reads land in one reusable 64 KiB buffer and are handed out in place. Writes never block
 /// and never raise SIGPIPE: they go straight to the socket with `send`, and whatever does
-/// not fit waits in a bounded queue that is flushed on the next write or read. A peer that
-/// never reads (most tasks ignore fd 3) cannot make the supervisor buffer without bound.
+/// not fit waits in a bounded queue, retried every few milliseconds until the peer takes it.
+/// A peer that never reads (most tasks ignore fd 3) cannot make the supervisor buffer
+/// without bound: beyond the bound, new messages are dropped whole. (A single message larger
+/// than the bound, such as the status of a thousand-task batch, is taken when the queue is
+/// empty.)
 public final class ByteStream: LoopHandleOwner {
     /// Bytes read, valid only during the call.
     public typealias DataHandler = (UnsafeRawBufferPointer) -> Void
@@ -20,6 +23,8 @@ public final class ByteStream: LoopHandleOwner {
     private let handle: UnsafeMutablePointer<uv_pipe_t>
     private let buffer: UnsafeMutableRawPointer
     private let fd: Int32
+    private let loop: EventLoop
+    private var retryTimer: LoopTimer?
     private var onData: DataHandler?
     private var onEnd: EndHandler?
     private var outgoing: [UInt8] = []
@@ -31,6 +36,7 @@ public final class ByteStream: LoopHandleOwner {
     /// Takes ownership of `fd` (closed with the stream).
     public init(loop: EventLoop, fd: Int32) throws(SystemError) {
         self.fd = fd
+        self.loop = loop
         handle = .allocate(capacity: 1)
         buffer = .allocate(byteCount: Self.readBufferSize, alignment: 16)
         uv_pipe_init(loop.uvLoop, handle, 0)
@@ -82,7 +88,7 @@ public final class ByteStream: LoopHandleOwner {
             droppedWrites += 1
             return false
         }
-        if outgoing.count + message.count > Self.maxQueuedOutput {
+        if !outgoing.isEmpty, outgoing.count + message.count > Self.maxQueuedOutput {
             droppedWrites += 1
             return false
         }
@@ -100,6 +106,13 @@ public final class ByteStream: LoopHandleOwner {
             return
         }
         outgoing.removeFirst(sent)
+        if !outgoing.isEmpty {
+            // The peer's buffer is full. There is no writability callback on a descriptor
+            // libuv reads, so look again shortly.
+            let timer = retryTimer ?? LoopTimer(loop: loop)
+            retryTimer = timer
+            timer.schedule(inNanoseconds: 5_000_000) { [weak self] in self?.flush() }
+        }
     }
 
     /// Stops reading and closes the descriptor. Idempotent.
@@ -108,6 +121,8 @@ public final class ByteStream: LoopHandleOwner {
         isClosed = true
         onData = nil
         onEnd = nil
+        retryTimer?.close()
+        retryTimer = nil
         uv_close(UnsafeMutableRawPointer(handle).assumingMemoryBound(to: uv_handle_t.self)) { h in
             let raw = h!
             let stream = Unmanaged<ByteStream>.fromOpaque(raw.pointee.data).takeRetainedValue()

@@ -68,10 +68,7 @@ public final class UnixListener: LoopHandleOwner {
         handle = .allocate(capacity: 1)
         uv_poll_init(loop.uvLoop, handle, fd)
         handle.pointee.data = Unmanaged.passRetained(self).toOpaque()
-        uv_poll_start(handle, Int32(UV_READABLE.rawValue)) { h, status, _ in
-            guard status >= 0 else { return }
-            Unmanaged<UnixListener>.fromOpaque(h!.pointee.data).takeUnretainedValue().acceptAll()
-        }
+        uv_poll_start(handle, Int32(UV_READABLE.rawValue), Self.readable)
     }
 
     /// What is at `path` now: nothing, a live listener, or a stale socket left by a
@@ -105,8 +102,16 @@ public final class UnixListener: LoopHandleOwner {
         while !closed {
             let client = overtime_accept_cloexec_nonblock(fd)
             if client < 0 {
-                if errno == EINTR { continue }
-                return  // EAGAIN: none left; anything else: try again on the next wake-up
+                switch errno {
+                case EINTR: continue
+                case EMFILE, ENFILE, ENOBUFS, ENOMEM:
+                    // Out of descriptors or memory: the socket stays readable, so polling on
+                    // would spin. Rest a moment, then listen again.
+                    pause()
+                default:
+                    break  // EAGAIN: none left
+                }
+                return
             }
             var peer = overtime_peer()
             let credentials: PeerCredentials? = overtime_peer_credentials(client, &peer) == 0
@@ -116,11 +121,30 @@ public final class UnixListener: LoopHandleOwner {
         }
     }
 
+    private var resumeTimer: LoopTimer?
+
+    private static let readable: uv_poll_cb = { h, status, _ in
+        guard status >= 0 else { return }
+        Unmanaged<UnixListener>.fromOpaque(h!.pointee.data).takeUnretainedValue().acceptAll()
+    }
+
+    private func pause() {
+        uv_poll_stop(handle)
+        let timer = resumeTimer ?? LoopTimer(loop: loop)
+        resumeTimer = timer
+        timer.schedule(inNanoseconds: 100_000_000) { [weak self] in
+            guard let self, !self.closed else { return }
+            uv_poll_start(self.handle, Int32(UV_READABLE.rawValue), Self.readable)
+        }
+    }
+
     /// Stops listening and removes the socket file.
     public func close() {
         guard !closed else { return }
         closed = true
         onConnection = nil
+        resumeTimer?.close()
+        resumeTimer = nil
         unlink(path)
         uv_close(UnsafeMutableRawPointer(handle).assumingMemoryBound(to: uv_handle_t.self)) { h in
             let raw = h!

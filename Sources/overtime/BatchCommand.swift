@@ -127,7 +127,7 @@ struct BatchCommand {
             display.note("received \(SignalNames.name(signal)); cancelling running tasks, starting nothing new")
         }
         do {
-            _ = try runner.serveControl(at: controlPath) { refusal in display.note(refusal) }
+            _ = try runner.serveControl(at: controlPath) { refusal in Terminal.error("overtime batch: \(refusal)") }
         } catch where controlPath == nil {
             // The batch matters more than the default socket (an unwritable /tmp, say).
             Terminal.error("overtime batch: no control socket (\(error)); running without one")

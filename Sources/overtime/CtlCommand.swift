@@ -149,8 +149,10 @@ struct CtlCommand {
         }
         w.endObject()
         w.raw("\n")
-        guard connection.send(w.bytes), let replyLine = connection.readLine(),
-              let reply = try? JSONValue.parse(replyLine) else {
+        // Read a reply even when the send failed: a supervisor that refuses this user
+        // writes its refusal and hangs up before the request arrives.
+        _ = connection.send(w.bytes)
+        guard let replyLine = connection.readLine(), let reply = try? JSONValue.parse(replyLine) else {
             Terminal.error("overtime ctl: the supervisor at \(path) closed the connection without a reply")
             return 125
         }

@@ -158,7 +158,7 @@ struct RunCommand {
         }
         supervisor.forwardSignals()
         do {
-            _ = try supervisor.serveControl(at: controlPath) { refusal in output.note(refusal) }
+            _ = try supervisor.serveControl(at: controlPath) { refusal in Terminal.error("overtime: \(refusal)") }
         } catch where controlPath == nil {
             // The task matters more than the default socket (an unwritable /tmp, say).
             Terminal.error("overtime: no control socket (\(error)); running without one")

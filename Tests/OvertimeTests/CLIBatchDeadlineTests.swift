@@ -49,12 +49,13 @@ struct CLIBatchDeadlineTests {
             #expect(try f.events(of: name, "cancel").first?["reason"] as? String == "deadline")
         }
         // The deadline runs from the batch's start, which came after t0: the cut is no earlier
-        // than t0 + 4 s (less a little for the clocks), and not much later.
+        // than t0 + 4 s (less a little for the clocks). The upper bound only catches a cut
+        // that never came: on two shared cores, starting Python workers can take seconds.
         if let long = f.records(of: "long").first, let cancelEnd = long.end {
             #expect(cancelEnd - t0 >= 3.8, "long was cut \(cancelEnd - t0)s after the batch started")
-            #expect(cancelEnd - t0 < 12, "long was cut \(cancelEnd - t0)s after the batch started")
+            #expect(cancelEnd - t0 < 20, "long was cut \(cancelEnd - t0)s after the batch started")
         }
-        #expect(r.wall < .seconds(15), "\(r)")
+        #expect(r.wall < .seconds(25), "\(r)")  // generous: the whole suite shares two cores
     }
 
     @Test("a retry is not started with less than min-start left")
