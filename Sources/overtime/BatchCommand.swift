@@ -12,6 +12,8 @@ struct BatchCommand {
     var jobFile: String?
     var options = BatchOptions()
     var progress: RunCommand.ProgressMode = .auto
+    /// `--follow NAME`: the task whose output is shown as it is written.
+    var follow: String?
 
     static let help = """
     Usage: overtime batch FILE [options]
@@ -31,15 +33,19 @@ struct BatchCommand {
                            (its job.json unless FILE is given), journaling into DIR
       --control PATH       the control socket for 'overtime ctl' (default: one per run in
                            $XDG_RUNTIME_DIR/overtime/ or /tmp/overtime-<uid>/)
-      --progress MODE      plain (a line per state change, on stderr), json (the journal's
-                           lines on stdout as they are written), none; auto (default) is plain
+      --progress MODE      tty (live rows on stderr: a bar, the budget left and an ETA per
+                           running task, a line per task that ends), plain (a timestamped line
+                           per state change on stderr, progress at most every 5s per task),
+                           json (the journal's lines on stdout as they are written), none;
+                           auto (default) is tty when stderr is a terminal, else plain
+      --follow NAME        also show task NAME's output (from its log) as it is written
 
     Exit status: 0 when every task succeeded, 1 otherwise, 125 for an invalid job file or
     option, 130 after SIGINT, 143 after SIGTERM (running tasks are cancelled with reason
     'user' or 'shutdown', nothing new starts, the summary is written).
     """
 
-    static let knownOptions = ["--concurrency", "--fail-fast", "--run-dir", "--resume", "--progress", "--control", "--help"]
+    static let knownOptions = ["--concurrency", "--fail-fast", "--run-dir", "--resume", "--progress", "--control", "--help", "--follow"]
     /// The control socket's path (`--control`); nil for the per-user default.
     var controlPath: String?
 
@@ -75,10 +81,14 @@ struct BatchCommand {
                     command.controlPath = try value()
                 case "--resume":
                     command.options.resume = try value()
+                case "--follow":
+                    let name = try value()
+                    guard !name.isEmpty else { throw UsageError(message: "overtime batch: --follow needs a task name") }
+                    command.follow = name
                 case "--progress":
                     let text = try value()
-                    guard let mode = RunCommand.ProgressMode(rawValue: text), mode != .tty else {
-                        throw UsageError(message: "overtime batch: --progress: '\(text)' is not a mode; expected auto, plain, json or none")
+                    guard let mode = RunCommand.ProgressMode(rawValue: text) else {
+                        throw UsageError(message: "overtime batch: --progress: '\(text)' is not a mode; expected auto, tty, plain, json or none")
                     }
                     command.progress = mode
                 default:
@@ -112,7 +122,13 @@ struct BatchCommand {
             Terminal.error(error.description)
             return 125
         }
-        let display = BatchDisplay(mode: progress)
+        let display: BatchDisplay
+        do {
+            display = try BatchDisplay(mode: progress, job: job, follow: follow, origin: path)
+        } catch {
+            Terminal.error(error.message)
+            return 125
+        }
         var options = self.options
         options.onUpdate = { update in display.show(update) }
         let runner: BatchRunner
@@ -133,6 +149,7 @@ struct BatchCommand {
             Terminal.error("overtime batch: no control socket (\(error)); running without one")
         } catch {
             Terminal.error("overtime batch: \(error)")
+            runner.abandon()  // its loop thread must not outlive exit()
             return 125
         }
         runner.start()
@@ -143,103 +160,5 @@ struct BatchCommand {
         case .shutdown?: return 143
         default: return summary.succeeded ? 0 : 1
         }
-    }
-}
-
-/// What `overtime batch` shows: in plain mode a timestamped line per state change on
-/// stderr and a final table on stdout; in json mode every event on stdout.
-final class BatchDisplay: Sendable {
-    let mode: ProgressOutput.Mode
-    private let encoder = Mutex<EventEncoder?>(nil)
-
-    init(mode: RunCommand.ProgressMode) {
-        switch mode {
-        case .json: self.mode = .json
-        case .none: self.mode = .none
-        case .auto, .tty, .plain: self.mode = .plain
-        }
-    }
-
-    func begin(runID: String, directory: String, tasks: Int) {
-        encoder.withLock { $0 = EventEncoder(runID: runID) }
-        if mode == .plain { line("run \(runID): \(tasks) tasks, journal in \(directory)") }
-    }
-
-    func note(_ text: String) {
-        if mode == .plain { line(text) }
-    }
-
-    func show(_ update: BatchUpdate) {
-        switch mode {
-        case .none: return
-        case .json:
-            // The journal as it is written: every event, progress throttled.
-            if case let .journalLine(line) = update { Terminal.writeOut(line) }
-        case .plain:
-            switch update {
-            case let .started(task, attempt, pid):
-                line("\(task): started" + (attempt > 1 ? " (attempt \(attempt))" : "") + (pid.map { ", pid \($0)" } ?? ""))
-            case let .retrying(task, attempt, after, because):
-                line("\(task): \(because); retrying in \(DurationText.format(after)) (attempt \(attempt))")
-            case let .finished(report):
-                line("\(report.name): \(Self.describe(report))")
-            case let .taskEvent(event):
-                if case let .cancelSent(reason, grace) = event.kind {
-                    line("\(event.task.name): cancelling (\(reason.rawValue)); SIGKILL in \(DurationText.format(grace))")
-                }
-            case .journalLine:
-                return
-            }
-        }
-    }
-
-    func end(_ summary: BatchSummary) {
-        guard mode == .plain else { return }
-        let header = ["TASK", "OUTCOME", "REASON", "EXIT", "ATTEMPTS", "DURATION", "RESULT"]
-        var rows = [header]
-        for r in summary.tasks {
-            rows.append([
-                r.name,
-                r.outcome.rawValue + (r.resumed ? " (earlier run)" : ""),
-                r.reason ?? "-",
-                r.exitCode.map(String.init) ?? "-",
-                String(r.attempts),
-                r.duration.map(DurationText.format) ?? "-",
-                r.result.map { String($0.jsonText.prefix(40)) } ?? "-",
-            ])
-        }
-        let widths = header.indices.map { column in rows.map { $0[column].count }.max() ?? 0 }
-        var text = ""
-        for row in rows {
-            text += row.enumerated().map { column, cell in
-                column == row.count - 1 ? cell : cell + String(repeating: " ", count: widths[column] + 2 - cell.count)
-            }.joined() + "\n"
-        }
-        let succeeded = summary.tasks.filter { $0.outcome == .succeeded }.count
-        text += "\(succeeded) of \(summary.tasks.count) succeeded in \(DurationText.format(summary.elapsed)); journal: \(summary.runDirectory)/events.jsonl\n"
-        Terminal.writeOut(Array(text.utf8))
-    }
-
-    static func describe(_ report: TaskReport) -> String {
-        let time = report.duration.map { " in \(DurationText.format($0))" } ?? ""
-        switch report.outcome {
-        case .succeeded:
-            return report.resumed ? "succeeded in the earlier run; not run again" : "succeeded\(time)"
-        case .failed:
-            let why = report.reason == "exit" ? (report.detail ?? "exit") : [report.reason, report.detail].compactMap { $0 }.joined(separator: ", ")
-            return "failed (\(why))\(time)" + (report.reason == "exit" ? "" : report.exitCode.map { ", exit \($0)" } ?? "")
-        case .skipped:
-            return "skipped (\(report.reason ?? "?")" + (report.detail.map { ": \($0)" } ?? "") + ")"
-        }
-    }
-
-    private func line(_ text: String) {
-        var now = timespec()
-        clock_gettime(CLOCK_REALTIME, &now)
-        var t = now.tv_sec
-        var parts = tm()
-        localtime_r(&t, &parts)
-        func two(_ n: Int32) -> String { n < 10 ? "0\(n)" : "\(n)" }
-        Terminal.error("\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)) \(text)")
     }
 }

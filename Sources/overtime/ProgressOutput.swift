@@ -2,142 +2,113 @@ import Overtime
 import OvertimeProtocol
 import Synchronization
 
-/// What `overtime run` shows while a task runs: `plain` lines on stderr (progress at most
-/// once a second, every state change at once), `json` events on stdout, or nothing.
-/// Failures to start are always shown. Called on the supervisor's loop thread.
+/// What `overtime run` shows while a task runs: the live display on stderr (`tty`, with the
+/// task's own output passed through above its row), timestamped `plain` lines on stderr
+/// (progress at most once a second, every state change at once), `json` events on stdout,
+/// or nothing. Failures to start are always shown. Events come on the supervisor's loop
+/// thread.
 final class ProgressOutput: Sendable {
     enum Mode {
-        case plain, json, none
+        case tty, plain, json, none
     }
 
     /// Progress lines per task per second, at most, in each mode.
     static let plainInterval = Duration.seconds(1)
     static let jsonInterval = Duration.milliseconds(100)
-    /// Protocol errors shown one by one before they are only counted.
-    static let shownProtocolErrors = 3
-
-    private struct TaskState {
-        var lastProgressShown: MonotonicInstant?
-        var protocolErrorsShown = 0
-    }
 
     let mode: Mode
     let encoder: EventEncoder
-    private let tasks = Mutex<[Int: TaskState]>([:])
+    private let environment: [String: String]
+    private let lastJSONProgress = Mutex<[Int: MonotonicInstant]>([:])
+    private let plain: PlainOutput?
+    private let live = Mutex<LiveDisplay?>(nil)
 
     init(mode: RunCommand.ProgressMode, encoder: EventEncoder) {
-        switch mode {
+        let environment = TerminalDevice.environment()
+        switch ResolvedProgressMode.resolve(mode, stderrIsTerminal: TerminalDevice.isTerminal(2), environment: environment,
+                                          isInit: TerminalDevice.isInit) {
+        case .tty: self.mode = .tty
+        case .plain: self.mode = .plain
         case .json: self.mode = .json
         case .none: self.mode = .none
-        case .auto, .tty, .plain: self.mode = .plain
         }
         self.encoder = encoder
+        self.environment = environment
+        plain = self.mode == .plain ? PlainOutput(model: DisplayModel(), progressInterval: Self.plainInterval) : nil
+    }
+
+    /// The task as it should be spawned: in `tty` mode its stderr (and its stdout, when that
+    /// is the same terminal) is captured and written above the live row, which starts here.
+    func prepare(_ spec: TaskSpec) -> TaskSpec {
+        guard mode == .tty else { return spec }
+        var model = DisplayModel()
+        model.policies[spec.name] = spec.policy
+        let display = LiveDisplay(model: model, capabilities: DisplayCapabilities.detect(environment: environment),
+                                  environment: environment)
+        var spec = spec
+        if case .inherit = spec.stderr {
+            spec.stderr = .capture { bytes in display.output(bytes, fd: 2) }
+        }
+        if case .inherit = spec.stdout, TerminalDevice.sameTerminal(1, 2) {
+            spec.stdout = .capture { bytes in display.output(bytes, fd: 1) }
+        }
+        live.withLock { $0 = display }
+        display.start()
+        return spec
+    }
+
+    /// The task is over: the live display prints the summary, clears its row and shows the
+    /// cursor again.
+    func finish(_ outcome: TaskOutcome) {
+        guard let display = live.withLock({ $0 }) else { return }
+        display.finish(closing: [Self.summary(outcome)])
+    }
+
+    /// `done: 0 of 1 succeeded in 5.2s (cancelled: timeout); exit 124`
+    static func summary(_ outcome: TaskOutcome) -> Notice {
+        var text = "done: \(outcome.succeeded ? 1 : 0) of 1 succeeded in \(DurationText.format(outcome.elapsed))"
+        if let reason = outcome.cancelReason { text += " (cancelled: \(reason.rawValue))" }
+        text += "; exit \(outcome.exitCode)"
+        return .summary(text: text, succeeded: outcome.succeeded)
     }
 
     func handle(_ event: TaskEvent) {
-        if case let .exited(outcome) = event.kind, case let .failedToStart(failure) = outcome.termination {
-            Terminal.error("overtime: \(failure.message)")
-        }
         switch mode {
-        case .none: return
-        case .json: json(event)
-        case .plain: plain(event)
+        case .none, .json:
+            if case let .exited(outcome) = event.kind, case let .failedToStart(failure) = outcome.termination {
+                Terminal.error("overtime: \(failure.message)")
+            }
+            if mode == .json { json(event) }
+        case .plain:
+            plain?.handle(event)
+        case .tty:
+            live.withLock { $0 }?.handle(event)
         }
     }
 
-    /// A supervisor-level remark (a signal received), shown in plain mode.
+    /// A supervisor-level remark (a signal received), shown in plain and tty modes.
     func note(_ text: String) {
-        if mode == .plain { Terminal.error("overtime: \(text)") }
+        switch mode {
+        case .plain: plain?.note(text)
+        case .tty:
+            if let display = live.withLock({ $0 }) {
+                display.note(.note(text))
+            } else {
+                Terminal.error("overtime: \(text)")
+            }
+        case .json, .none: return
+        }
     }
 
     private func json(_ event: TaskEvent) {
-        if case .progress = event.kind, !progressDue(event, interval: Self.jsonInterval) { return }
+        if case .progress = event.kind {
+            let due = lastJSONProgress.withLock { last in
+                if let shown = last[event.task.id], event.time - shown < Self.jsonInterval { return false }
+                last[event.task.id] = event.time
+                return true
+            }
+            if !due { return }
+        }
         Terminal.writeOut(encoder.line(for: event))
-    }
-
-    private func progressDue(_ event: TaskEvent, interval: Duration) -> Bool {
-        tasks.withLock { tasks in
-            if let last = tasks[event.task.id]?.lastProgressShown, event.time - last < interval { return false }
-            tasks[event.task.id, default: TaskState()].lastProgressShown = event.time
-            return true
-        }
-    }
-
-    private func plain(_ event: TaskEvent) {
-        let name = event.task.name
-        switch event.kind {
-        case .started, .ready, .result, .operatorRequest:
-            return
-        case let .progress(progress):
-            guard progressDue(event, interval: Self.plainInterval) else { return }
-            Terminal.error("overtime: \(name): \(Self.describe(progress))")
-        case let .budgetChanged(remaining, cause):
-            let left = remaining.map { "\(DurationText.format($0)) left" } ?? "no limit"
-            switch cause {
-            case .start:
-                return
-            case let .childExtend(asked, why, granted):
-                let reason = why.map { " (\($0))" } ?? ""
-                Terminal.error("overtime: \(name): asked for \(DurationText.format(asked)) more\(reason): \(granted ? "granted" : "not all granted"), \(left)")
-            case let .operatorExtend(amount, _, clipped):
-                Terminal.error("overtime: \(name): extended by \(DurationText.format(amount))\(clipped ? " (clipped by max-runtime)" : ""), \(left)")
-            case .revoke:
-                Terminal.error("overtime: \(name): budget revoked, \(left)")
-            }
-        case let .expiring(remaining):
-            Terminal.error("overtime: \(name): deadline in \(DurationText.format(remaining))")
-        case let .cancelSent(reason, grace):
-            Terminal.error("overtime: \(name): cancelling (\(reason.rawValue): \(Self.explain(reason))); SIGTERM sent, SIGKILL in \(DurationText.format(grace))")
-        case .killSent:
-            Terminal.error("overtime: \(name): still running after grace; SIGKILL sent")
-        case let .protocolError(error, excerpt):
-            let shown = tasks.withLock { tasks -> Int in
-                tasks[event.task.id, default: TaskState()].protocolErrorsShown += 1
-                return tasks[event.task.id]!.protocolErrorsShown
-            }
-            if shown <= Self.shownProtocolErrors {
-                Terminal.error("overtime: \(name): protocol error on fd 3 (\(error)): \(excerpt)")
-            }
-            if shown == Self.shownProtocolErrors {
-                Terminal.error("overtime: \(name): further protocol errors are counted, not shown")
-            }
-        case let .exited(outcome):
-            if outcome.protocolErrors > Self.shownProtocolErrors {
-                Terminal.error("overtime: \(name): \(outcome.protocolErrors) protocol errors in all")
-            }
-            if let reason = outcome.cancelReason {
-                let how = outcome.killed ? "killed" : Self.describe(outcome.termination)
-                Terminal.error("overtime: \(name): cancelled (\(reason.rawValue)) after \(DurationText.format(outcome.elapsed)); \(how); exit \(outcome.exitCode)")
-            }
-        }
-    }
-
-    static func explain(_ reason: CancelReason) -> String {
-        switch reason {
-        case .timeout: "no progress within its budget"
-        case .deadline: "max-runtime reached"
-        case .revoked: "revoked budget ran out"
-        case .user: "cancelled by user"
-        case .shutdown: "supervisor shutting down"
-        case .dependency: "a dependency failed"
-        }
-    }
-
-    static func describe(_ termination: Termination) -> String {
-        switch termination {
-        case let .exited(code): "exited \(code)"
-        case let .signaled(signal): "died of \(SignalNames.name(signal))"
-        case let .failedToStart(failure): failure.message
-        }
-    }
-
-    /// `45% (450/1000) epoch 3 — loss 0.12`
-    static func describe(_ p: Progress) -> String {
-        var parts: [String] = []
-        if let f = p.fractionCompleted { parts.append("\(Int((f * 100).rounded(.down)))%") }
-        if let c = p.completed { parts.append(p.total.map { "(\(c)/\($0))" } ?? "(\(c))") }
-        if let title = p.title { parts.append(title) }
-        if let detail = p.detail { parts.append("— \(detail)") }
-        return parts.isEmpty ? "alive" : parts.joined(separator: " ")
     }
 }

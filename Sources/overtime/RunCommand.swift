@@ -39,8 +39,13 @@ struct RunCommand {
 
     Output:
       --name NAME          the task's name in reports and OVERTIME_TASK (default: CMD's name)
-      --progress MODE      plain (a throttled line on stderr), json (events as JSON lines
-                           on stdout), none; auto (default) is plain
+      --progress MODE      tty (a live row on stderr: bar, budget left, ETA; CMD's output
+                           passes through above it), plain (timestamped lines on stderr:
+                           each state change, progress at most once a second), json (events
+                           as JSON lines on stdout), none; auto (default) is tty when stderr
+                           is a terminal (and TERM is not dumb, and this is not PID 1), else
+                           plain. NO_COLOR turns colour off; without a UTF-8 locale the bar
+                           is ASCII. For an interactive CMD, use plain: it keeps the terminal.
       --json               print a final report as JSON on stdout
       --preserve-status    exit with CMD's own status even when it was cancelled
       --control PATH       the control socket for 'overtime ctl' (default: one per run in
@@ -112,10 +117,7 @@ struct RunCommand {
                 case "--progress":
                     let text = try value()
                     guard let mode = ProgressMode(rawValue: text) else {
-                        throw UsageError(message: "overtime run: --progress: '\(text)' is not a mode; expected auto, plain, json or none")
-                    }
-                    if mode == .tty {
-                        throw UsageError(message: "overtime run: --progress tty: the live display is not in this version; use plain, json or none")
+                        throw UsageError(message: "overtime run: --progress: '\(text)' is not a mode; expected auto, tty, plain, json or none")
                     }
                     command.progress = mode
                 case "--json":
@@ -167,8 +169,9 @@ struct RunCommand {
             supervisor.shutdown()
             return 125
         }
-        let task = supervisor.spawn(spec)
+        let task = supervisor.spawn(output.prepare(spec))
         let outcome = task.waitForOutcome()
+        output.finish(outcome)
         if jsonReport {
             Terminal.writeOut(output.encoder.report(outcome))
         }

@@ -151,6 +151,11 @@ public final class BatchRunner: Sendable {
         }
     }
 
+    /// Gives up on a batch that was never started: stops its supervisor's loop.
+    public func abandon() {
+        supervisor.shutdown()
+    }
+
     /// Blocks until every task has finished, then returns the summary (and shuts the
     /// supervisor down). Not on the loop thread.
     public func waitForSummary() -> BatchSummary {

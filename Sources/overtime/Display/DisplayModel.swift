@@ -1,0 +1,231 @@
+import Overtime
+import OvertimeProtocol
+
+/// What the live display knows about one running task. Built from the task's events alone.
+struct LiveTask: Sendable, Equatable {
+    let id: Int
+    var name: String
+    var policy: BudgetPolicy
+    var startedAt: MonotonicInstant
+    var attempt = 1
+    var progress: Progress?
+    var ready = false
+    /// The deadline in force as far as the events tell; nil when unlimited. Set from each
+    /// `budget` event (its time + remaining) and moved by progress as the task's own
+    /// machine moves it (DESIGN §1). A heartbeat moves it too but makes no event: a deadline
+    /// seen to pass with no cancel following means one came.
+    var deadline: MonotonicInstant?
+    /// start + max-runtime, which progress cannot pass.
+    var hardLimit: MonotonicInstant?
+    var revoked = false
+    /// An `expiring` warning came for the current deadline.
+    var warned = false
+    var cancelling: CancelReason?
+    var killAt: MonotonicInstant?
+    var killSent = false
+    var rate = RateTracker()
+    var protocolErrors = 0
+    private var bestCompleted: Int?
+    private var bestFraction: Double?
+
+    init(id: Int, name: String, policy: BudgetPolicy, startedAt: MonotonicInstant) {
+        self.id = id
+        self.name = name
+        self.policy = policy
+        self.startedAt = startedAt
+        deadline = policy.budget.map { startedAt + $0 }
+        hardLimit = policy.maxRuntime.map { startedAt + $0 }
+        if let d = deadline, let h = hardLimit { deadline = min(d, h) } else if deadline == nil { deadline = hardLimit }
+    }
+
+    /// How the budget column reads at a moment.
+    enum Budget: Sendable, Equatable {
+        case unlimited
+        /// Time left; `urgent` inside warn-before or under a tenth of the window.
+        case left(Duration, urgent: Bool)
+        /// The modelled deadline passed with no cancel: a heartbeat (which makes no event)
+        /// moved it; how far is not known.
+        case unknown
+        case cancelling(CancelReason, killIn: Duration?)
+        case killing
+    }
+
+    /// The grace a deadline may pass before the display stops trusting its model of it.
+    static let deadlineSlack = Duration.seconds(1)
+
+    func budget(at now: MonotonicInstant) -> Budget {
+        if killSent { return .killing }
+        if let reason = cancelling { return .cancelling(reason, killIn: killAt.map { max(.zero, $0 - now) }) }
+        guard let deadline else { return .unlimited }
+        let left = deadline - now
+        if left < .zero - Self.deadlineSlack { return .unknown }
+        let clamped = max(.zero, left)
+        var urgent = warned || (policy.warnBefore > .zero && clamped <= policy.warnBefore)
+        if let reference = policy.effectiveWindow ?? policy.maxRuntime, reference > .zero {
+            urgent = urgent || clamped.nanoseconds < reference.nanoseconds / 10
+        }
+        return .left(clamped, urgent: urgent)
+    }
+
+    func elapsed(at now: MonotonicInstant) -> Duration {
+        max(.zero, now - startedAt)
+    }
+
+    mutating func apply(progress newer: Progress, at time: MonotonicInstant) {
+        var advanced = false
+        if let c = newer.completed, c > (bestCompleted ?? -1) {
+            bestCompleted = c
+            advanced = true
+        }
+        if let f = newer.fraction, f > (bestFraction ?? -1) {
+            bestFraction = f
+            advanced = true
+        }
+        // The event carries the merged progress; keep it whole.
+        progress = newer
+        if advanced || !policy.requireAdvance { heartbeat(at: time) }
+        if let f = newer.fractionCompleted { rate.add(f, at: time) }
+    }
+
+    /// Progress moves the deadline to max(deadline, now + window), never past the hard limit.
+    private mutating func heartbeat(at time: MonotonicInstant) {
+        guard cancelling == nil, !revoked, let current = deadline, policy.budget != nil, let window = policy.effectiveWindow else { return }
+        var candidate = time + window
+        if let h = hardLimit { candidate = min(candidate, h) }
+        if candidate > current {
+            deadline = candidate
+            if warned, candidate - time > policy.warnBefore { warned = false }
+        }
+    }
+
+    mutating func apply(budget remaining: Duration?, cause: BudgetChange, at time: MonotonicInstant) {
+        deadline = remaining.map { time + $0 }
+        switch cause {
+        case .start:
+            if let maxRuntime = policy.maxRuntime { hardLimit = startedAt + maxRuntime }
+        case .childExtend:
+            break
+        case let .operatorExtend(_, pastMax, _):
+            if pastMax, let d = deadline, let h = hardLimit { hardLimit = max(h, d) }
+        case .revoke:
+            revoked = true
+        }
+        if warned, let d = deadline, d - time > policy.warnBefore { warned = false }
+        if case .revoke = cause { warned = false }
+    }
+}
+
+/// Everything the live display shows, as a value: the running tasks and, for a batch, the
+/// counts. The event handlers turn events into changes here plus the notices to print;
+/// the renderer turns it into rows. No I/O, no clock: every input carries its time.
+struct DisplayModel: Sendable, Equatable {
+    /// Running tasks by the supervisor's task id (ids grow in spawn order).
+    private(set) var tasks: [Int: LiveTask] = [:]
+    /// Budget rules by task name (the run's one task, or the job file's tasks).
+    var policies: [String: BudgetPolicy] = [:]
+    /// Set for `overtime batch`.
+    var batch: BatchCounts?
+    /// Attempt numbers by task name, from the batch's `started` updates.
+    private var attempts: [String: Int] = [:]
+
+    struct BatchCounts: Sendable, Equatable {
+        var runID: String
+        var total: Int
+        var startedAt: MonotonicInstant
+        var succeeded = 0
+        var failed = 0
+        var skipped = 0
+        /// Tasks waiting to be tried again.
+        var retrying: Set<String> = []
+
+        var finished: Int { succeeded + failed + skipped }
+    }
+
+    /// Running tasks in the order they started.
+    var running: [LiveTask] {
+        tasks.values.sorted { $0.id < $1.id }
+    }
+
+    /// Applies one task event; returns the notices it makes. When `standalone` is false a
+    /// task's start and end make no notice (a batch reports them with its own updates,
+    /// which know the attempt and the final outcome).
+    mutating func apply(_ event: TaskEvent, standalone: Bool = true) -> [Notice] {
+        let id = event.task.id
+        let name = event.task.name
+        let t = event.time
+        if case .exited = event.kind {} else if tasks[id] == nil {
+            // The first event of a task (normally `started`) opens its row.
+            var task = LiveTask(id: id, name: name, policy: policies[name] ?? .default, startedAt: t)
+            task.attempt = attempts[name] ?? 1
+            tasks[id] = task
+        }
+        switch event.kind {
+        case let .started(pid):
+            return standalone ? [.started(task: name, pid: pid, attempt: 1)] : []
+        case let .progress(progress):
+            tasks[id]?.apply(progress: progress, at: t)
+            return []
+        case .ready:
+            tasks[id]?.ready = true
+            return []
+        case .result:
+            return []
+        case let .budgetChanged(remaining, cause):
+            tasks[id]?.apply(budget: remaining, cause: cause, at: t)
+            if case .start = cause { return [] }
+            return [.budget(task: name, remaining: remaining, cause: cause)]
+        case let .expiring(remaining):
+            tasks[id]?.deadline = t + remaining
+            tasks[id]?.warned = true
+            return [.expiring(task: name, remaining: remaining)]
+        case let .cancelSent(reason, grace):
+            tasks[id]?.cancelling = reason
+            tasks[id]?.killAt = t + grace
+            return [.cancelling(task: name, reason: reason, grace: grace)]
+        case .killSent:
+            tasks[id]?.killSent = true
+            return [.killSent(task: name)]
+        case let .protocolError(error, excerpt):
+            tasks[id]?.protocolErrors += 1
+            let shown = tasks[id]?.protocolErrors ?? 1
+            guard shown <= EventText.shownProtocolErrors else { return [] }
+            return [.protocolError(task: name, error: "\(error)", excerpt: TextWidth.sanitize(excerpt), shown: shown)]
+        case let .operatorRequest(action, uid):
+            return [.operatorRequest(task: name, action: action, uid: uid)]
+        case let .exited(outcome):
+            tasks[id] = nil
+            var notices: [Notice] = []
+            if outcome.protocolErrors > EventText.shownProtocolErrors {
+                notices.append(.protocolErrorTotal(task: name, count: outcome.protocolErrors))
+            }
+            if standalone { notices.append(.ended(outcome)) }
+            return notices
+        }
+    }
+
+    /// Applies one batch update (task events go through `apply(_:)`); returns its notices.
+    mutating func apply(_ update: BatchUpdate) -> [Notice] {
+        switch update {
+        case let .started(task, attempt, pid):
+            attempts[task] = attempt
+            if let id = tasks.values.first(where: { $0.name == task })?.id { tasks[id]?.attempt = attempt }
+            batch?.retrying.remove(task)
+            return [.started(task: task, pid: pid, attempt: attempt)]
+        case let .retrying(task, attempt, after, because):
+            batch?.retrying.insert(task)
+            return [.retrying(task: task, attempt: attempt, after: after, because: because)]
+        case let .finished(report):
+            batch?.retrying.remove(report.name)
+            switch report.outcome {
+            case .succeeded: batch?.succeeded += 1
+            case .failed: batch?.failed += 1
+            case .skipped: batch?.skipped += 1
+            }
+            return [.finished(report)]
+        case let .taskEvent(event):
+            return apply(event, standalone: false)
+        case .journalLine:
+            return []
+        }
+    }
+}

@@ -1,0 +1,178 @@
+import Overtime
+import OvertimeProtocol
+
+/// Something worth a line of its own, printed once (above the live rows in `tty` mode,
+/// timestamped on stderr in `plain` mode): a state change, never a progress update.
+enum Notice: Sendable, Equatable {
+    case started(task: String, pid: Int32?, attempt: Int)
+    case cancelling(task: String, reason: CancelReason, grace: Duration)
+    case killSent(task: String)
+    case expiring(task: String, remaining: Duration)
+    case budget(task: String, remaining: Duration?, cause: BudgetChange)
+    case protocolError(task: String, error: String, excerpt: String, shown: Int)
+    case protocolErrorTotal(task: String, count: Int)
+    case operatorRequest(task: String, action: String, uid: UInt32)
+    /// `overtime run`'s task ended.
+    case ended(TaskOutcome)
+    /// A batch task ended for good (after its retries), or was skipped.
+    case finished(TaskReport)
+    case retrying(task: String, attempt: Int, after: Duration, because: String)
+    /// A supervisor-level remark (a signal received, the run directory).
+    case note(String)
+    /// The closing line of `overtime run` in `tty` mode.
+    case summary(text: String, succeeded: Bool)
+
+    /// How the line is marked in `tty` mode.
+    enum Tone: Sendable, Equatable {
+        case success, failure, warning, info
+    }
+
+    var task: String? {
+        switch self {
+        case let .started(task, _, _), let .cancelling(task, _, _), let .killSent(task), let .expiring(task, _),
+             let .budget(task, _, _), let .protocolError(task, _, _, _), let .protocolErrorTotal(task, _),
+             let .operatorRequest(task, _, _), let .retrying(task, _, _, _):
+            return task
+        case let .ended(outcome): return outcome.task.name
+        case let .finished(report): return report.name
+        case .note, .summary: return nil
+        }
+    }
+
+    var tone: Tone {
+        switch self {
+        case .started, .budget, .operatorRequest, .note: return .info
+        case let .summary(_, succeeded): return succeeded ? .success : .failure
+        case .cancelling, .killSent, .expiring, .protocolError, .protocolErrorTotal, .retrying: return .warning
+        case let .ended(outcome): return outcome.succeeded ? .success : .failure
+        case let .finished(report):
+            switch report.outcome {
+            case .succeeded: return .success
+            case .failed: return .failure
+            case .skipped: return .warning
+            }
+        }
+    }
+
+    /// The words after `task: ` (or the whole remark for a note); the same in every mode.
+    var message: String {
+        switch self {
+        case let .started(_, pid, attempt):
+            return "started" + (attempt > 1 ? " (attempt \(attempt))" : "") + (pid.map { ", pid \($0)" } ?? "")
+        case let .cancelling(_, reason, grace):
+            return "cancelling (\(reason.rawValue): \(EventText.explain(reason))); SIGTERM sent, SIGKILL in \(DurationText.format(grace))"
+        case .killSent:
+            return "still running after grace; SIGKILL sent"
+        case let .expiring(_, remaining):
+            return "deadline in \(DurationText.format(remaining))"
+        case let .budget(_, remaining, cause):
+            return EventText.budget(remaining: remaining, cause: cause) ?? "budget: \(EventText.left(remaining))"
+        case let .protocolError(_, error, excerpt, shown):
+            return "protocol error on fd 3 (\(error)): \(excerpt)"
+                + (shown == EventText.shownProtocolErrors ? "; further protocol errors are counted, not shown" : "")
+        case let .protocolErrorTotal(_, count):
+            return "\(count) protocol errors in all"
+        case let .operatorRequest(_, action, uid):
+            return "operator (uid \(uid)): \(action)"
+        case let .ended(outcome):
+            return EventText.describe(outcome)
+        case let .finished(report):
+            return EventText.describe(report)
+        case let .retrying(_, attempt, after, because):
+            return "\(because); retrying in \(DurationText.format(after)) (attempt \(attempt))"
+        case let .note(text), let .summary(text, _):
+            return text
+        }
+    }
+
+    /// `task: message`, or the note alone.
+    var text: String {
+        task.map { "\($0): \(message)" } ?? message
+    }
+}
+
+/// Words for events and outcomes, shared by the plain lines and the live display.
+enum EventText {
+    /// Protocol errors shown one by one before they are only counted.
+    static let shownProtocolErrors = 3
+
+    static func explain(_ reason: CancelReason) -> String {
+        switch reason {
+        case .timeout: "no progress within its budget"
+        case .deadline: "max-runtime reached"
+        case .revoked: "revoked budget ran out"
+        case .user: "cancelled by user"
+        case .shutdown: "supervisor shutting down"
+        case .dependency: "a dependency failed"
+        }
+    }
+
+    static func left(_ remaining: Duration?) -> String {
+        remaining.map { "\(DurationText.format($0)) left" } ?? "no limit"
+    }
+
+    /// What a budget change says; nil for the budget a task starts with.
+    static func budget(remaining: Duration?, cause: BudgetChange) -> String? {
+        let left = left(remaining)
+        switch cause {
+        case .start:
+            return nil
+        case let .childExtend(asked, why, granted):
+            let reason = why.map { " (\(TextWidth.sanitize($0)))" } ?? ""
+            return "asked for \(DurationText.format(asked)) more\(reason): \(granted ? "granted" : "not all granted"), \(left)"
+        case let .operatorExtend(amount, _, clipped):
+            return "extended by \(DurationText.format(amount))\(clipped ? " (clipped by max-runtime)" : ""), \(left)"
+        case .revoke:
+            return "budget revoked, \(left)"
+        }
+    }
+
+    static func describe(_ termination: Termination) -> String {
+        switch termination {
+        case let .exited(code): "exited \(code)"
+        case let .signaled(signal): "died of \(SignalNames.name(signal))"
+        case let .failedToStart(failure): failure.message
+        }
+    }
+
+    /// How `overtime run`'s task ended, in the words of a batch report where they overlap:
+    /// `succeeded in 5.2s`, `failed (exited 3) in 1.0s`, `cancelled (timeout: …) after 5.0s;
+    /// killed after grace; exit 137`, `could not start: x: command not found`.
+    static func describe(_ outcome: TaskOutcome) -> String {
+        let time = DurationText.format(outcome.elapsed)
+        if case let .failedToStart(failure) = outcome.termination {
+            return "could not start: \(failure.message) (exit \(outcome.exitCode))"
+        }
+        if let reason = outcome.cancelReason {
+            let how = outcome.killed ? "killed after grace" : describe(outcome.termination)
+            return "cancelled (\(reason.rawValue): \(explain(reason))) after \(time); \(how); exit \(outcome.exitCode)"
+        }
+        if outcome.succeeded { return "succeeded in \(time)" }
+        if case .exited = outcome.termination { return "failed (\(describe(outcome.termination))) in \(time)" }
+        return "failed (\(describe(outcome.termination))) in \(time); exit \(outcome.exitCode)"
+    }
+
+    /// How a batch task ended: `succeeded in 2.1s`, `failed (exit 3) in 1s`, `skipped (…)`.
+    static func describe(_ report: TaskReport) -> String {
+        let time = report.duration.map { " in \(DurationText.format($0))" } ?? ""
+        switch report.outcome {
+        case .succeeded:
+            return report.resumed ? "succeeded in the earlier run; not run again" : "succeeded\(time)"
+        case .failed:
+            let why = report.reason == "exit" ? (report.detail ?? "exit") : [report.reason, report.detail].compactMap { $0 }.joined(separator: ", ")
+            return "failed (\(why))\(time)" + (report.reason == "exit" ? "" : report.exitCode.map { ", exit \($0)" } ?? "")
+        case .skipped:
+            return "skipped (\(report.reason ?? "?")" + (report.detail.map { ": \($0)" } ?? "") + ")"
+        }
+    }
+
+    /// `45% (450/1000) epoch 3 — loss 0.12`
+    static func describe(_ p: Progress) -> String {
+        var parts: [String] = []
+        if let f = p.fractionCompleted { parts.append("\(Int((f * 100).rounded(.down)))%") }
+        if let c = p.completed { parts.append(p.total.map { "(\(c)/\($0))" } ?? "(\(c))") }
+        if let title = p.title { parts.append(TextWidth.sanitize(title)) }
+        if let detail = p.detail { parts.append("— \(TextWidth.sanitize(detail))") }
+        return parts.isEmpty ? "alive" : parts.joined(separator: " ")
+    }
+}

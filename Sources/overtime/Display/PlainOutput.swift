@@ -1,0 +1,59 @@
+import Overtime
+import OvertimeProtocol
+import Synchronization
+
+/// The `plain` display, for logs and pipes: one timestamped line on stderr per state change
+/// and at most one progress line per task per `progressInterval`. Lines read
+/// `14:03:07 overtime: NAME: MESSAGE` (or `14:03:07 overtime: REMARK`), the same words in
+/// `overtime run` and `overtime batch`, so one grep serves both.
+final class PlainOutput: Sendable {
+    private struct State: Sendable {
+        var model: DisplayModel
+        var lastProgressShown: [Int: MonotonicInstant] = [:]
+    }
+
+    let progressInterval: Duration
+    private let state: Mutex<State>
+    private let write: @Sendable (String) -> Void
+
+    /// - Parameter write: where a finished line goes (default: stderr).
+    init(model: DisplayModel, progressInterval: Duration, write: @escaping @Sendable (String) -> Void = { Terminal.error($0) }) {
+        self.progressInterval = progressInterval
+        state = Mutex(State(model: model))
+        self.write = write
+    }
+
+    /// `14:03:07 overtime: TEXT`
+    static func line(_ text: String, time: String = TerminalDevice.timeOfDay()) -> String {
+        "\(time) overtime: \(text)"
+    }
+
+    func handle(_ event: TaskEvent, standalone: Bool = true) {
+        let lines = state.withLock { state -> [String] in
+            var lines = state.model.apply(event, standalone: standalone).map(\.text)
+            if case let .progress(progress) = event.kind {
+                let id = event.task.id
+                if state.lastProgressShown[id].map({ event.time - $0 >= progressInterval }) ?? true {
+                    state.lastProgressShown[id] = event.time
+                    lines.append("\(event.task.name): \(EventText.describe(progress))")
+                }
+            }
+            if case .exited = event.kind { state.lastProgressShown[event.task.id] = nil }
+            return lines
+        }
+        for line in lines { write(Self.line(line)) }
+    }
+
+    func handle(_ update: BatchUpdate) {
+        if case let .taskEvent(event) = update {
+            handle(event, standalone: false)
+            return
+        }
+        let lines = state.withLock { $0.model.apply(update).map(\.text) }
+        for line in lines { write(Self.line(line)) }
+    }
+
+    func note(_ text: String) {
+        write(Self.line(text))
+    }
+}

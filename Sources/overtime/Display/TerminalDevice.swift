@@ -1,0 +1,93 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// The few facts the display reads from the system: whether a descriptor is a terminal,
+/// the terminal's size, the environment.
+enum TerminalDevice {
+    static func isTerminal(_ fd: Int32) -> Bool {
+        isatty(fd) == 1
+    }
+
+    /// Running as PID 1: a container's entrypoint.
+    static var isInit: Bool {
+        getpid() == 1
+    }
+
+    /// Whether two descriptors are the same terminal (stdout and stderr on one screen).
+    static func sameTerminal(_ a: Int32, _ b: Int32) -> Bool {
+        guard isTerminal(a), isTerminal(b) else { return false }
+        var sa = stat()
+        var sb = stat()
+        guard fstat(a, &sa) == 0, fstat(b, &sb) == 0 else { return false }
+        return sa.st_rdev == sb.st_rdev
+    }
+
+    /// Columns and lines of the terminal on `fd` (TIOCGWINSZ), read afresh each time so a
+    /// resize shows at the next redraw; else `COLUMNS`/`LINES`, else 80×24.
+    static func size(_ fd: Int32, environment: [String: String]) -> (columns: Int, lines: Int) {
+        var size = winsize()
+        if ioctl(fd, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0 {
+            return (Int(size.ws_col), size.ws_row > 0 ? Int(size.ws_row) : 24)
+        }
+        let columns = environment["COLUMNS"].flatMap { Int($0) }.flatMap { $0 > 0 ? $0 : nil } ?? 80
+        let lines = environment["LINES"].flatMap { Int($0) }.flatMap { $0 > 0 ? $0 : nil } ?? 24
+        return (columns, lines)
+    }
+
+    /// The process environment as a dictionary.
+    static func environment() -> [String: String] {
+        var result: [String: String] = [:]
+        var p = environ
+        while let entry = p.pointee {
+            let s = String(cString: entry)
+            if let eq = s.firstIndex(of: "=") {
+                result[String(s[..<eq])] = String(s[s.index(after: eq)...])
+            }
+            p += 1
+        }
+        return result
+    }
+
+    /// Writes all of `bytes` to `fd`, retrying short writes and EINTR; gives up quietly on
+    /// a closed descriptor (nothing more can be shown).
+    static func write(_ fd: Int32, _ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { buffer in
+            var offset = 0
+            while offset < buffer.count {
+                let n = Glibc.write(fd, buffer.baseAddress! + offset, buffer.count - offset)
+                if n > 0 {
+                    offset += n
+                } else if n < 0, errno == EINTR {
+                    continue
+                } else if n < 0, errno == EAGAIN {
+                    // A descriptor someone made non-blocking: wait until it takes more.
+                    var entry = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+                    _ = poll(&entry, 1, 100)
+                } else {
+                    return
+                }
+            }
+        }
+    }
+
+    /// The local wall-clock time of day, `14:03:07`, for plain lines.
+    static func timeOfDay() -> String {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        var t = now.tv_sec
+        var parts = tm()
+        localtime_r(&t, &parts)
+        func two(_ n: Int32) -> String { n < 10 ? "0\(n)" : "\(n)" }
+        return "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec))"
+    }
+
+    /// The monotonic clock the supervisor stamps events with.
+    static func now() -> Int64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
+    }
+}

@@ -1,0 +1,89 @@
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// A thread of its own that calls `body` every `interval` until stopped. `stop` wakes it
+/// at once and waits for the call in progress to end, so nothing runs after it returns.
+///
+/// The display draws here rather than on the supervisor's loop thread: a slow terminal
+/// must never hold up budgets and signals.
+final class Ticker: Sendable {
+    private let interval: Duration
+    private let body: @Sendable () -> Void
+    private let stopping = Atomic<Bool>(false)
+    /// Its write end wakes the thread early; close-on-exec, so no task inherits it.
+    private let wake: (read: Int32, write: Int32)?
+    private let thread = Mutex<pthread_t?>(nil)
+
+    init(interval: Duration, _ body: @escaping @Sendable () -> Void) {
+        self.interval = interval
+        self.body = body
+        var fds: [Int32] = [-1, -1]
+        if socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &fds) == 0 {
+            wake = (fds[0], fds[1])
+        } else {
+            wake = nil
+        }
+    }
+
+    deinit {
+        if let wake {
+            close(wake.read)
+            close(wake.write)
+        }
+    }
+
+    /// Starts the thread; false if it could not be made (then nothing ticks).
+    @discardableResult
+    func start() -> Bool {
+        let context = Unmanaged.passRetained(self).toOpaque()
+        var id = pthread_t()
+        let rc = pthread_create(&id, nil, { context in
+            let ticker = Unmanaged<Ticker>.fromOpaque(context!).takeRetainedValue()
+            ticker.run()
+            return nil
+        }, context)
+        guard rc == 0 else {
+            Unmanaged<Ticker>.fromOpaque(context).release()
+            return false
+        }
+        thread.withLock { $0 = id }
+        return true
+    }
+
+    private func run() {
+        while !stopping.load(ordering: .acquiring) {
+            body()
+            if stopping.load(ordering: .acquiring) { break }
+            pause()
+        }
+    }
+
+    private func pause() {
+        let ms = Int32(max(1, interval.nanoseconds / 1_000_000))
+        guard let wake else {
+            var ts = timespec(tv_sec: 0, tv_nsec: Int(min(interval.nanoseconds, 999_999_999)))
+            nanosleep(&ts, nil)
+            return
+        }
+        var entry = pollfd(fd: wake.read, events: Int16(POLLIN), revents: 0)
+        _ = poll(&entry, 1, ms)  // a signal (EINTR) only makes the next call early
+    }
+
+    /// Stops the thread and waits for it. Idempotent.
+    func stop() {
+        stopping.store(true, ordering: .releasing)
+        if let wake {
+            var byte: UInt8 = 1
+            _ = write(wake.write, &byte, 1)
+        }
+        let id = thread.withLock { current -> pthread_t? in
+            defer { current = nil }
+            return current
+        }
+        if let id { pthread_join(id, nil) }
+    }
+}
