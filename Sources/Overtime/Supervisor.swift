@@ -72,19 +72,10 @@ public final class Supervisor: Sendable {
     /// - Parameter onSignal: also told of each signal, on the loop thread.
     public func cancelAllOnTerminationSignals(_ onSignal: @escaping @Sendable (Int32) -> Void = { _ in }) {
         let core = self.core
-        loop.execute { [self] in
-            for (signal, reason) in [(SIGINT, CancelReason.user), (SIGTERM, .shutdown)] {
-                do {
-                    let watcher = try SignalWatcher(loop: loop, signal: signal) { signo in
-                        onSignal(signo)
-                        for runner in core.value.runners.values { _ = runner.cancel(reason: reason, grace: nil) }
-                    }
-                    core.value.signalWatchers.append(watcher)
-                } catch {
-                    // uv_signal_start fails only for invalid signal numbers; these are valid.
-                    assertionFailure("\(error)")
-                }
-            }
+        onSignals([SIGINT, SIGTERM]) { signal in
+            onSignal(signal)
+            let reason: CancelReason = signal == SIGINT ? .user : .shutdown
+            for runner in core.value.runners.values { _ = runner.cancel(reason: reason, grace: nil) }
         }
     }
 
@@ -96,6 +87,7 @@ public final class Supervisor: Sendable {
                 do {
                     core.value.signalWatchers.append(try SignalWatcher(loop: loop, signal: signal, handler))
                 } catch {
+                    // uv_signal_start fails only for invalid signal numbers.
                     assertionFailure("\(error)")
                 }
             }
@@ -115,17 +107,8 @@ public final class Supervisor: Sendable {
     /// process group, instead of letting it end the supervisor and orphan the tasks.
     public func forwardSignals(_ signals: [Int32] = Supervisor.forwardedSignals) {
         let core = self.core
-        loop.execute { [self] in
-            for signal in signals {
-                do {
-                    let watcher = try SignalWatcher(loop: loop, signal: signal) { signo in
-                        for runner in core.value.runners.values { runner.forward(signal: signo) }
-                    }
-                    core.value.signalWatchers.append(watcher)
-                } catch {
-                    assertionFailure("\(error)")
-                }
-            }
+        onSignals(signals) { signal in
+            for runner in core.value.runners.values { runner.forward(signal: signal) }
         }
     }
 

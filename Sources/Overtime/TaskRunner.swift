@@ -332,7 +332,6 @@ final class TaskRunner {
             protocolErrors: machine.protocolErrors,
             wasReady: machine.isReady
         )
-        now = exitedAt ?? Self.clock()
         supervisor.emit(TaskEvent(task: ref, time: Self.clock(), kind: .exited(outcome)))
         handle.complete(outcome)
     }
