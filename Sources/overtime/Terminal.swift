@@ -20,18 +20,6 @@ enum Terminal {
     }
 
     private static func write(_ fd: Int32, _ bytes: [UInt8]) {
-        bytes.withUnsafeBytes { buffer in
-            var offset = 0
-            while offset < buffer.count {
-                let n = Glibc.write(fd, buffer.baseAddress! + offset, buffer.count - offset)
-                if n > 0 {
-                    offset += n
-                } else if n < 0, errno == EINTR {
-                    continue
-                } else {
-                    return  // a closed stdout/stderr: nothing more can be shown
-                }
-            }
-        }
+        TerminalDevice.write(fd, bytes)
     }
 }
