@@ -68,15 +68,35 @@ public final class Supervisor: Sendable {
 
     /// Turns the supervisor's own SIGINT into a `user` cancel and SIGTERM into a `shutdown`
     /// cancel of every task (tasks live in sessions of their own, so a terminal's Ctrl-C
-    /// reaches them only this way). Installed before any spawn that follows this call.
-    /// - Parameter onSignal: also told of each signal, on the loop thread.
-    public func cancelAllOnTerminationSignals(_ onSignal: @escaping @Sendable (Int32) -> Void = { _ in }) {
+    /// reaches them only this way). A second SIGINT or SIGTERM during the grace kills them
+    /// at once. Installed before any spawn that follows this call.
+    /// - Parameters:
+    ///   - shutdownGrace: the time an orchestrator gives the whole shutdown (Kubernetes'
+    ///     terminationGracePeriodSeconds): each task's grace is clipped to fit inside it.
+    ///   - onSignal: also told of each signal, on the loop thread.
+    public func cancelAllOnTerminationSignals(shutdownGrace: Duration? = nil, _ onSignal: @escaping @Sendable (Int32) -> Void = { _ in }) {
         let core = self.core
         onSignals([SIGINT, SIGTERM]) { signal in
             onSignal(signal)
+            core.value.terminationSignals += 1
+            let runners = core.value.runners.values
+            if core.value.terminationSignals > 1 {
+                for runner in runners { runner.escalate() }
+                return
+            }
             let reason: CancelReason = signal == SIGINT ? .user : .shutdown
-            for runner in core.value.runners.values { _ = runner.cancel(reason: reason, grace: nil) }
+            for runner in runners {
+                _ = runner.cancel(reason: reason, grace: shutdownGrace.map { min(runner.grace, Self.grace(within: $0)) })
+            }
         }
+    }
+
+    /// The longest task grace that fits in an orchestrator's shutdown grace: SIGKILL must
+    /// land, and Overtime exit, before the orchestrator's own SIGKILL. A second is kept in
+    /// hand (half, for a shutdown grace under two seconds).
+    public static func grace(within shutdownGrace: Duration) -> Duration {
+        let margin = min(.seconds(1), shutdownGrace / 2)
+        return max(.zero, shutdownGrace - margin)
     }
 
     /// Runs `handler` on the loop thread for each of `signals` the supervisor receives.
@@ -193,6 +213,8 @@ final class SupervisorCore {
     let runID: String
     var runners: [Int: TaskRunner] = [:]
     var signalWatchers: [SignalWatcher] = []
+    /// SIGINTs and SIGTERMs received: the second one escalates.
+    var terminationSignals = 0
     /// The control socket of `overtime run`, and what its watchers have seen lately.
     var control: ControlServer?
     private lazy var controlEncoder = EventEncoder(runID: runID)

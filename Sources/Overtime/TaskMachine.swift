@@ -185,6 +185,17 @@ public struct TaskMachine: Sendable {
         return .cancelling
     }
 
+    /// Cuts the grace short: SIGKILL now (a second Ctrl-C or SIGTERM to the supervisor).
+    /// - Returns: false when the task was not being cancelled or was killed already.
+    public mutating func escalate(now: MonotonicInstant, _ perform: (Action) -> Void) -> Bool {
+        guard case .cancelling = phase, !killSent else { return false }
+        killSent = true
+        killAt = now
+        perform(.signalGroup(SIGKILL_NUMBER))
+        perform(.emit(.killSent))
+        return true
+    }
+
     /// An operator gives the task `amount` more time, counted from its current deadline (or
     /// from now, if that is already past). Past `max-runtime` only when `pastMax` is true.
     public mutating func operatorExtend(by amount: Duration, pastMax: Bool, now: MonotonicInstant, _ perform: (Action) -> Void) -> OperatorResult {

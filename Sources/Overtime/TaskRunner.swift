@@ -233,6 +233,15 @@ final class TaskRunner {
         return machine.cancel(reason: reason, grace: grace, now: now, perform)
     }
 
+    /// SIGKILL now if the task is being cancelled.
+    func escalate() {
+        now = Self.clock()
+        _ = machine.escalate(now: now, perform)
+    }
+
+    /// The task's own grace, for clipping it to a shutdown's.
+    var grace: Duration { spec.policy.grace }
+
     func operatorExtend(by amount: Duration, pastMax: Bool) -> TaskMachine.OperatorResult {
         now = Self.clock()
         defer { rearm() }

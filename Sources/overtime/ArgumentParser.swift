@@ -1,3 +1,11 @@
+import Overtime
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
 /// A usage mistake: one line saying what was wrong and what would be right. Exit 125.
 struct UsageError: Error {
     var message: String
@@ -78,4 +86,29 @@ func suggestion(for typo: String, among known: [String]) -> String {
     let best = known.map { ($0, distance(typo, $0)) }.min { $0.1 < $1.1 }
     guard let best, best.1 <= 2 else { return "" }
     return "; did you mean \(best.0)?"
+}
+
+/// `--shutdown-grace DUR`, else `OVERTIME_SHUTDOWN_GRACE` (set it from Kubernetes'
+/// terminationGracePeriodSeconds), else none.
+func parseShutdownGrace(option: String?, command: String) throws(UsageError) -> Duration? {
+    let (text, source): (String?, String) = option.map { ($0, "--shutdown-grace") }
+        ?? (getenv("OVERTIME_SHUTDOWN_GRACE").map { String(cString: $0) }, "OVERTIME_SHUTDOWN_GRACE")
+    guard let text else { return nil }
+    do {
+        guard let grace = try DurationText.parse(text) else { return nil }
+        return grace
+    } catch {
+        throw UsageError(message: "\(command): \(source): \(error.message)")
+    }
+}
+
+/// Counts the SIGINTs and SIGTERMs a command received, for its notes: the first cancels,
+/// the next kills.
+final class TerminationCount: Sendable {
+    private let count = Atomic<Int>(0)
+
+    /// Records one; true for the first.
+    func first() -> Bool {
+        count.add(1, ordering: .relaxed).oldValue == 0
+    }
 }

@@ -31,6 +31,9 @@ struct BatchCommand {
       --run-dir DIR        the run directory (default: overtime-runs/<run id>)
       --resume DIR         run again only what did not succeed in run directory DIR
                            (its job.json unless FILE is given), journaling into DIR
+      --shutdown-grace DUR the time an orchestrator gives the whole shutdown (default:
+                           $OVERTIME_SHUTDOWN_GRACE): on SIGTERM/SIGINT each task's grace
+                           is clipped so its SIGKILL lands a second before the orchestrator's
       --control PATH       the control socket for 'overtime ctl' (default: one per run in
                            $XDG_RUNTIME_DIR/overtime/ or /tmp/overtime-<uid>/)
       --progress MODE      tty (live rows on stderr: a bar, the budget left and an ETA per
@@ -45,13 +48,16 @@ struct BatchCommand {
     'user' or 'shutdown', nothing new starts, the summary is written).
     """
 
-    static let knownOptions = ["--concurrency", "--fail-fast", "--run-dir", "--resume", "--progress", "--control", "--help", "--follow"]
+    static let knownOptions = ["--concurrency", "--fail-fast", "--run-dir", "--resume", "--progress", "--control", "--help", "--follow", "--shutdown-grace"]
     /// The control socket's path (`--control`); nil for the per-user default.
     var controlPath: String?
+    /// The orchestrator's time for the whole shutdown (`--shutdown-grace`).
+    var shutdownGrace: Duration?
 
     static func parse(_ arguments: ArraySlice<String>) throws -> BatchCommand {
         var cursor = ArgumentCursor(arguments, command: "overtime batch")
         var command = BatchCommand()
+        var shutdownGraceText: String?
         var positional: [String] = []
         while let token = cursor.next() {
             switch token {
@@ -79,6 +85,8 @@ struct BatchCommand {
                     command.options.runDirectory = try value()
                 case "--control":
                     command.controlPath = try value()
+                case "--shutdown-grace":
+                    shutdownGraceText = try value()
                 case "--resume":
                     command.options.resume = try value()
                 case "--follow":
@@ -109,6 +117,7 @@ struct BatchCommand {
         if command.options.resume != nil, command.options.runDirectory != nil {
             throw UsageError(message: "overtime batch: --resume journals into the directory it resumes; leave out --run-dir")
         }
+        command.shutdownGrace = try parseShutdownGrace(option: shutdownGraceText, command: "overtime batch")
         return command
     }
 
@@ -139,8 +148,11 @@ struct BatchCommand {
             return 125
         }
         display.begin(runID: runner.runID, directory: runner.journal.directory, tasks: job.tasks.count)
-        runner.stopOnTerminationSignals { signal in
-            display.note("received \(SignalNames.name(signal)); cancelling running tasks, starting nothing new")
+        let signals = TerminationCount()
+        runner.stopOnTerminationSignals(shutdownGrace: shutdownGrace) { signal in
+            display.note(signals.first()
+                ? "received \(SignalNames.name(signal)); cancelling running tasks, starting nothing new; another one kills at once"
+                : "received \(SignalNames.name(signal)) again; killing what still runs")
         }
         do {
             _ = try runner.serveControl(at: controlPath) { refusal in Terminal.error("overtime batch: \(refusal)") }

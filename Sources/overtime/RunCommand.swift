@@ -18,6 +18,8 @@ struct RunCommand {
     var preserveStatus = false
     /// The control socket's path (`--control`); nil for the per-user default.
     var controlPath: String?
+    /// The orchestrator's time for the whole shutdown (`--shutdown-grace`).
+    var shutdownGrace: Duration?
 
     static let help = """
     Usage: overtime run [options] [--] CMD [ARG...]
@@ -48,6 +50,9 @@ struct RunCommand {
                            is ASCII. For an interactive CMD, use plain: it keeps the terminal.
       --json               print a final report as JSON on stdout
       --preserve-status    exit with CMD's own status even when it was cancelled
+      --shutdown-grace DUR the time an orchestrator gives the whole shutdown (default:
+                           $OVERTIME_SHUTDOWN_GRACE): on SIGTERM/SIGINT each task's grace
+                           is clipped so its SIGKILL lands a second before the orchestrator's
       --control PATH       the control socket for 'overtime ctl' (default: one per run in
                            $XDG_RUNTIME_DIR/overtime/ or /tmp/overtime-<uid>/)
 
@@ -59,12 +64,13 @@ struct RunCommand {
       125                  Overtime failed (bad option, internal error)
       126 / 127            CMD could not be executed / was not found
 
-    Ctrl-C (SIGINT) cancels CMD with reason 'user'; SIGTERM cancels with 'shutdown'.
+    Ctrl-C (SIGINT) cancels CMD with reason 'user'; SIGTERM cancels with 'shutdown'; a
+    second one during the grace sends SIGKILL at once.
     SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 and SIGWINCH are passed on to CMD's process group.
     """
 
     static let knownOptions = ["--budget", "--window", "--max-runtime", "--grace", "--warn-before",
-                               "--require-advance", "--name", "--progress", "--json", "--preserve-status", "--control", "--help"]
+                               "--require-advance", "--name", "--progress", "--json", "--preserve-status", "--control", "--shutdown-grace", "--help"]
 
     /// Parses the arguments after `run`.
     /// - Throws: `UsageError` (exit 125) or `HelpRequest` (exit 0).
@@ -73,6 +79,7 @@ struct RunCommand {
         var policy = BudgetPolicy.default
         var name: String?
         var command = RunCommand(spec: TaskSpec(arguments: []))
+        var shutdownGraceText: String?
 
         func duration(_ option: String, _ text: String, allowNone: Bool = false) throws(UsageError) -> Duration? {
             do {
@@ -125,6 +132,8 @@ struct RunCommand {
                     command.jsonReport = true
                 case "--control":
                     command.controlPath = try value()
+                case "--shutdown-grace":
+                    shutdownGraceText = try value()
                 case "--preserve-status":
                     try noValue()
                     command.preserveStatus = true
@@ -141,6 +150,7 @@ struct RunCommand {
             throw UsageError(message: "overtime run: --window must be longer than 0")
         }
         command.spec = TaskSpec(name: name, arguments: argv, policy: policy)
+        command.shutdownGrace = try parseShutdownGrace(option: shutdownGraceText, command: "overtime run")
         return command
     }
 
@@ -155,8 +165,11 @@ struct RunCommand {
             Terminal.error("overtime: cannot start the supervisor: \(error)")
             return 125
         }
-        supervisor.cancelAllOnTerminationSignals { signal in
-            output.note("received \(SignalNames.name(signal)); cancelling (\(signal == SIGINT ? "user" : "shutdown"))")
+        let signals = TerminationCount()
+        supervisor.cancelAllOnTerminationSignals(shutdownGrace: shutdownGrace) { signal in
+            output.note(signals.first()
+                ? "received \(SignalNames.name(signal)); cancelling (\(signal == SIGINT ? "user" : "shutdown")); another one kills at once"
+                : "received \(SignalNames.name(signal)) again; killing now")
         }
         supervisor.forwardSignals()
         do {

@@ -87,8 +87,8 @@ struct CLISignalTests {
         #expect(r.wall < .seconds(10), "\(r)")
     }
 
-    @Test("a second signal while cancelling changes nothing")
-    func secondSignalHarmless() async throws {
+    @Test("a second signal during the grace kills at once (137), without a second cancel")
+    func secondSignalKills() async throws {
         let scratch = try CLIScratch()
         let child = try scratch.python("slow.py", """
         catch_term()
@@ -105,7 +105,7 @@ struct CLISignalTests {
         note(sys.argv[2], " ".join(reasons))
         sys.exit(6)
         """)
-        let overtime = CLIProcess(["run", "--json", "--budget", "30s", "--grace", "8s", "--",
+        let overtime = CLIProcess(["run", "--json", "--budget", "30s", "--grace", "20s", "--",
                                    "python3", child, scratch.path("ready"), scratch.path("seen"), scratch.path("cancelled")],
                                   in: scratch)
         try await overtime.start()
@@ -114,10 +114,55 @@ struct CLISignalTests {
         #expect(await scratch.waitForFile("cancelled") != nil, "the first cancel never arrived")
         overtime.signal(SIGTERM)
         let r = await overtime.finish(timeout: .seconds(20))
-        #expect(r.status == 6, "\(r)")
-        #expect(scratch.read("seen")?.trimmingCharacters(in: .whitespacesAndNewlines) == "user", "one cancel, reason user")
+        #expect(r.status == 137, "\(r)")
         let report = try r.report()
-        #expect(report["cancel_reason"] as? String == "user", "\(r)")
-        #expect(r.wall < .seconds(15), "\(r)")
+        #expect(report["cancel_reason"] as? String == "user", "the first signal names the reason: \(r)")
+        #expect(CLIJSON.bool(report["killed"]) == true, "\(r)")
+        #expect(r.wall < .seconds(15), "the 20 s grace was cut short: \(r)")
+        #expect(r.stderr.contains("again"), "\(r)")
+    }
+
+    @Test("--shutdown-grace (and OVERTIME_SHUTDOWN_GRACE) clips a task's grace so SIGKILL comes first", arguments: [true, false])
+    func shutdownGraceClipsGrace(fromOption: Bool) async throws {
+        let scratch = try CLIScratch()
+        let ready = scratch.path("ready")
+        let script = "trap '' TERM; \(CLIChild.shNote(ready, "$$")); while :; do sleep 0.1; done"
+        var environment = ProcessInfo.processInfo.environment
+        var arguments = ["run", "--json", "--budget", "30s", "--grace", "30s"]
+        if fromOption { arguments += ["--shutdown-grace", "2s"] } else { environment["OVERTIME_SHUTDOWN_GRACE"] = "2s" }
+        let overtime = CLIProcess(arguments + ["--", "sh", "-c", script], environment: environment, in: scratch)
+        try await overtime.start()
+        #expect(await scratch.waitForFile("ready") != nil, "the child never got ready")
+        overtime.signal(SIGTERM)
+        let r = await overtime.finish(timeout: .seconds(20))
+        #expect(r.status == 137, "\(r)")
+        let report = try r.report()
+        #expect(report["cancel_reason"] as? String == "shutdown", "\(r)")
+        // A 2 s shutdown grace leaves the task 1 s: SIGKILL well before the 30 s grace.
+        #expect(r.wall < .seconds(10), "\(r)")
+    }
+
+    @Test("batch: a second SIGTERM kills what still runs at once; exit 143 and a summary")
+    func batchSecondSignal() async throws {
+        let scratch = try CLIScratch()
+        let ready = scratch.path("ready")
+        let job = """
+        {"tasks": [{"name": "stubborn", "grace": "30s", "budget": "none",
+                    "command": ["sh", "-c", "trap '' TERM; echo up > \(ready); while :; do sleep 0.1; done"]}]}
+        """
+        try scratch.write("job.json", job)
+        let runs = scratch.path("runs")
+        let overtime = CLIProcess(["batch", scratch.path("job.json"), "--run-dir", runs, "--progress", "plain"], in: scratch)
+        try await overtime.start()
+        #expect(await scratch.waitForFile("ready") != nil, "the task never got ready")
+        overtime.signal(SIGTERM)
+        try await Task.sleep(for: .milliseconds(300))
+        overtime.signal(SIGTERM)
+        let r = await overtime.finish(timeout: .seconds(20))
+        #expect(r.status == 143, "\(r)")
+        #expect(r.wall < .seconds(15), "the 30 s grace was cut short: \(r)")
+        let summary = try #require(FileManager.default.contents(atPath: runs + "/summary.json"))
+        let text = String(decoding: summary, as: UTF8.self)
+        #expect(text.contains("\"stopped_by\":\"shutdown\"") && text.contains("\"reason\":\"shutdown\""), "\(text)")
     }
 }

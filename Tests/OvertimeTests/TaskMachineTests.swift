@@ -278,6 +278,18 @@ import Testing
         #expect(h.signals == [15, 9])
     }
 
+    @Test func escalationKillsAtOnceDuringGraceOnly() {
+        var h = Harness(BudgetPolicy(grace: .seconds(30)))
+        #expect(!h.machine.escalate(now: h.now) { h.actions.append($0) }, "nothing to escalate while running")
+        _ = h.take()
+        _ = h.machine.cancel(reason: .shutdown, now: h.now) { h.actions.append($0) }
+        #expect(h.machine.escalate(now: h.now) { h.actions.append($0) })
+        #expect(h.signals == [15, 9])
+        #expect(!h.machine.escalate(now: h.now) { h.actions.append($0) }, "killed once")
+        h.run(for: .seconds(60))
+        #expect(h.signals == [15, 9])
+    }
+
     @Test func zeroGraceKillsOnTheNextTick() {
         var h = Harness(BudgetPolicy(grace: .zero))
         _ = h.take()

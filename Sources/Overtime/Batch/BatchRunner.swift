@@ -142,12 +142,15 @@ public final class BatchRunner: Sendable {
         }
     }
 
-    /// SIGINT stops the batch with reason `user`, SIGTERM with `shutdown`.
-    public func stopOnTerminationSignals(_ onSignal: @escaping @Sendable (Int32) -> Void = { _ in }) {
+    /// SIGINT stops the batch with reason `user`, SIGTERM with `shutdown`; a second one
+    /// kills what still runs at once.
+    /// - Parameter shutdownGrace: the time an orchestrator gives the whole shutdown; each
+    ///   running task's grace is clipped to fit inside it (`Supervisor.grace(within:)`).
+    public func stopOnTerminationSignals(shutdownGrace: Duration? = nil, _ onSignal: @escaping @Sendable (Int32) -> Void = { _ in }) {
         let slot = core
         supervisor.onSignals([SIGINT_NUMBER, SIGTERM_NUMBER]) { signal in
             onSignal(signal)
-            slot.core?.stop(signal == SIGINT_NUMBER ? .user : .shutdown)
+            slot.core?.terminationSignal(signal == SIGINT_NUMBER ? .user : .shutdown, shutdownGrace: shutdownGrace)
         }
     }
 
@@ -194,6 +197,8 @@ final class BatchCore {
     private var armedFor: MonotonicInstant?
     private var stoppedBy: CancelReason?
     private var reported = false
+    /// At most this grace for tasks cancelled by a stop (a shutdown grace's share).
+    private var stopGrace: Duration?
     /// The batch's control socket; its watchers get the journal's lines.
     var control: ControlServer?
 
@@ -229,6 +234,18 @@ final class BatchCore {
         }
         machine.schedule(now: now, perform)
         afterInput(now)
+    }
+
+    /// The first SIGINT/SIGTERM stops the batch; a later one kills what still runs.
+    func terminationSignal(_ reason: CancelReason, shutdownGrace: Duration?) {
+        if stoppedBy != nil {
+            for index in taskIDByIndex.keys {
+                if let id = taskIDByIndex[index], let runner = supervisor.runnerOnLoop(id: id) { runner.escalate() }
+            }
+            return
+        }
+        stopGrace = shutdownGrace.map(Supervisor.grace(within:))
+        stop(reason)
     }
 
     func stop(_ reason: CancelReason) {
@@ -282,8 +299,10 @@ final class BatchCore {
             guard let id = taskIDByIndex[index] else { return }
             let supervisor = self.supervisor
             let reason = CancelReason(rawValue: reason) ?? .user
+            let limit = stopGrace
             supervisor.loop.execute {
-                _ = supervisor.runnerOnLoop(id: id)?.cancel(reason: reason, grace: nil)
+                guard let runner = supervisor.runnerOnLoop(id: id) else { return }
+                _ = runner.cancel(reason: reason, grace: limit.map { min(runner.grace, $0) })
             }
         case let .skip(index, reason):
             _ = (index, reason)  // reported with `.finished`, which follows at once
