@@ -6,7 +6,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -28,6 +30,21 @@ static inline int overtime_peer_credentials(int fd, struct overtime_peer *peer) 
 // accept4(fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK), declared only under _GNU_SOURCE.
 static inline int overtime_accept_cloexec_nonblock(int fd) {
     return (int)syscall(SYS_accept4, fd, (void *)0, (void *)0, SOCK_CLOEXEC | SOCK_NONBLOCK);
+}
+
+// Makes the calling process a child subreaper: orphaned descendants are reparented to it
+// instead of to init (prctl is variadic, which Swift cannot call).
+static inline int overtime_become_subreaper(void) {
+    return prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+}
+
+// The pid of some child that has exited, without reaping it (waitid WNOWAIT); 0 when none,
+// -1 when there are no children at all.
+static inline int overtime_peek_exited_child(void) {
+    siginfo_t info;
+    info.si_pid = 0;
+    if (waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) != 0) return -1;
+    return info.si_pid;
 }
 
 // pipe2(fds, O_CLOEXEC): both ends close-on-exec from birth.

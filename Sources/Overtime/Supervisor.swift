@@ -119,6 +119,15 @@ public final class Supervisor: Sendable {
         core.value.runners[id]
     }
 
+    /// Makes this process a child subreaper (PID 1 is one already): orphans of the tasks
+    /// (a daemon that called setsid, a grandchild whose parent died) are reparented to it
+    /// and reaped when they exit, and those still running when the supervisor shuts down
+    /// are killed. For a program whose only children are its tasks — the `overtime` CLI;
+    /// it takes any exited child that is not a task.
+    public func adoptOrphans() {
+        loop.execute { [loop] in _ = loop.adoptOrphans() }
+    }
+
     /// The signals an entrypoint passes on rather than acting on: SIGHUP, SIGQUIT, SIGUSR1,
     /// SIGUSR2, SIGWINCH.
     public static let forwardedSignals: [Int32] = [SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH]

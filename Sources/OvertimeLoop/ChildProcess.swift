@@ -158,6 +158,9 @@ final class ChildReaper: LoopHandleOwner {
     private let handle: UnsafeMutablePointer<uv_signal_t>
     private var children: [Int32: ChildProcess] = [:]
     private var closed = false
+    /// Also reap exited children that are not ours: orphans reparented to a subreaper or
+    /// to PID 1. Off unless asked: it would take the children of an embedding program.
+    var reapsOrphans = false
 
     init(loop: UnsafeMutablePointer<uv_loop_t>) {
         handle = .allocate(capacity: 1)
@@ -178,20 +181,65 @@ final class ChildReaper: LoopHandleOwner {
     }
 
     private func reapExited() {
-        for (pid, child) in children {
-            var status: Int32 = 0
-            let rc = waitpid(pid, &status, WNOHANG)
-            guard rc == pid else { continue }
-            children[pid] = nil
-            let exit: ChildExit = (status & 0x7F) == 0 ? .exited((status >> 8) & 0xFF) : .signaled(status & 0x7F)
-            child.reaped(exit)
+        for pid in children.keys { reapOwn(pid) }
+        guard reapsOrphans else { return }
+        // Orphans: look at each exited child without reaping it, and reap it only when it is
+        // not one of ours (ours go through reapOwn, so their exits are never lost).
+        for _ in 0..<100_000 {
+            let pid = overtime_peek_exited_child()
+            guard pid > 0 else { return }
+            if children[pid] != nil {
+                reapOwn(pid)
+            } else {
+                var status: Int32 = 0
+                _ = waitpid(pid, &status, WNOHANG)
+            }
         }
+    }
+
+    private func reapOwn(_ pid: Int32) {
+        guard let child = children[pid] else { return }
+        var status: Int32 = 0
+        guard waitpid(pid, &status, WNOHANG) == pid else { return }
+        children[pid] = nil
+        let exit: ChildExit = (status & 0x7F) == 0 ? .exited((status >> 8) & 0xFF) : .signaled(status & 0x7F)
+        child.reaped(exit)
+    }
+
+    /// Kills every process whose parent is this one and that is not a task being watched:
+    /// orphans adopted as a subreaper, at shutdown, so nothing is left running.
+    func killAdoptedOrphans() {
+        let me = getpid()
+        guard let dir = opendir("/proc") else { return }
+        defer { closedir(dir) }
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self) }
+            guard let pid = Int32(name), pid != me, children[pid] == nil,
+                  let parent = Self.parent(of: pid), parent == me else { continue }
+            kill(pid, SIGKILL)
+            var status: Int32 = 0
+            _ = waitpid(pid, &status, 0)  // SIGKILL is prompt; reap it rather than leave a zombie
+        }
+    }
+
+    /// The parent pid from /proc/PID/stat (the field after the parenthesised command).
+    private static func parent(of pid: Int32) -> Int32? {
+        let fd = open("/proc/\(pid)/stat", O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var buffer = [UInt8](repeating: 0, count: 512)
+        let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        guard n > 0, let paren = buffer[0..<n].lastIndex(of: UInt8(ascii: ")")) else { return nil }
+        let fields = buffer[(paren + 1)..<n].split(separator: UInt8(ascii: " "))
+        guard fields.count > 1 else { return nil }
+        return Int32(String(decoding: fields[1], as: UTF8.self))
     }
 
     func closeForShutdown() {
         guard !closed else { return }
         closed = true
         for child in children.values { child.killForShutdown() }
+        if reapsOrphans { killAdoptedOrphans() }
         uv_close(UnsafeMutableRawPointer(handle).assumingMemoryBound(to: uv_handle_t.self)) { h in
             let raw = h!
             Unmanaged<ChildReaper>.fromOpaque(raw.pointee.data).release()

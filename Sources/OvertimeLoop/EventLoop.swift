@@ -66,6 +66,15 @@ public final class EventLoop: @unchecked Sendable {
         uv_async_send(wakeup)
     }
 
+    /// Makes this process a child subreaper (PID 1 already is one for its namespace) and
+    /// has the loop reap every orphan that lands on it, and kill those still running at
+    /// shutdown. Call on the loop thread.
+    /// - Returns: false when the kernel refused the subreaper role.
+    public func adoptOrphans() -> Bool {
+        reaper.reapsOrphans = true
+        return getpid() == 1 || overtime_become_subreaper() == 0
+    }
+
     /// Monotonic time now (CLOCK_MONOTONIC, nanoseconds).
     public static func now() -> Int64 {
         Int64(bitPattern: uv_hrtime())

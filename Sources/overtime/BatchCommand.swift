@@ -148,6 +148,7 @@ struct BatchCommand {
             return 125
         }
         display.begin(runID: runner.runID, directory: runner.journal.directory, tasks: job.tasks.count)
+        runner.adoptOrphans()
         let signals = TerminationCount()
         runner.stopOnTerminationSignals(shutdownGrace: shutdownGrace) { signal in
             display.note(signals.first()

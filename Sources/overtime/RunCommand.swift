@@ -172,6 +172,7 @@ struct RunCommand {
                 : "received \(SignalNames.name(signal)) again; killing now")
         }
         supervisor.forwardSignals()
+        supervisor.adoptOrphans()
         do {
             _ = try supervisor.serveControl(at: controlPath) { refusal in Terminal.error("overtime: \(refusal)") }
         } catch where controlPath == nil {

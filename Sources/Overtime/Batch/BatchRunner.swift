@@ -154,6 +154,11 @@ public final class BatchRunner: Sendable {
         }
     }
 
+    /// Adopts and reaps the tasks' orphans (`Supervisor.adoptOrphans`).
+    public func adoptOrphans() {
+        supervisor.adoptOrphans()
+    }
+
     /// Gives up on a batch that was never started: stops its supervisor's loop.
     public func abandon() {
         supervisor.shutdown()
