@@ -99,6 +99,12 @@ public final class ChildProcess {
         sigfillset(&defaults)
         sigdelset(&defaults, SIGKILL)
         sigdelset(&defaults, SIGSTOP)
+        // glibc's sigfillset leaves out its two internal signals (32 and 33), and its
+        // posix_spawn then sets them to SIG_IGN in the child, where they would stay ignored
+        // after exec. Set their bits by hand so they too start at their default.
+        withUnsafeMutableBytes(of: &defaults) { bits in
+            for signal in [32, 33] { bits[(signal - 1) / 8] |= UInt8(1 << ((signal - 1) % 8)) }
+        }
         posix_spawnattr_setsigdefault(&attributes, &defaults)
         var emptyMask = sigset_t()
         sigemptyset(&emptyMask)
