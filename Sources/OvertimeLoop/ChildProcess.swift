@@ -215,17 +215,51 @@ final class ChildReaper: LoopHandleOwner {
     /// Kills every process whose parent is this one and that is not a task being watched:
     /// orphans adopted as a subreaper, at shutdown, so nothing is left running.
     func killAdoptedOrphans() {
-        let me = getpid()
-        guard let dir = opendir("/proc") else { return }
-        defer { closedir(dir) }
-        while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self) }
-            guard let pid = Int32(name), pid != me, children[pid] == nil,
-                  let parent = Self.parent(of: pid), parent == me else { continue }
+        for pid in Self.childrenOfThisProcess() where children[pid] == nil {
             kill(pid, SIGKILL)
             var status: Int32 = 0
             _ = waitpid(pid, &status, 0)  // SIGKILL is prompt; reap it rather than leave a zombie
         }
+    }
+
+    /// The children of this process: from each thread's /proc/self/task/TID/children (an
+    /// orphan is adopted by one of the threads), else by scanning /proc for our pid as parent.
+    static func childrenOfThisProcess() -> [Int32] {
+        var found: [Int32] = []
+        var listed = false
+        if let tasks = opendir("/proc/self/task") {
+            defer { closedir(tasks) }
+            while let entry = readdir(tasks) {
+                let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self) }
+                guard Int32(name) != nil, let text = readSmallFile("/proc/self/task/\(name)/children") else { continue }
+                listed = true
+                found += text.split(whereSeparator: { $0 == " " || $0 == "\n" }).compactMap { Int32($0) }
+            }
+        }
+        if listed { return found }
+        let me = getpid()
+        guard let dir = opendir("/proc") else { return [] }
+        defer { closedir(dir) }
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self) }
+            if let pid = Int32(name), pid != me, parent(of: pid) == me { found.append(pid) }
+        }
+        return found
+    }
+
+    private static func readSmallFile(_ path: String) -> String? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var text: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n < 0, errno == EINTR { continue }
+            if n <= 0 { break }
+            text += buffer[0..<n]
+        }
+        return String(decoding: text, as: UTF8.self)
     }
 
     /// The parent pid from /proc/PID/stat (the field after the parenthesised command).
