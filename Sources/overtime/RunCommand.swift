@@ -39,6 +39,11 @@ struct RunCommand {
       --warn-before DUR    send 'expiring' this long before the deadline (default off)
       --require-advance    progress extends only if 'completed' grew or 'fraction' rose
 
+    Environment (the task inherits Overtime's, plus OVERTIME_FD, OVERTIME_TASK, OVERTIME_RUN):
+      --env NAME=VALUE     set a variable for CMD (repeatable)
+      --clean-env          start CMD from an empty environment (then --env, and the
+                           OVERTIME_* variables); CMD is still found on Overtime's PATH
+
     Output:
       --name NAME          the task's name in reports and OVERTIME_TASK (default: CMD's name)
       --progress MODE      tty (a live row on stderr: bar, budget left, ETA; CMD's output
@@ -70,7 +75,7 @@ struct RunCommand {
     """
 
     static let knownOptions = ["--budget", "--window", "--max-runtime", "--grace", "--warn-before",
-                               "--require-advance", "--name", "--progress", "--json", "--preserve-status", "--control", "--shutdown-grace", "--help"]
+                               "--require-advance", "--name", "--progress", "--json", "--preserve-status", "--control", "--shutdown-grace", "--env", "--clean-env", "--help"]
 
     /// Parses the arguments after `run`.
     /// - Throws: `UsageError` (exit 125) or `HelpRequest` (exit 0).
@@ -78,6 +83,8 @@ struct RunCommand {
         var cursor = ArgumentCursor(arguments, command: "overtime run")
         var policy = BudgetPolicy.default
         var name: String?
+        var environment: [String: String] = [:]
+        var inheritEnvironment = true
         var command = RunCommand(spec: TaskSpec(arguments: []))
         var shutdownGraceText: String?
 
@@ -117,6 +124,15 @@ struct RunCommand {
                 case "--require-advance":
                     try noValue()
                     policy.requireAdvance = true
+                case "--env":
+                    let text = try value()
+                    guard let eq = text.firstIndex(of: "="), eq != text.startIndex else {
+                        throw UsageError(message: "overtime run: --env: '\(text)' is not NAME=VALUE")
+                    }
+                    environment[String(text[..<eq])] = String(text[text.index(after: eq)...])
+                case "--clean-env":
+                    try noValue()
+                    inheritEnvironment = false
                 case "--name":
                     let text = try value()
                     guard !text.isEmpty else { throw UsageError(message: "overtime run: --name needs a non-empty name") }
@@ -149,7 +165,8 @@ struct RunCommand {
         if let window = policy.window, window <= .zero {
             throw UsageError(message: "overtime run: --window must be longer than 0")
         }
-        command.spec = TaskSpec(name: name, arguments: argv, policy: policy)
+        command.spec = TaskSpec(name: name, arguments: argv, environment: environment,
+                                inheritEnvironment: inheritEnvironment, policy: policy)
         command.shutdownGrace = try parseShutdownGrace(option: shutdownGraceText, command: "overtime run")
         return command
     }

@@ -25,4 +25,39 @@ struct CLIIsolationTests {
             #expect(UInt64(mask, radix: 16) == 0, "the task's \(line)")
         }
     }
+
+    @Test("--clean-env starts the task from nothing but --env and the OVERTIME_* variables")
+    func cleanEnvironment() async throws {
+        let scratch = try CLIScratch()
+        var environment = ProcessInfo.processInfo.environment
+        environment["OVERTIME_TEST_MARKER"] = "inherited"
+        let r = try await cliRun(["run", "--progress", "none", "--clean-env", "--env", "A=1", "--env", "B=x=y", "--", "/usr/bin/env"],
+                                 in: scratch, environment: environment)
+        #expect(r.status == 0, "\(r)")
+        let names = Set(r.stdout.split(separator: "\n").compactMap { $0.split(separator: "=").first.map(String.init) })
+        #expect(names == ["A", "B", "OVERTIME_FD", "OVERTIME_TASK", "OVERTIME_RUN"], "\(r.stdout)")
+        #expect(r.stdout.contains("B=x=y\n"))
+    }
+
+    @Test("--env sets on top of the inherited environment, and cannot replace OVERTIME_FD")
+    func envOnTop() async throws {
+        let scratch = try CLIScratch()
+        var environment = ProcessInfo.processInfo.environment
+        environment["OVERTIME_TEST_MARKER"] = "inherited"
+        environment["OVERTIME_TEST_REPLACED"] = "old"
+        let r = try await cliRun(["run", "--progress", "none", "--env", "OVERTIME_TEST_REPLACED=new", "--env", "OVERTIME_FD=9",
+                                  "--", "/usr/bin/env"], in: scratch, environment: environment)
+        #expect(r.status == 0, "\(r)")
+        let lines = Set(r.stdout.split(separator: "\n").map(String.init))
+        #expect(lines.contains("OVERTIME_TEST_MARKER=inherited"))
+        #expect(lines.contains("OVERTIME_TEST_REPLACED=new") && !lines.contains("OVERTIME_TEST_REPLACED=old"))
+        #expect(lines.contains("OVERTIME_FD=3") && !lines.contains("OVERTIME_FD=9"))
+    }
+
+    @Test("--env without NAME= is a usage error")
+    func badEnv() async throws {
+        let scratch = try CLIScratch()
+        let r = try await cliRun(["run", "--env", "=x", "--", "true"], in: scratch)
+        #expect(r.status == 125 && r.stderr.contains("NAME=VALUE"), "\(r)")
+    }
 }
