@@ -8,15 +8,11 @@ import Synchronization
 /// or nothing. Failures to start are always shown. Events come on the supervisor's loop
 /// thread.
 final class ProgressOutput: Sendable {
-    enum Mode {
-        case tty, plain, json, none
-    }
-
     /// Progress lines per task per second, at most, in each mode.
     static let plainInterval = Duration.seconds(1)
     static let jsonInterval = Duration.milliseconds(100)
 
-    let mode: Mode
+    let mode: ResolvedProgressMode
     let encoder: EventEncoder
     private let environment: [String: String]
     private let lastJSONProgress = Mutex<[Int: MonotonicInstant]>([:])
@@ -25,13 +21,8 @@ final class ProgressOutput: Sendable {
 
     init(mode: RunCommand.ProgressMode, encoder: EventEncoder) {
         let environment = TerminalDevice.environment()
-        switch ResolvedProgressMode.resolve(mode, stderrIsTerminal: TerminalDevice.isTerminal(2), environment: environment,
-                                          isInit: TerminalDevice.isInit) {
-        case .tty: self.mode = .tty
-        case .plain: self.mode = .plain
-        case .json: self.mode = .json
-        case .none: self.mode = .none
-        }
+        self.mode = ResolvedProgressMode.resolve(mode, stderrIsTerminal: TerminalDevice.isTerminal(2), environment: environment,
+                                                 isInit: TerminalDevice.isInit)
         self.encoder = encoder
         self.environment = environment
         plain = self.mode == .plain ? PlainOutput(model: DisplayModel(), progressInterval: Self.plainInterval) : nil

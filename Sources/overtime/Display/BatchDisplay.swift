@@ -7,7 +7,7 @@ import Synchronization
 /// stdout (`json`); in `tty` and `plain` modes a final table on stdout. With `--follow
 /// NAME`, that task's output (read back from its log, which stays complete) is shown too.
 final class BatchDisplay: Sendable {
-    let mode: ProgressOutput.Mode
+    let mode: ResolvedProgressMode
     /// Progress lines per task in plain mode, at most one per this: a batch runs many tasks.
     static let plainInterval = Duration.seconds(5)
 
@@ -24,13 +24,8 @@ final class BatchDisplay: Sendable {
     /// - Throws: `UsageError` when `follow` names no task of the job.
     init(mode: RunCommand.ProgressMode, job: JobFile, follow: String? = nil, origin: String = "the job file") throws(UsageError) {
         let environment = TerminalDevice.environment()
-        switch ResolvedProgressMode.resolve(mode, stderrIsTerminal: TerminalDevice.isTerminal(2), environment: environment,
-                                          isInit: TerminalDevice.isInit) {
-        case .tty: self.mode = .tty
-        case .plain: self.mode = .plain
-        case .json: self.mode = .json
-        case .none: self.mode = .none
-        }
+        self.mode = ResolvedProgressMode.resolve(mode, stderrIsTerminal: TerminalDevice.isTerminal(2), environment: environment,
+                                                 isInit: TerminalDevice.isInit)
         if let follow, job.task(named: follow) == nil {
             let names = job.tasks.map(\.name)
             let shown = names.prefix(8).joined(separator: ", ") + (names.count > 8 ? ", …" : "")
