@@ -43,14 +43,6 @@ final class CLICtlSpawn: @unchecked Sendable {
         stderrPath = scratch.path("ctl-\(tag).stderr")
     }
 
-    /// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34+), which Swift's Glibc
-    /// module does not declare: so a helper never inherits another test's pipe end.
-    private typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
-    private static let closeFrom: CloseFrom? = {
-        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np") else { return nil }
-        return unsafeBitCast(symbol, to: CloseFrom.self)
-    }()
-
     func start() throws {
         var childEnds: [Int32] = []
         defer { childEnds.forEach { _ = close($0) } }
@@ -59,37 +51,9 @@ final class CLICtlSpawn: @unchecked Sendable {
             guard fd >= 0 else { throw CLIFailure("open \(path): errno \(errno)") }
             childEnds.append(fd)
         }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_adddup2(&actions, childEnds[0], 1)
-        posix_spawn_file_actions_adddup2(&actions, childEnds[1], 2)
-        if let closeFrom = Self.closeFrom { _ = closeFrom(&actions, 3) }
-
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var mask = sigset_t()
-        sigemptyset(&mask)
-        posix_spawnattr_setsigmask(&attributes, &mask)
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        for signal in 1..<32 where signal != SIGKILL && signal != SIGSTOP { sigaddset(&defaults, Int32(signal)) }
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-
-        let env = (environment ?? ProcessInfo.processInfo.environment).map { "\($0.key)=\($0.value)" }
-        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
-        let envp = env.map { strdup($0) } + [nil]
-        defer {
-            argv.forEach { free($0) }
-            envp.forEach { free($0) }
-        }
         startedAt = ContinuousClock.now
-        var child: pid_t = 0
-        let rc = posix_spawn(&child, executable, &actions, &attributes, argv, envp)
-        guard rc == 0 else { throw CLIFailure("posix_spawn \(executable): errno \(rc)") }
+        let child = try CLISpawn.start([executable] + arguments, environment: environment ?? ProcessInfo.processInfo.environment,
+                                       stdout: childEnds[0], stderr: childEnds[1])
         pid = child
     }
 

@@ -158,6 +158,55 @@ enum CLIChild {
 
 // MARK: - Running overtime
 
+/// Starts a test's child process as a shell would: stdin from /dev/null, stdout and stderr
+/// on the given descriptors, every signal at its default, `blockedSignals` blocked, and no
+/// other descriptor (so concurrent tests never inherit each other's pipe ends).
+enum CLISpawn {
+    /// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34+), which Swift's Glibc
+    /// module does not declare.
+    private typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
+    private static let closeFrom: CloseFrom? = {
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np") else { return nil }
+        return unsafeBitCast(symbol, to: CloseFrom.self)
+    }()
+
+    /// - Parameter argv: the command first; it is run by path, not looked up.
+    static func start(_ argv: [String], environment: [String: String], stdout: Int32, stderr: Int32,
+                      blockedSignals: [Int32] = []) throws -> pid_t {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_adddup2(&actions, stdout, 1)
+        posix_spawn_file_actions_adddup2(&actions, stderr, 2)
+        if let closeFrom { _ = closeFrom(&actions, 3) }
+
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var mask = sigset_t()
+        sigemptyset(&mask)
+        for signal in blockedSignals { sigaddset(&mask, signal) }
+        posix_spawnattr_setsigmask(&attributes, &mask)
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for signal in 1..<32 where signal != SIGKILL && signal != SIGSTOP { sigaddset(&defaults, Int32(signal)) }
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+
+        let cArgs = argv.map { strdup($0) } + [nil]
+        let cEnv = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            cArgs.forEach { free($0) }
+            cEnv.forEach { free($0) }
+        }
+        var pid: pid_t = 0
+        let rc = posix_spawn(&pid, argv[0], &actions, &attributes, cArgs, cEnv)
+        guard rc == 0 else { throw CLIFailure("posix_spawn \(argv[0]): errno \(rc)") }
+        return pid
+    }
+}
+
 /// Where the overtime process's stdout and stderr go: regular files (read after exit), or
 /// pipes drained concurrently by threads.
 enum CLIOutputMode: Sendable {
@@ -373,39 +422,14 @@ final class CLIProcess: @unchecked Sendable {
             }
         }
 
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_adddup2(&actions, childEnds[0], 1)
-        posix_spawn_file_actions_adddup2(&actions, childEnds[1], 2)
-
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var mask = sigset_t()
-        sigemptyset(&mask)
-        for signal in blockedSignals { sigaddset(&mask, signal) }
-        posix_spawnattr_setsigmask(&attributes, &mask)
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        for signal in 1..<32 where signal != SIGKILL && signal != SIGSTOP { sigaddset(&defaults, Int32(signal)) }
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-
-        let env = (environment ?? ProcessInfo.processInfo.environment).map { "\($0.key)=\($0.value)" }
-        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
-        let envp = env.map { strdup($0) } + [nil]
-        defer {
-            argv.forEach { free($0) }
-            envp.forEach { free($0) }
-        }
         startedAt = ContinuousClock.now
-        var child: pid_t = 0
-        let rc = posix_spawn(&child, executable, &actions, &attributes, argv, envp)
-        guard rc == 0 else {
+        let child: pid_t
+        do {
+            child = try CLISpawn.start([executable] + arguments, environment: environment ?? ProcessInfo.processInfo.environment,
+                                       stdout: childEnds[0], stderr: childEnds[1], blockedSignals: blockedSignals)
+        } catch {
             parentEnds.forEach { _ = close($0) }
-            throw CLIFailure("posix_spawn \(executable): errno \(rc)")
+            throw error
         }
         pid = child
         if output == .pipes {

@@ -71,34 +71,10 @@ final class DisplayTmux: @unchecked Sendable {
             throw CLIFailure("socketpair: errno \(errno)")
         }
         defer { close(out[0]); close(err[0]) }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_adddup2(&actions, out[1], 1)
-        posix_spawn_file_actions_adddup2(&actions, err[1], 2)
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var mask = sigset_t()
-        sigemptyset(&mask)
-        posix_spawnattr_setsigmask(&attributes, &mask)
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        for signal in 1..<32 where signal != SIGKILL && signal != SIGSTOP { sigaddset(&defaults, Int32(signal)) }
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-        let cArgs = argv.map { strdup($0) } + [nil]
-        let cEnv = serverEnvironment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer {
-            cArgs.forEach { free($0) }
-            cEnv.forEach { free($0) }
-        }
-        var pid: pid_t = 0
-        let rc = posix_spawn(&pid, argv[0], &actions, &attributes, cArgs, cEnv)
+        let started = Result { try CLISpawn.start(argv, environment: serverEnvironment, stdout: out[1], stderr: err[1]) }
         close(out[1])
         close(err[1])
-        guard rc == 0 else { throw CLIFailure("posix_spawn \(argv[0]): errno \(rc)") }
+        let pid = try started.get()
         func drain(_ fd: Int32) -> String {
             var data = [UInt8]()
             var buffer = [UInt8](repeating: 0, count: 65536)
