@@ -46,13 +46,7 @@ public final class UnixListener: LoopHandleOwner {
         }
         self.fd = fd
         do throws(SystemError) {
-            var address = sockaddr_un()
-            address.sun_family = sa_family_t(AF_UNIX)
-            withUnsafeMutableBytes(of: &address.sun_path) { raw in
-                let bytes = Array(path.utf8)
-                raw.copyBytes(from: bytes)
-                raw[bytes.count] = 0
-            }
+            var address = Self.address(path)
             try syscall("bind \(path)") {
                 withUnsafePointer(to: &address) {
                     $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
@@ -84,6 +78,16 @@ public final class UnixListener: LoopHandleOwner {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { return .live }
         defer { Descriptors.close(fd) }
+        var address = address(path)
+        let rc = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        if rc == 0 { return .live }
+        return errno == ECONNREFUSED ? .stale : .live
+    }
+
+    /// A Unix socket address for `path` (cut at `maxPathLength`; callers check the length).
+    private static func address(_ path: String) -> sockaddr_un {
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
         withUnsafeMutableBytes(of: &address.sun_path) { raw in
@@ -91,11 +95,7 @@ public final class UnixListener: LoopHandleOwner {
             raw.copyBytes(from: bytes)
             raw[bytes.count] = 0
         }
-        let rc = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        if rc == 0 { return .live }
-        return errno == ECONNREFUSED ? .stale : .live
+        return address
     }
 
     private func acceptAll() {
