@@ -18,9 +18,12 @@ let package = Package(
             pkgConfig: "libuv",
             providers: [.apt(["libuv1-dev"])]
         ),
+        // The child's side of a spawn, between vfork and exec (C: it runs on the
+        // supervisor's memory, where only plain system calls are safe). OvertimeLoop only.
+        .target(name: "COvertimeSpawn"),
         .target(
             name: "OvertimeLoop",
-            dependencies: ["CLibUV"]
+            dependencies: ["CLibUV", "COvertimeSpawn"]
         ),
         .target(name: "OvertimeProtocol"),
         // The task's side: what a Swift program run by Overtime links. Never sees the

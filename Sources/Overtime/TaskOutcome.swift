@@ -16,22 +16,23 @@ public struct SpawnFailure: Error, Sendable, Equatable, CustomStringConvertible 
     public var errno: Int32
     /// What happened, e.g. "no-such-cmd: command not found".
     public var message: String
-    /// True when the working directory, not the command, was the problem.
-    public var inWorkingDirectory: Bool
+    /// True when a step before exec failed (the working directory, a user or group switch,
+    /// a resource limit), not the command itself.
+    public var beforeExec: Bool
 
-    public init(errno: Int32, message: String, inWorkingDirectory: Bool = false) {
+    public init(errno: Int32, message: String, beforeExec: Bool = false) {
         self.errno = errno
         self.message = message
-        self.inWorkingDirectory = inWorkingDirectory
+        self.beforeExec = beforeExec
     }
 
     public var description: String { message }
 
     /// GNU `timeout`'s codes: 127 not found, 126 found but not executable, 125 anything else
-    /// (Overtime itself could not do it: a working directory that is not there, out of
-    /// descriptors).
+    /// (Overtime itself could not do it: a working directory that is not there, a user it
+    /// could not switch to, out of descriptors).
     public var exitCode: Int32 {
-        if inWorkingDirectory { return 125 }
+        if beforeExec { return 125 }
         switch errno {
         case ErrorNumber.ENOENT, ErrorNumber.ENOTDIR: return 127
         case ErrorNumber.EACCES, ErrorNumber.EPERM, ErrorNumber.ENOEXEC, ErrorNumber.EISDIR,

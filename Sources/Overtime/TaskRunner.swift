@@ -63,14 +63,15 @@ final class TaskRunner {
             } else {
                 stderr = try outputDescriptor(spec.stderr, inherit: 2, &passed)
             }
-            let request = SpawnRequest(
+            var request = SpawnRequest(
                 arguments: spec.arguments,
                 baseEnvironment: spec.inheritEnvironment ? core.inheritedEnvironment : nil,
                 environment: environmentOverrides(),
                 workingDirectory: spec.workingDirectory,
                 descriptors: [stdin, stdout, stderr, theirs]
             )
-            guard !spec.arguments.isEmpty else { throw SystemError("an empty command", errno: 2) }
+            isolate(&request)
+            guard !spec.arguments.isEmpty else { throw SpawnError(.exec, errno: ErrorNumber.ENOENT) }
             process = try ChildProcess(loop: supervisor.loop, request: request) { [unowned self] exit in
                 self.processExited(exit)
             }
@@ -115,14 +116,25 @@ final class TaskRunner {
         }
     }
 
-    /// The variables set on top of the inherited environment: the task's own, then the
-    /// `OVERTIME_*` ones, which nothing may override.
+    /// The variables set on top of the inherited environment: the account's (HOME, USER,
+    /// LOGNAME, when switching user), the task's own, then the `OVERTIME_*` ones, which
+    /// nothing may override.
     private func environmentOverrides() -> [String] {
-        var overrides = spec.environment
+        var overrides = spec.isolation.accountEnvironment.merging(spec.environment) { _, task in task }
         overrides["OVERTIME_FD"] = "3"
         overrides["OVERTIME_TASK"] = spec.name
         overrides["OVERTIME_RUN"] = core.runID
         return overrides.sorted(by: { $0.key < $1.key }).map { "\($0.key)=\($0.value)" }
+    }
+
+    private func isolate(_ request: inout SpawnRequest) {
+        let isolation = spec.isolation
+        request.limits = isolation.limits
+        request.niceness = isolation.niceness
+        if let (uid, gid) = isolation.credentialsToSwitch() {
+            request.userID = uid
+            request.groupID = gid
+        }
     }
 
     private func failToStart(_ error: any Error) {
@@ -131,27 +143,41 @@ final class TaskRunner {
         outputs.forEach { $0.close() }
         outputs.removeAll()
         let failure: SpawnFailure
-        if let directory = spec.workingDirectory, let problem = Descriptors.workingDirectoryProblem(directory) {
-            // posix_spawn reports a failed chdir with the same ENOENT as a missing command.
-            failure = SpawnFailure(errno: problem, message: "cannot use working directory \(directory): \(SystemError("", errno: problem).reason)",
-                                   inWorkingDirectory: true)
+        if let spawn = error as? SpawnError {
+            failure = Self.spawnFailure(spawn, spec: spec)
         } else if let system = error as? SystemError {
-            failure = SpawnFailure(errno: system.errno, message: Self.describeSpawnFailure(system, command: spec.arguments.first ?? ""))
+            failure = SpawnFailure(errno: system.errno, message: system.description, beforeExec: true)
         } else {
-            failure = SpawnFailure(errno: 0, message: "\(error)")
+            failure = SpawnFailure(errno: 0, message: "\(error)", beforeExec: true)
         }
         exit = nil
         finish(termination: .failedToStart(failure))
     }
 
-    static func describeSpawnFailure(_ error: SystemError, command: String) -> String {
-        switch error.errno {
-        case 2: return command.isEmpty ? "no command given" : "\(command): command not found"
-        case 13: return "\(command): permission denied"
-        case 8: return "\(command): not an executable format"
-        case 21: return "\(command): is a directory"
-        default: return "\(command): \(error)"
+    static func spawnFailure(_ error: SpawnError, spec: TaskSpec) -> SpawnFailure {
+        let command = spec.arguments.first ?? ""
+        let reason = SystemError("", errno: error.errno).reason
+        let isolation = spec.isolation
+        let message = switch error.step {
+        case .exec:
+            switch error.errno {
+            case 2: command.isEmpty ? "no command given" : "\(command): command not found"
+            case 13: "\(command): permission denied"
+            case 8: "\(command): not an executable format"
+            case 21: "\(command): is a directory"
+            default: "\(command): \(reason)"
+            }
+        case .workingDirectory: "cannot use working directory \(spec.workingDirectory ?? ""): \(reason)"
+        case .user: "cannot run as user \(isolation.user.map { $0.name ?? String($0.uid) } ?? "?"): \(reason)"
+        case .group, .supplementaryGroups: "cannot run as group \(isolation.effectiveGroupID.map(String.init) ?? "?"): \(reason)"
+        case let .limit(resource): "cannot set the \(resource.rawValue) limit: \(reason)"
+        case .priority: "cannot set nice value \(isolation.niceness.map(String.init) ?? "?"): \(reason)"
+        case .parentDeath: "cannot tie the task's life to the supervisor's: \(reason)"
+        case .fork: "cannot start a process: \(reason)"
+        case .session: "cannot start a session for the task: \(reason)"
+        case .descriptors: "cannot pass descriptors to the task: \(reason)"
         }
+        return SpawnFailure(errno: error.errno, message: message, beforeExec: error.step != .exec)
     }
 
     // MARK: Inputs

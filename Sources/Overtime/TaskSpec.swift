@@ -34,6 +34,8 @@ public struct TaskSpec: Sendable {
     public var stdin: InputSource
     public var stdout: OutputTarget
     public var stderr: OutputTarget
+    /// The user, group, resource limits and nice value the task runs with.
+    public var isolation: TaskIsolation
 
     public init(
         name: String? = nil,
@@ -44,7 +46,8 @@ public struct TaskSpec: Sendable {
         policy: BudgetPolicy = .default,
         stdin: InputSource = .inherit,
         stdout: OutputTarget = .inherit,
-        stderr: OutputTarget = .inherit
+        stderr: OutputTarget = .inherit,
+        isolation: TaskIsolation = .none
     ) {
         self.name = name ?? TaskSpec.defaultName(for: arguments)
         self.arguments = arguments
@@ -55,6 +58,7 @@ public struct TaskSpec: Sendable {
         self.stdin = stdin
         self.stdout = stdout
         self.stderr = stderr
+        self.isolation = isolation
     }
 
     /// The command's base name (`/usr/bin/python3` → `python3`).

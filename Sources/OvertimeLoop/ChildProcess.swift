@@ -1,4 +1,5 @@
 import CLibUV
+import COvertimeSpawn
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -11,9 +12,10 @@ public enum ChildExit: Sendable, Equatable {
     case signaled(Int32)
 }
 
-/// What to spawn. Arguments go to `execvp` as they are: never through a shell.
+/// What to spawn. Arguments go to exec as they are: never through a shell.
 public struct SpawnRequest {
-    /// argv; the first element is the command, looked up in the supervisor's `PATH`.
+    /// argv. A first element without a slash is looked up on the child's own `PATH` (its
+    /// environment's), or on `SpawnRequest.defaultSearchPath` when it has none.
     public var arguments: [String]
     /// The environment the child starts from (nil: an empty one).
     public var baseEnvironment: EnvironmentBlock?
@@ -25,6 +27,21 @@ public struct SpawnRequest {
     /// The descriptors the child gets, by position: index 0 becomes its fd 0, and so on.
     /// Nothing else is open in the child at exec.
     public var descriptors: [Int32]
+    /// Resource limits set in the child before exec.
+    public var limits: [ResourceLimit] = []
+    /// The child's nice value (-20…19), or nil to inherit the supervisor's.
+    public var niceness: Int32?
+    /// Credentials to switch to before exec (needs root): supplementary groups cleared,
+    /// then the group, then the user. A failed switch is a spawn error.
+    public var userID: UInt32?
+    public var groupID: UInt32?
+    /// The signal the child gets if the spawning thread (the loop's) dies first, even by
+    /// SIGKILL; nil for none.
+    public var parentDeathSignal: Int32? = SIGKILL
+
+    /// Where a command without a slash is looked up when the child's environment has no
+    /// `PATH` (as `env -i` would leave it).
+    public static let defaultSearchPath = "/usr/local/bin:/usr/bin:/bin"
 
     public init(arguments: [String], baseEnvironment: EnvironmentBlock?, environment: [String], workingDirectory: String?, descriptors: [Int32]) {
         self.arguments = arguments
@@ -35,15 +52,76 @@ public struct SpawnRequest {
     }
 }
 
+/// A resource limit (`setrlimit`) for a child.
+public struct ResourceLimit: Sendable, Equatable {
+    public enum Resource: String, Sendable, CaseIterable {
+        /// RLIMIT_AS: bytes of address space.
+        case addressSpace = "as"
+        /// RLIMIT_NOFILE: open descriptors.
+        case openFiles = "nofile"
+        /// RLIMIT_CPU: seconds of CPU time (SIGXCPU at the soft limit, SIGKILL at the hard).
+        case cpuSeconds = "cpu"
+        /// RLIMIT_NPROC: processes (threads) of the task's user.
+        case processes = "nproc"
+
+        var code: Int32 {
+            let resource = switch self {
+            case .addressSpace: OVERTIME_LIMIT_ADDRESS_SPACE
+            case .openFiles: OVERTIME_LIMIT_OPEN_FILES
+            case .cpuSeconds: OVERTIME_LIMIT_CPU_SECONDS
+            case .processes: OVERTIME_LIMIT_PROCESSES
+            }
+            return Int32(resource.rawValue)
+        }
+    }
+
+    /// `UInt64.max` is RLIM_INFINITY.
+    public static let unlimited = UInt64.max
+
+    public var resource: Resource
+    public var soft: UInt64
+    public var hard: UInt64
+
+    public init(_ resource: Resource, soft: UInt64, hard: UInt64) {
+        self.resource = resource
+        self.soft = soft
+        self.hard = hard
+    }
+}
+
+/// Why a spawn failed: the step of starting the child that did not succeed, and its errno.
+public struct SpawnError: Error, Sendable, Equatable, CustomStringConvertible {
+    public enum Step: Sendable, Equatable {
+        case fork, session, descriptors, limit(ResourceLimit.Resource), priority
+        case supplementaryGroups, group, user, workingDirectory, parentDeath
+        /// exec itself: the command was not found or could not be run.
+        case exec
+    }
+
+    public var step: Step
+    public var errno: Int32
+
+    public init(_ step: Step, errno: Int32) {
+        self.step = step
+        self.errno = errno
+    }
+
+    public var description: String {
+        "\(step): \(String(cString: strerror(errno)))"
+    }
+}
+
 /// A child process in a session (and process group) of its own. Loop-thread only.
 ///
-/// Spawned with `posix_spawn` rather than libuv's `uv_spawn`: libuv 1.44 forks, and
-/// forking a multi-threaded supervisor copies its page tables only for exec to throw them
-/// away, which halved spawn throughput (docs/benchmarks.md). glibc's `posix_spawn` runs
-/// the child on the parent's memory until exec (vfork semantics) and reports exec errors
-/// synchronously. In the child, before exec: a new session (`setsid`), every signal back
-/// to its default, an empty signal mask, the requested descriptors at 0…n−1 and every
-/// other descriptor closed.
+/// Spawned by `overtime_spawn` (the COvertimeSpawn module) rather than libuv's `uv_spawn`
+/// or `posix_spawn`: libuv 1.44 forks, which halved spawn throughput (docs/benchmarks.md),
+/// and neither has a place to run code in the child before exec, which the parent-death
+/// signal, resource limits, nice value and privilege drop all need. It vforks, as glibc's
+/// posix_spawn does, and in the child before exec: a new session (`setsid`), every signal
+/// back to its default, the requested descriptors at 0…n−1 and every other descriptor
+/// closed, limits, priority, credentials, working directory, the parent-death signal
+/// (checked against a parent that died first), an empty signal mask. Exec errors are
+/// reported synchronously, with the step that failed.
 ///
 /// The child is reaped by the loop's `ChildReaper` with `waitpid(pid)`, never
 /// `waitpid(-1)`, so libuv's own children (and anyone else's) are never stolen. The group
@@ -55,76 +133,92 @@ public final class ChildProcess {
     private var onExit: ((ChildExit) -> Void)?
 
     /// Spawns the child and registers it for reaping.
-    /// - Throws: `SystemError` with exec's errno (ENOENT, EACCES, …) when it cannot run.
-    public init(loop: EventLoop, request: SpawnRequest, onExit: @escaping (ChildExit) -> Void) throws(SystemError) {
+    /// - Throws: `SpawnError` with the step that failed and its errno (ENOENT, EACCES, …).
+    public init(loop: EventLoop, request: SpawnRequest, onExit: @escaping (ChildExit) -> Void) throws(SpawnError) {
         precondition(!request.arguments.isEmpty, "spawn needs a command")
         self.onExit = onExit
         pid = try Self.spawn(request)
         loop.reaper.watch(self)
     }
 
-    private static func spawn(_ request: SpawnRequest) throws(SystemError) -> Int32 {
-        var actions = posix_spawn_file_actions_t()
-        var attributes = posix_spawnattr_t()
-        posix_spawn_file_actions_init(&actions)
-        posix_spawnattr_init(&attributes)
-        defer {
-            posix_spawn_file_actions_destroy(&actions)
-            posix_spawnattr_destroy(&attributes)
-        }
-        // Descriptors to their places. A source below the number of slots could be
-        // overwritten by an earlier slot's dup2, so each such one is first copied above
-        // every slot and every source.
-        let slots = Int32(request.descriptors.count)
-        var spare = max(slots, (request.descriptors.max() ?? 0) + 1)
-        var sources: [Int32] = []
-        for fd in request.descriptors {
-            if fd < slots {
-                posix_spawn_file_actions_adddup2(&actions, fd, spare)
-                sources.append(spare)
-                spare += 1
-            } else {
-                sources.append(fd)
-            }
-        }
-        for (slot, source) in sources.enumerated() {
-            // The copy dup2 makes is not close-on-exec; everything else goes with closefrom.
-            posix_spawn_file_actions_adddup2(&actions, source, Int32(slot))
-        }
-        posix_spawn_file_actions_addclosefrom_np(&actions, slots)
-        if let cwd = request.workingDirectory {
-            posix_spawn_file_actions_addchdir_np(&actions, cwd)
-        }
-        var defaults = sigset_t()
-        sigfillset(&defaults)
-        sigdelset(&defaults, SIGKILL)
-        sigdelset(&defaults, SIGSTOP)
-        // glibc's sigfillset leaves out its two internal signals (32 and 33), and its
-        // posix_spawn then sets them to SIG_IGN in the child, where they would stay ignored
-        // after exec. Set their bits by hand so they too start at their default.
-        withUnsafeMutableBytes(of: &defaults) { bits in
-            for signal in [32, 33] { bits[(signal - 1) / 8] |= UInt8(1 << ((signal - 1) % 8)) }
-        }
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        var emptyMask = sigset_t()
-        sigemptyset(&emptyMask)
-        posix_spawnattr_setsigmask(&attributes, &emptyMask)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | OVERTIME_POSIX_SPAWN_SETSID))
-
+    private static func spawn(_ request: SpawnRequest) throws(SpawnError) -> Int32 {
         let argv = CStringArray(request.arguments)
         let extra = CStringArray(request.environment)
         var envp = request.baseEnvironment?.entries(overriddenBy: request.environment) ?? []
         envp.reserveCapacity(envp.count + request.environment.count + 1)
         for i in 0..<request.environment.count { envp.append(extra.base[i]) }
         envp.append(nil)
-        var pid: pid_t = 0
-        let rc = envp.withUnsafeMutableBufferPointer { env in
-            posix_spawnp(&pid, argv.base[0]!, &actions, &attributes, argv.base, env.baseAddress)
+        let searchPath = Self.searchPath(in: envp)
+        let command = argv.base[0]!
+        // Room for the longest "directory/command" the child may try.
+        let bufferSize = searchPath.utf8.count + strlen(command) + 3
+        let pathBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: bufferSize)
+        defer { pathBuffer.deallocate() }
+        let limits = request.limits.map { overtime_spawn_limit(resource: $0.resource.code, soft: $0.soft, hard: $0.hard) }
+        var failure = overtime_spawn_failure()
+
+        let pid = envp.withUnsafeMutableBufferPointer { env in
+            request.descriptors.withUnsafeBufferPointer { descriptors in
+                limits.withUnsafeBufferPointer { limits in
+                    searchPath.withCString { searchPath in
+                        withOptionalCString(request.workingDirectory) { directory in
+                            var spawn = overtime_spawn_request()
+                            spawn.file = UnsafePointer(command)
+                            spawn.argv = UnsafePointer(argv.base)
+                            spawn.envp = UnsafePointer(env.baseAddress)
+                            spawn.search_path = searchPath
+                            spawn.path_buffer = pathBuffer
+                            spawn.path_buffer_size = bufferSize
+                            spawn.working_directory = directory
+                            spawn.descriptors = descriptors.baseAddress
+                            spawn.descriptor_count = Int32(descriptors.count)
+                            spawn.limits = limits.baseAddress
+                            spawn.limit_count = Int32(limits.count)
+                            if let niceness = request.niceness {
+                                spawn.set_priority = 1
+                                spawn.priority = niceness
+                            }
+                            if let gid = request.groupID {
+                                spawn.set_group = 1
+                                spawn.gid = gid
+                            }
+                            if let uid = request.userID {
+                                spawn.set_user = 1
+                                spawn.uid = uid
+                            }
+                            spawn.parent_death_signal = request.parentDeathSignal ?? 0
+                            return overtime_spawn(&spawn, &failure)
+                        }
+                    }
+                }
+            }
         }
-        if rc != 0 {
-            throw SystemError(request.arguments[0], errno: rc)
+        guard pid < 0 else { return pid }
+        throw SpawnError(Self.step(failure, limits: request.limits), errno: failure.error)
+    }
+
+    /// The child's PATH (the last `PATH=` entry wins, as getenv would see it), else the default.
+    private static func searchPath(in envp: [UnsafeMutablePointer<CChar>?]) -> String {
+        var found: UnsafeMutablePointer<CChar>?
+        for case let entry? in envp where strncmp(entry, "PATH=", 5) == 0 { found = entry }
+        guard let found else { return SpawnRequest.defaultSearchPath }
+        return String(cString: found + 5)
+    }
+
+    private static func step(_ failure: overtime_spawn_failure, limits: [ResourceLimit]) -> SpawnError.Step {
+        switch overtime_spawn_step(rawValue: UInt32(failure.step)) {
+        case OVERTIME_SPAWN_FORK: .fork
+        case OVERTIME_SPAWN_SESSION: .session
+        case OVERTIME_SPAWN_DESCRIPTORS: .descriptors
+        case OVERTIME_SPAWN_LIMIT: .limit(limits[Int(failure.detail)].resource)
+        case OVERTIME_SPAWN_PRIORITY: .priority
+        case OVERTIME_SPAWN_GROUPS: .supplementaryGroups
+        case OVERTIME_SPAWN_GROUP: .group
+        case OVERTIME_SPAWN_USER: .user
+        case OVERTIME_SPAWN_DIRECTORY: .workingDirectory
+        case OVERTIME_SPAWN_PARENT_DEATH: .parentDeath
+        default: .exec
         }
-        return pid
     }
 
     /// Called by the reaper once `waitpid` has collected the child.
@@ -291,7 +385,7 @@ final class ChildReaper: LoopHandleOwner {
 /// An environment as C strings, made once and shared by every spawn that starts from it
 /// (copying a few dozen strings per spawn showed up in spawn throughput).
 public final class EnvironmentBlock: @unchecked Sendable {
-    // Immutable after init; the strings are only read, by posix_spawn.
+    // Immutable after init; the strings are only read, by the spawning child.
     private let strings: CStringArray
     private let count: Int
 
@@ -334,4 +428,10 @@ final class CStringArray {
         for i in 0..<count { free(base[i]) }
         base.deallocate()
     }
+}
+
+/// Calls `body` with a C string of `text`, or with nil.
+private func withOptionalCString<R>(_ text: String?, _ body: (UnsafePointer<CChar>?) -> R) -> R {
+    guard let text else { return body(nil) }
+    return text.withCString { body($0) }
 }

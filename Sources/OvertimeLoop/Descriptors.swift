@@ -35,11 +35,6 @@ public enum Descriptors {
         try syscall("open /dev/null") { open("/dev/null", (forWriting ? O_WRONLY : O_RDONLY) | O_CLOEXEC) }
     }
 
-    /// Why `path` cannot be a working directory (an errno), or nil when it can.
-    public static func workingDirectoryProblem(_ path: String) -> Int32? {
-        access(path, X_OK) == 0 ? nil : errno
-    }
-
     public static func close(_ fd: Int32) {
         _ = Glibc.close(fd)  // after close, even EINTR leaves fd closed on Linux: never retry
     }

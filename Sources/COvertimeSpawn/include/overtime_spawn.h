@@ -1,0 +1,89 @@
+#ifndef OVERTIME_SPAWN_H
+#define OVERTIME_SPAWN_H
+// Starting a task's process: everything that must happen in the child between fork and
+// exec, which neither posix_spawn nor libuv's uv_spawn can do (a parent-death signal,
+// dropping privileges, resource limits, a nice value). Written in C because that code runs
+// in a vfork child on the supervisor's memory, where only plain system calls are safe.
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// Which step of starting the child failed.
+enum overtime_spawn_step {
+    OVERTIME_SPAWN_OK = 0,
+    OVERTIME_SPAWN_FORK,              // vfork itself (out of processes or memory)
+    OVERTIME_SPAWN_SESSION,           // setsid
+    OVERTIME_SPAWN_DESCRIPTORS,       // moving descriptors into place
+    OVERTIME_SPAWN_LIMIT,             // a resource limit (failure_detail: which one)
+    OVERTIME_SPAWN_PRIORITY,          // the nice value
+    OVERTIME_SPAWN_GROUPS,            // clearing the supplementary groups
+    OVERTIME_SPAWN_GROUP,             // switching group
+    OVERTIME_SPAWN_USER,              // switching user
+    OVERTIME_SPAWN_DIRECTORY,         // chdir to the working directory
+    OVERTIME_SPAWN_PARENT_DEATH,      // arming the parent-death signal, or the parent had died
+    OVERTIME_SPAWN_EXEC,              // execve (or the command was not found on the path)
+};
+
+/// The resource limits a task may be given (mapped to RLIMIT_* in spawn.c, where
+/// glibc's names are all visible).
+enum overtime_spawn_resource {
+    OVERTIME_LIMIT_ADDRESS_SPACE = 0,  // RLIMIT_AS
+    OVERTIME_LIMIT_OPEN_FILES,         // RLIMIT_NOFILE
+    OVERTIME_LIMIT_CPU_SECONDS,        // RLIMIT_CPU
+    OVERTIME_LIMIT_PROCESSES,          // RLIMIT_NPROC
+};
+
+/// A resource limit to set in the child; ~0ULL is unlimited.
+struct overtime_spawn_limit {
+    int resource;   // enum overtime_spawn_resource
+    unsigned long long soft;
+    unsigned long long hard;
+};
+
+struct overtime_spawn_request {
+    /// The command: run as is when it contains a slash, else looked up on `search_path`.
+    const char *file;
+    char *const *argv;
+    char *const *envp;
+    /// Colon-separated directories for a command without a slash (an empty entry is ".").
+    const char *search_path;
+    /// Scratch space for "directory/file", at least strlen of the longest search entry +
+    /// strlen(file) + 2 bytes (the child cannot allocate).
+    char *path_buffer;
+    size_t path_buffer_size;
+    /// NULL to stay in the supervisor's directory.
+    const char *working_directory;
+    /// The child's descriptors by position: descriptors[i] becomes fd i; all else is closed.
+    const int *descriptors;
+    int descriptor_count;
+    const struct overtime_spawn_limit *limits;
+    int limit_count;
+    int set_priority;       // nonzero: setpriority to `priority`
+    int priority;
+    int set_group;          // nonzero: supplementary groups cleared, gid set to `gid`
+    unsigned int gid;
+    int set_user;           // nonzero: uid set to `uid` (after the group)
+    unsigned int uid;
+    /// The signal the child gets when the supervisor's spawning thread dies; 0 for none.
+    int parent_death_signal;
+};
+
+struct overtime_spawn_failure {
+    int step;     // enum overtime_spawn_step
+    int error;    // errno
+    int detail;   // for OVERTIME_SPAWN_LIMIT: the index into `limits`
+};
+
+/// Starts the child in a session of its own with every signal at its default, an empty
+/// mask, only the given descriptors open, and the requested limits, priority, credentials,
+/// directory and parent-death signal, then execs it. Returns its pid, or -1 with `failure`
+/// filled in (the failed child has been reaped). Call it from the thread that should count
+/// as the child's parent for the parent-death signal.
+pid_t overtime_spawn(const struct overtime_spawn_request *request, struct overtime_spawn_failure *failure);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,212 @@
+#define _GNU_SOURCE
+#include "overtime_spawn.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+// Why vfork, and why raw system calls.
+//
+// The supervisor is multi-threaded; fork would copy its page tables only for exec to throw
+// them away (spawn throughput halved with libuv's fork-based uv_spawn, docs/benchmarks.md).
+// vfork runs the child on the parent's memory and suspends only the calling thread until
+// the child execs or exits, as glibc's posix_spawn does internally. On that shared memory
+// the child may not allocate, take a lock, or call anything that believes it is the
+// multi-threaded parent: glibc's setuid, for one, signals every thread of "its" process to
+// change their credentials too. So the child makes system calls directly, writes nothing
+// but its own stack and the failure record its parent reads, and leaves by exec or _exit.
+//
+// Signals: all are blocked in the parent thread before vfork, so no handler of the
+// supervisor's can run on the child's side. The child then puts every disposition back to
+// its default (the ignored ones too: a task must not inherit an ignored SIGINT or SIGPIPE),
+// and only just before exec empties its mask.
+
+static long child_call(long number, long a, long b, long c, long d) {
+    return syscall(number, a, b, c, d);
+}
+
+__attribute__((noreturn)) static void child_fail(volatile struct overtime_spawn_failure *failure,
+                                                 int step, int error, int detail) {
+    failure->step = step;
+    failure->error = error;
+    failure->detail = detail;
+    _exit(127);
+}
+
+// Every signal to its default disposition. The kernel's sigaction with a zeroed structure
+// is SIG_DFL with no flags whatever the architecture's layout; glibc's own sigaction would
+// refuse its two internal signals (32 and 33), which must be reset as well.
+static void reset_signal_dispositions(void) {
+    unsigned long zeroed[8] = {0};
+    for (int signal = 1; signal <= 64; signal++) {
+        if (signal == SIGKILL || signal == SIGSTOP) continue;
+        child_call(SYS_rt_sigaction, signal, (long)zeroed, 0, 8);
+    }
+}
+
+static int rlimit_resource(int resource) {
+    switch (resource) {
+    case OVERTIME_LIMIT_ADDRESS_SPACE: return RLIMIT_AS;
+    case OVERTIME_LIMIT_OPEN_FILES: return RLIMIT_NOFILE;
+    case OVERTIME_LIMIT_CPU_SECONDS: return RLIMIT_CPU;
+    case OVERTIME_LIMIT_PROCESSES: return RLIMIT_NPROC;
+    default: return -1;
+    }
+}
+
+// descriptors[i] → fd i, every other descriptor closed. A source below the slot count that
+// is not already in its own slot could be overwritten by an earlier slot's dup2, so it is
+// first copied above every slot.
+static int place_descriptors(const int *descriptors, int count) {
+    int sources[16];
+    if (count > 16) return EINVAL;
+    for (int slot = 0; slot < count; slot++) {
+        int source = descriptors[slot];
+        if (source < count && source != slot) {
+            long copy = child_call(SYS_fcntl, source, F_DUPFD_CLOEXEC, count, 0);
+            if (copy < 0) return errno;
+            source = (int)copy;
+        }
+        sources[slot] = source;
+    }
+    for (int slot = 0; slot < count; slot++) {
+        if (sources[slot] == slot) {
+            // Already in place: dup2 onto itself would keep close-on-exec, so clear it.
+            if (child_call(SYS_fcntl, slot, F_SETFD, 0, 0) < 0) return errno;
+        } else if (child_call(SYS_dup3, sources[slot], slot, 0, 0) < 0) {
+            return errno;
+        }
+    }
+    if (child_call(SYS_close_range, count, ~0U, 0, 0) < 0) {
+        // Kernels before 5.9: close what the limit allows, one by one.
+        struct rlimit limit;
+        long highest = 65536;
+        if (child_call(SYS_prlimit64, 0, RLIMIT_NOFILE, 0, (long)&limit) == 0 && limit.rlim_cur < (rlim_t)highest)
+            highest = (long)limit.rlim_cur;
+        for (long fd = count; fd < highest; fd++) child_call(SYS_close, fd, 0, 0, 0);
+    }
+    return 0;
+}
+
+// execve on each directory of the search path in turn, as execvp does, without allocating.
+// Returns the errno to report: EACCES if some candidate existed but could not be run,
+// else the last "not here" error.
+static int exec_on_path(const struct overtime_spawn_request *request) {
+    const char *file = request->file;
+    if (strchr(file, '/') != NULL) {
+        child_call(SYS_execve, (long)file, (long)request->argv, (long)request->envp, 0);
+        return errno;
+    }
+    size_t file_length = strlen(file);
+    int denied = 0;
+    int last = ENOENT;
+    const char *entry = request->search_path;
+    while (1) {
+        const char *end = strchr(entry, ':');
+        size_t length = end ? (size_t)(end - entry) : strlen(entry);
+        const char *directory = length ? entry : ".";
+        size_t directory_length = length ? length : 1;
+        if (directory_length + 1 + file_length + 1 <= request->path_buffer_size) {
+            char *path = request->path_buffer;
+            memcpy(path, directory, directory_length);
+            path[directory_length] = '/';
+            memcpy(path + directory_length + 1, file, file_length + 1);
+            child_call(SYS_execve, (long)path, (long)request->argv, (long)request->envp, 0);
+            switch (errno) {
+            case EACCES: denied = 1; break;
+            case ENOENT: case ENOTDIR: case ESTALE: case ENODEV: case ETIMEDOUT: case ENAMETOOLONG:
+                last = errno;
+                break;
+            default:
+                return errno;   // found but not runnable (ENOEXEC, E2BIG, ETXTBSY, …)
+            }
+        }
+        if (!end) break;
+        entry = end + 1;
+    }
+    return denied ? EACCES : last;
+}
+
+__attribute__((noreturn, noinline)) static void run_child(const struct overtime_spawn_request *request,
+                                                          pid_t parent,
+                                                          volatile struct overtime_spawn_failure *failure) {
+    if (child_call(SYS_setsid, 0, 0, 0, 0) < 0) child_fail(failure, OVERTIME_SPAWN_SESSION, errno, 0);
+    reset_signal_dispositions();
+    int problem = place_descriptors(request->descriptors, request->descriptor_count);
+    if (problem) child_fail(failure, OVERTIME_SPAWN_DESCRIPTORS, problem, 0);
+
+    // Limits and priority first: raising a hard limit or lowering the nice value may need
+    // the privileges about to be dropped.
+    for (int i = 0; i < request->limit_count; i++) {
+        struct rlimit limit = {(rlim_t)request->limits[i].soft, (rlim_t)request->limits[i].hard};
+        if (child_call(SYS_prlimit64, 0, rlimit_resource(request->limits[i].resource), (long)&limit, 0) < 0)
+            child_fail(failure, OVERTIME_SPAWN_LIMIT, errno, i);
+    }
+    if (request->set_priority &&
+        child_call(SYS_setpriority, PRIO_PROCESS, 0, request->priority, 0) < 0)
+        child_fail(failure, OVERTIME_SPAWN_PRIORITY, errno, 0);
+
+    // Group before user (a dropped user could no longer change group). Every step is
+    // checked: a failed drop ends the spawn, it never runs the task with what was left.
+    if (request->set_group) {
+        if (child_call(SYS_setgroups, 0, 0, 0, 0) < 0) child_fail(failure, OVERTIME_SPAWN_GROUPS, errno, 0);
+        if (child_call(SYS_setresgid, request->gid, request->gid, request->gid, 0) < 0)
+            child_fail(failure, OVERTIME_SPAWN_GROUP, errno, 0);
+    }
+    if (request->set_user &&
+        child_call(SYS_setresuid, request->uid, request->uid, request->uid, 0) < 0)
+        child_fail(failure, OVERTIME_SPAWN_USER, errno, 0);
+
+    // The directory as the task's own user, so its permissions are the ones that apply.
+    if (request->working_directory &&
+        child_call(SYS_chdir, (long)request->working_directory, 0, 0, 0) < 0)
+        child_fail(failure, OVERTIME_SPAWN_DIRECTORY, errno, 0);
+
+    // Armed after the credentials change, which clears it. If the supervisor died before
+    // this point the signal will never come, so check the parent is still ours.
+    if (request->parent_death_signal) {
+        if (child_call(SYS_prctl, PR_SET_PDEATHSIG, request->parent_death_signal, 0, 0) < 0)
+            child_fail(failure, OVERTIME_SPAWN_PARENT_DEATH, errno, 0);
+        if (child_call(SYS_getppid, 0, 0, 0, 0) != parent)
+            child_fail(failure, OVERTIME_SPAWN_PARENT_DEATH, ESRCH, 0);
+    }
+
+    unsigned long empty_mask = 0;
+    child_call(SYS_rt_sigprocmask, SIG_SETMASK, (long)&empty_mask, 0, 8);
+    child_fail(failure, OVERTIME_SPAWN_EXEC, exec_on_path(request), 0);
+}
+
+pid_t overtime_spawn(const struct overtime_spawn_request *request, struct overtime_spawn_failure *failure) {
+    volatile struct overtime_spawn_failure child_failure = {OVERTIME_SPAWN_OK, 0, 0};
+    sigset_t all, previous;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &previous);
+    pid_t parent = getpid();
+    pid_t pid = vfork();
+    if (pid == 0) run_child(request, parent, &child_failure);
+    int fork_error = errno;
+    pthread_sigmask(SIG_SETMASK, &previous, NULL);
+
+    if (pid < 0) {
+        failure->step = OVERTIME_SPAWN_FORK;
+        failure->error = fork_error;
+        failure->detail = 0;
+        return -1;
+    }
+    // The parent resumes only once the child has exec'd or exited, so the record is final.
+    if (child_failure.step != OVERTIME_SPAWN_OK) {
+        failure->step = child_failure.step;
+        failure->error = child_failure.error;
+        failure->detail = child_failure.detail;
+        int status;
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+        return -1;
+    }
+    return pid;
+}
