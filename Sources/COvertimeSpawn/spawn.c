@@ -5,8 +5,10 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -208,5 +210,79 @@ pid_t overtime_spawn(const struct overtime_spawn_request *request, struct overti
         while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
         return -1;
     }
+    return pid;
+}
+
+// The group guard (see the header). It is forked, not vforked: it lives on. The fork copies
+// a multi-threaded process, so the guard too makes only raw system calls.
+
+enum { GUARD_PID_LIMIT = 1 << 22 };   // PID_MAX_LIMIT on 64-bit Linux
+
+__attribute__((noreturn)) static void run_group_guard(int channel) {
+    child_call(SYS_setsid, 0, 0, 0, 0);
+    struct { void *handler; unsigned long flags; void *restorer; unsigned long mask; } ignore = {SIG_IGN, 0, 0, 0};
+    for (int signal = 1; signal <= 64; signal++) {
+        if (signal == SIGKILL || signal == SIGSTOP) continue;
+        child_call(SYS_rt_sigaction, signal, (long)&ignore, 0, 8);
+    }
+    unsigned long empty_mask = 0;
+    child_call(SYS_rt_sigprocmask, SIG_SETMASK, (long)&empty_mask, 0, 8);
+    // Only the channel stays open (at fd 0), and no directory is held.
+    if (channel != 0 && child_call(SYS_dup3, channel, 0, 0, 0) < 0) _exit(1);
+    child_call(SYS_close_range, 1, ~0U, 0, 0);
+    child_call(SYS_chdir, (long)"/", 0, 0, 0);
+    child_call(SYS_prctl, PR_SET_NAME, (long)"overtime-guard", 0, 0);
+
+    // One bit per possible group id: 512 KiB of address space, touched only where used.
+    unsigned long *groups = (unsigned long *)syscall(SYS_mmap, 0, GUARD_PID_LIMIT / 8, PROT_READ | PROT_WRITE,
+                                                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if ((long)groups == -1) _exit(1);
+    const int bits = 8 * sizeof(unsigned long);
+    unsigned char buffer[4096];
+    size_t held = 0;
+    while (1) {
+        long n = child_call(SYS_read, 0, (long)(buffer + held), sizeof buffer - held, 0);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        held += (size_t)n;
+        size_t used = 0;
+        for (; used + 4 <= held; used += 4) {
+            int record;
+            memcpy(&record, buffer + used, 4);
+            int group = record < 0 ? -record : record;
+            if (group <= 0 || group >= GUARD_PID_LIMIT) continue;
+            if (record > 0) groups[group / bits] |= 1UL << (group % bits);
+            else groups[group / bits] &= ~(1UL << (group % bits));
+        }
+        memmove(buffer, buffer + used, held - used);
+        held -= used;
+    }
+    for (int word = 0; word < GUARD_PID_LIMIT / bits; word++) {
+        if (!groups[word]) continue;
+        for (int bit = 0; bit < bits; bit++)
+            if (groups[word] & (1UL << bit)) child_call(SYS_kill, -(word * bits + bit), SIGKILL, 0, 0);
+    }
+    _exit(0);
+}
+
+pid_t overtime_start_group_guard(int *channel) {
+    int ends[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ends) < 0) return -1;
+    sigset_t all, previous;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &previous);
+    pid_t pid = fork();
+    if (pid == 0) run_group_guard(ends[1]);
+    int fork_error = errno;
+    pthread_sigmask(SIG_SETMASK, &previous, NULL);
+    close(ends[1]);
+    if (pid < 0) {
+        close(ends[0]);
+        errno = fork_error;
+        return -1;
+    }
+    // The guard only reads; the supervisor only writes.
+    shutdown(ends[0], SHUT_RD);
+    *channel = ends[0];
     return pid;
 }

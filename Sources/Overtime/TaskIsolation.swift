@@ -148,7 +148,7 @@ extension ResourceLimit {
     }
 
     private static func value(_ resource: Resource, _ part: String, whole: String) throws(TaskIsolation.ParseError) -> UInt64 {
-        let problem = TaskIsolation.ParseError("'\(whole)' is not a \(resource.rawValue) limit; expected \(expected(resource))")
+        let problem = TaskIsolation.ParseError("'\(whole)' is not a limit; expected \(expected(resource))")
         let lowered = part.lowercased()
         if lowered == "unlimited" || lowered == "infinity" { return unlimited }
         switch resource {

@@ -158,6 +158,8 @@ final class TaskRunner {
         let command = spec.arguments.first ?? ""
         let reason = SystemError("", errno: error.errno).reason
         let isolation = spec.isolation
+        let userName = isolation.user.map { $0.name ?? String($0.uid) } ?? "?"
+        let groupName = isolation.effectiveGroupID.map(String.init) ?? "?"
         let message = switch error.step {
         case .exec:
             switch error.errno {
@@ -168,8 +170,10 @@ final class TaskRunner {
             default: "\(command): \(reason)"
             }
         case .workingDirectory: "cannot use working directory \(spec.workingDirectory ?? ""): \(reason)"
-        case .user: "cannot run as user \(isolation.user.map { $0.name ?? String($0.uid) } ?? "?"): \(reason)"
-        case .group, .supplementaryGroups: "cannot run as group \(isolation.effectiveGroupID.map(String.init) ?? "?"): \(reason)"
+        case .user: "cannot run as user \(userName): \(reason)"
+        case .group, .supplementaryGroups:
+            isolation.user == nil ? "cannot run as group \(groupName): \(reason)"
+                                  : "cannot run as user \(userName): cannot switch to group \(groupName): \(reason)"
         case let .limit(resource): "cannot set the \(resource.rawValue) limit: \(reason)"
         case .priority: "cannot set nice value \(isolation.niceness.map(String.init) ?? "?"): \(reason)"
         case .parentDeath: "cannot tie the task's life to the supervisor's: \(reason)"

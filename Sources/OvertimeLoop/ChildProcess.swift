@@ -137,8 +137,13 @@ public final class ChildProcess {
     public init(loop: EventLoop, request: SpawnRequest, onExit: @escaping (ChildExit) -> Void) throws(SpawnError) {
         precondition(!request.arguments.isEmpty, "spawn needs a command")
         self.onExit = onExit
+        let guarded = request.parentDeathSignal != nil
+        // The guard exists before the child can run, so the child's group is listed before
+        // anything in it has had time to start more processes.
+        if guarded { loop.groupGuard.start() }
         pid = try Self.spawn(request)
         loop.reaper.watch(self)
+        if guarded { loop.groupGuard.watch(pid) }
     }
 
     private static func spawn(_ request: SpawnRequest) throws(SpawnError) -> Int32 {
@@ -256,6 +261,7 @@ public final class ChildProcess {
 /// watches, and nothing else. Loop-thread only.
 final class ChildReaper: LoopHandleOwner {
     private let handle: UnsafeMutablePointer<uv_signal_t>
+    let groupGuard = GroupGuard()
     private var children: [Int32: ChildProcess] = [:]
     private var closed = false
     /// Also reap exited children that are not ours: orphans reparented to a subreaper or
@@ -304,6 +310,8 @@ final class ChildReaper: LoopHandleOwner {
         children[pid] = nil
         let exit: ChildExit = (status & 0x7F) == 0 ? .exited((status >> 8) & 0xFF) : .signaled(status & 0x7F)
         child.reaped(exit)
+        // The owner has killed what was left of the group (killLeftoverGroup) by now.
+        groupGuard.forget(pid)
     }
 
     /// Kills every process whose parent is this one and that is not a task being watched:
@@ -373,6 +381,7 @@ final class ChildReaper: LoopHandleOwner {
         guard !closed else { return }
         closed = true
         for child in children.values { child.killForShutdown() }
+        groupGuard.close()
         if reapsOrphans { killAdoptedOrphans() }
         uv_close(UnsafeMutableRawPointer(handle).assumingMemoryBound(to: uv_handle_t.self)) { h in
             let raw = h!

@@ -23,6 +23,8 @@ public final class EventLoop: @unchecked Sendable {
     private let threadID = Atomic<UInt>(0)
     /// Reaps the children this loop spawns (see `ChildProcess`).
     let reaper: ChildReaper
+    /// Kills the children's groups if this process dies first.
+    var groupGuard: GroupGuard { reaper.groupGuard }
 
     /// Starts a loop and its thread.
     /// - Throws: `SystemError` when libuv or the thread cannot be set up.

@@ -42,7 +42,21 @@ struct RunCommand {
     Environment (the task inherits Overtime's, plus OVERTIME_FD, OVERTIME_TASK, OVERTIME_RUN):
       --env NAME=VALUE     set a variable for CMD (repeatable)
       --clean-env          start CMD from an empty environment (then --env, and the
-                           OVERTIME_* variables); CMD is still found on Overtime's PATH
+                           OVERTIME_* variables); CMD is looked up on its own PATH, or
+                           /usr/local/bin:/usr/bin:/bin when it has none
+
+    Isolation (set in CMD's process before exec; if one cannot be set, CMD does not run and
+    Overtime exits 125):
+      --user USER          run as USER (a name or uid; needs root): its primary group,
+                           supplementary groups cleared, HOME/USER/LOGNAME set
+      --group GROUP        run with GROUP (a name or gid; needs root)
+      --limit-as SIZE      address-space limit, e.g. 4G, 512M
+      --limit-nofile N     open-descriptor limit
+      --limit-cpu DUR      CPU-time limit (SIGXCPU at the soft limit, SIGKILL at the hard)
+      --limit-nproc N      process limit of CMD's user
+                           (each limit: VALUE, SOFT:HARD, or unlimited)
+      --nice N             CMD's nice value, -20 (first) to 19 (last)
+    If Overtime dies, even by SIGKILL, CMD gets SIGKILL at once.
 
     Output:
       --name NAME          the task's name in reports and OVERTIME_TASK (default: CMD's name)
@@ -75,7 +89,8 @@ struct RunCommand {
     """
 
     static let knownOptions = ["--budget", "--window", "--max-runtime", "--grace", "--warn-before",
-                               "--require-advance", "--name", "--progress", "--json", "--preserve-status", "--control", "--shutdown-grace", "--env", "--clean-env", "--help"]
+                               "--require-advance", "--name", "--progress", "--json", "--preserve-status", "--control", "--shutdown-grace", "--env", "--clean-env", "--user", "--group",
+                               "--limit-as", "--limit-nofile", "--limit-cpu", "--limit-nproc", "--nice", "--help"]
 
     /// Parses the arguments after `run`.
     /// - Throws: `UsageError` (exit 125) or `HelpRequest` (exit 0).
@@ -85,12 +100,22 @@ struct RunCommand {
         var name: String?
         var environment: [String: String] = [:]
         var inheritEnvironment = true
+        var isolation = TaskIsolation()
+        var groupText: String?
         var command = RunCommand(spec: TaskSpec(arguments: []))
         var shutdownGraceText: String?
 
         func duration(_ option: String, _ text: String, allowNone: Bool = false) throws(UsageError) -> Duration? {
             do {
                 return try DurationText.parse(text, allowNone: allowNone)
+            } catch {
+                throw UsageError(message: "overtime run: \(option): \(error.message)")
+            }
+        }
+
+        func isolationValue<T>(_ option: String, _ text: String, _ parse: (String) throws(TaskIsolation.ParseError) -> T) throws(UsageError) -> T {
+            do {
+                return try parse(text)
             } catch {
                 throw UsageError(message: "overtime run: \(option): \(error.message)")
             }
@@ -133,6 +158,17 @@ struct RunCommand {
                 case "--clean-env":
                     try noValue()
                     inheritEnvironment = false
+                case "--user":
+                    isolation.user = try isolationValue(option, try value(), Account.lookUp)
+                case "--group":
+                    groupText = try value()
+                case "--limit-as", "--limit-nofile", "--limit-cpu", "--limit-nproc":
+                    let resource = ResourceLimit.Resource(rawValue: String(option.dropFirst("--limit-".count)))!
+                    let limit = try isolationValue(option, try value()) { text throws(TaskIsolation.ParseError) in try ResourceLimit.parse(resource, text) }
+                    isolation.limits.removeAll { $0.resource == resource }
+                    isolation.limits.append(limit)
+                case "--nice":
+                    isolation.niceness = try isolationValue(option, try value(), TaskIsolation.parseNiceness)
                 case "--name":
                     let text = try value()
                     guard !text.isEmpty else { throw UsageError(message: "overtime run: --name needs a non-empty name") }
@@ -165,8 +201,11 @@ struct RunCommand {
         if let window = policy.window, window <= .zero {
             throw UsageError(message: "overtime run: --window must be longer than 0")
         }
+        if let groupText {
+            isolation.groupID = try isolationValue("--group", groupText, TaskIsolation.lookUpGroup)
+        }
         command.spec = TaskSpec(name: name, arguments: argv, environment: environment,
-                                inheritEnvironment: inheritEnvironment, policy: policy)
+                                inheritEnvironment: inheritEnvironment, policy: policy, isolation: isolation)
         command.shutdownGrace = try parseShutdownGrace(option: shutdownGraceText, command: "overtime run")
         return command
     }

@@ -83,6 +83,17 @@ struct overtime_spawn_failure {
 /// as the child's parent for the parent-death signal.
 pid_t overtime_spawn(const struct overtime_spawn_request *request, struct overtime_spawn_failure *failure);
 
+/// Starts the group guard: a small process, forked from the supervisor, that outlives it
+/// only to kill the process groups of the tasks it still had. The supervisor writes each
+/// task's group id to `*channel` (close-on-exec) as a native int32 when the task starts,
+/// and its negation once the group is gone, one record per message of a sequenced-packet
+/// socket. When the channel reaches end of file (the supervisor exited, or was killed, even
+/// by SIGKILL) the guard sends SIGKILL to every group still listed and exits. It runs in a
+/// session of its own, with every catchable signal ignored and no other descriptor open,
+/// so neither a terminal's Ctrl-C nor a signal to the supervisor's group stops it early.
+/// Returns the guard's pid, or -1 with errno set.
+pid_t overtime_start_group_guard(int *channel);
+
 #ifdef __cplusplus
 }
 #endif

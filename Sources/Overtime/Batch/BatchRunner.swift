@@ -351,8 +351,10 @@ final class BatchCore {
         journal.markAttempt(task.name, attempt: attempt)
         let log = journal.logPath(for: task.name)
         let spec = TaskSpec(name: task.name, arguments: task.command, environment: environment,
+                            inheritEnvironment: task.inheritEnvironment,
                             workingDirectory: task.workingDirectory, policy: policy, stdin: .null,
-                            stdout: .file(path: log, append: true), stderr: .file(path: log, append: true))
+                            stdout: .file(path: log, append: true), stderr: .file(path: log, append: true),
+                            isolation: task.isolation)
         let handle = supervisor.spawn(spec)
         indexByTaskID[handle.ref.id] = index
         taskIDByIndex[index] = handle.ref.id

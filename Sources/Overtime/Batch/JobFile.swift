@@ -120,6 +120,10 @@ public struct JobTask: Sendable, Equatable {
     public var resources: [String: Int]
     /// Whether and when a failed attempt is tried again.
     public var retry: RetryPolicy
+    /// False when the task starts from an empty environment (`clean-env`).
+    public var inheritEnvironment: Bool
+    /// `user`, `group`, `limits`, `nice`.
+    public var isolation: TaskIsolation
 
     public init(
         name: String,
@@ -129,7 +133,9 @@ public struct JobTask: Sendable, Equatable {
         policy: BudgetPolicy = .default,
         after: [Dependency] = [],
         resources: [String: Int] = [:],
-        retry: RetryPolicy = .none
+        retry: RetryPolicy = .none,
+        inheritEnvironment: Bool = true,
+        isolation: TaskIsolation = .none
     ) {
         self.name = name
         self.command = command
@@ -139,6 +145,8 @@ public struct JobTask: Sendable, Equatable {
         self.after = after
         self.resources = resources
         self.retry = retry
+        self.inheritEnvironment = inheritEnvironment
+        self.isolation = isolation
     }
 }
 

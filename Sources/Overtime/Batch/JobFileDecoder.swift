@@ -28,7 +28,8 @@ struct JobFileDecoder {
 
     static let topFields = ["concurrency", "deadline", "defaults", "resources", "tasks"]
     static let taskFields = ["name", "command", "env", "cwd", "budget", "window", "max-runtime", "grace",
-                             "warn-before", "require-advance", "min-start", "after", "resources", "retries"]
+                             "warn-before", "require-advance", "min-start", "after", "resources", "retries",
+                             "clean-env", "user", "group", "limits", "nice"]
     /// Fields every task gives for itself.
     static let ownFields: Set = ["name", "command", "after"]
     static let defaultsFields = taskFields.filter { !ownFields.contains($0) }
@@ -45,6 +46,8 @@ struct JobFileDecoder {
         "timeout": "budget", "resource": "resources", "id": "name",
         "maxtime": "max-runtime", "runtime": "max-runtime", "timelimit": "max-runtime",
         "graceperiod": "grace", "killafter": "grace", "warn": "warn-before", "heartbeat": "window",
+        "uid": "user", "runas": "user", "gid": "group", "rlimits": "limits", "ulimit": "limits", "ulimits": "limits",
+        "niceness": "nice", "priority": "nice", "cleanenvironment": "clean-env", "emptyenv": "clean-env",
     ]
     static let topSynonyms: [String: String] = [
         "jobs": "tasks", "steps": "tasks", "parallel": "concurrency", "parallelism": "concurrency",
@@ -183,6 +186,11 @@ struct JobFileDecoder {
         var minStart: Duration?
         var resources: [String: Int]?
         var retry: RetryPolicy?
+        var cleanEnv: Bool?
+        var user: Account?
+        var group: UInt32?
+        var limits: [ResourceLimit]?
+        var nice: Int32?
     }
 
     /// A duration, or `none` for no limit.
@@ -235,7 +243,10 @@ struct JobFileDecoder {
             policy: policy,
             after: own.after ?? [],
             resources: resources,
-            retry: own.retry ?? defaults.retry ?? .none
+            retry: own.retry ?? defaults.retry ?? .none,
+            inheritEnvironment: !(own.cleanEnv ?? defaults.cleanEnv ?? false),
+            isolation: TaskIsolation(user: own.user ?? defaults.user, groupID: own.group ?? defaults.group,
+                                     limits: Self.merged(own.limits, over: defaults.limits), niceness: own.nice ?? defaults.nice)
         )
     }
 
@@ -278,6 +289,16 @@ struct JobFileDecoder {
                 }
             case "retries":
                 f.retry = retries(value, scope)
+            case "clean-env":
+                f.cleanEnv = bool(value, scope, key)
+            case "user":
+                f.user = isolationText(value, scope, key, example: "\"nobody\" or 65534", Account.lookUp)
+            case "group":
+                f.group = isolationText(value, scope, key, example: "\"nogroup\" or 65534", TaskIsolation.lookUpGroup)
+            case "limits":
+                f.limits = limits(value, scope)
+            case "nice":
+                f.nice = isolationText(value, scope, key, example: "10", TaskIsolation.parseNiceness)
             default:
                 let known = isDefaults ? Self.defaultsFields : Self.taskFields
                 let owner = isDefaults ? "'defaults'" : "a task"
@@ -294,6 +315,68 @@ struct JobFileDecoder {
     }
 
     // MARK: Task fields
+
+    /// A task's limits laid over those of `defaults`, resource by resource.
+    static func merged(_ own: [ResourceLimit]?, over defaults: [ResourceLimit]?) -> [ResourceLimit] {
+        var limits = defaults ?? []
+        for limit in own ?? [] {
+            limits.removeAll { $0.resource == limit.resource }
+            limits.append(limit)
+        }
+        return limits
+    }
+
+    /// A user, group or nice value: a string or a whole number, read as on the command line.
+    private mutating func isolationText<T>(_ value: JSONValue, _ scope: JobFileScope, _ path: String, example: String,
+                                           _ parse: (String) throws(TaskIsolation.ParseError) -> T) -> T? {
+        let text: String
+        switch value {
+        case let .string(string): text = string
+        case let .number(number) where number == number.rounded() && abs(number) < 1e15: text = String(Int64(number))
+        default:
+            add(scope, path, "expected a string or a whole number, e.g. \(example), got \(JobFileText.show(value))")
+            return nil
+        }
+        do {
+            return try parse(text)
+        } catch {
+            add(scope, path, error.message)
+            return nil
+        }
+    }
+
+    /// `{"as": "4G", "nofile": 1024, "cpu": "10m", "nproc": "64:128"}`.
+    private mutating func limits(_ value: JSONValue, _ scope: JobFileScope) -> [ResourceLimit]? {
+        let names = ResourceLimit.Resource.allCases.map(\.rawValue)
+        guard case let .object(members) = value else {
+            add(scope, "limits", "expected an object of resource limits, e.g. {\"as\": \"4G\", \"nofile\": 1024, \"cpu\": \"1h\", \"nproc\": 256}, got \(JobFileText.show(value))")
+            return nil
+        }
+        noteRepeatedFields(members, scope, in: "limits")
+        var limits: [ResourceLimit] = []
+        for (key, item) in members {
+            let path = "limits.\(key)"
+            guard let resource = ResourceLimit.Resource(rawValue: key) else {
+                let meant = JobFileText.closest(to: key, among: names, synonyms: Self.limitSynonyms).map { "; did you mean '\($0)'?" }
+                add(scope, path, "is not a resource Overtime limits\(meant ?? " (they are: \(names.joined(separator: ", ")))")")
+                continue
+            }
+            let example = resource == .addressSpace ? "\"4G\"" : resource == .cpuSeconds ? "\"1h\"" : "1024"
+            if let limit = isolationText(item, scope, path, example: example, { text throws(TaskIsolation.ParseError) in
+                try ResourceLimit.parse(resource, text)
+            }) {
+                limits.removeAll { $0.resource == resource }
+                limits.append(limit)
+            }
+        }
+        return limits
+    }
+
+    static let limitSynonyms: [String: String] = [
+        "addressspace": "as", "memory": "as", "mem": "as", "vmem": "as", "rlimitas": "as",
+        "openfiles": "nofile", "files": "nofile", "fds": "nofile", "rlimitnofile": "nofile",
+        "cputime": "cpu", "rlimitcpu": "cpu", "processes": "nproc", "procs": "nproc", "rlimitnproc": "nproc",
+    ]
 
     private mutating func command(_ value: JSONValue, _ scope: JobFileScope) -> [String]? {
         switch value {

@@ -1,0 +1,80 @@
+import COvertimeSpawn
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// Kills the loop's tasks if the supervisor dies without doing it itself — even by SIGKILL,
+/// which no handler sees. Loop-thread only.
+///
+/// The parent-death signal each child gets (`SpawnRequest.parentDeathSignal`) reaches only
+/// the task's leader; a shell script's children, or a trainer's data loaders, would live
+/// on. So a small process forked before the first spawn (`overtime_start_group_guard`) holds
+/// the list of live task groups, told over a socket; when the socket closes it SIGKILLs
+/// every group still listed. A group is listed from spawn until its leader has been reaped
+/// and its leftovers killed.
+final class GroupGuard {
+    private var channel: Int32 = -1
+    private var guardPID: Int32 = 0
+    private var started = false
+    /// Records the guard has not taken yet (its socket buffer full: it is stopped, say).
+    /// The loop never blocks on the guard, and a record is never dropped.
+    private var pending: [Int32] = []
+
+    /// Starts the guard, once; call before the first guarded spawn. Without a guard (the
+    /// fork failed) tasks still get their parent-death signal.
+    func start() {
+        guard !started else { return }
+        started = true
+        var fd: Int32 = -1
+        let pid = overtime_start_group_guard(&fd)
+        if pid > 0 {
+            channel = fd
+            guardPID = pid
+        }
+    }
+
+    /// Lists a task's group.
+    func watch(_ group: Int32) {
+        send(group)
+    }
+
+    /// Takes a group off the list once it is gone.
+    func forget(_ group: Int32) {
+        send(-group)
+    }
+
+    private func send(_ record: Int32) {
+        guard channel >= 0 else { return }
+        pending.append(record)
+        // A sequenced-packet socket: each record goes whole or not at all.
+        while var next = pending.first {
+            let sent = withUnsafeBytes(of: &next) { Descriptors.sendNonBlocking(channel, $0) }
+            guard let sent else {
+                // The guard was killed from outside: carry on without it.
+                Descriptors.close(channel)
+                channel = -1
+                pending.removeAll()
+                return
+            }
+            if sent == 0 { return }  // its buffer is full; the rest goes with the next record
+            pending.removeFirst()
+        }
+    }
+
+    /// Closes the channel: the guard kills whatever is still listed and exits. It is our
+    /// child, so it is reaped here; it takes a moment, and one that does not exit within
+    /// 100 ms (stopped, say) is left to whoever inherits it.
+    func close() {
+        guard channel >= 0 else { return }
+        Descriptors.close(channel)
+        channel = -1
+        var status: Int32 = 0
+        for _ in 0..<100 {
+            let rc = waitpid(guardPID, &status, WNOHANG)
+            if rc != 0, !(rc < 0 && errno == EINTR) { break }
+            usleep(1000)
+        }
+    }
+}

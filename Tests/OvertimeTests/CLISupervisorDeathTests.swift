@@ -1,0 +1,71 @@
+// If the supervisor dies, even by SIGKILL, its tasks die too (issue 6, "Isolation"): the
+// leader by its parent-death signal, the rest of its process group by the group guard.
+
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+@Suite("CLI supervisor death")
+struct CLISupervisorDeathTests {
+    /// A task that writes its own pid and a same-group child's pid, then waits.
+    static func family(_ scratch: CLIScratch, _ name: String) -> [String] {
+        let file = scratch.path(name)
+        return ["sh", "-c", "sleep 300 & echo \"$$ $!\" > \(file).tmp; mv \(file).tmp \(file); wait"]
+    }
+
+    static func pids(_ text: String?) -> [Int32] {
+        (text ?? "").split(whereSeparator: { $0 == " " || $0 == "\n" }).compactMap { Int32($0) }
+    }
+
+    @Test("SIGKILL of overtime run: the task and its group's other processes are gone within 2 s")
+    func runKilled() async throws {
+        let scratch = try CLIScratch()
+        let p = CLIProcess(["run", "--progress", "none", "--budget", "10m", "--"] + Self.family(scratch, "pids"), in: scratch)
+        try await p.start()
+        let pids = Self.pids(await scratch.waitForFile("pids"))
+        #expect(pids.count == 2, "the task never reported its pids")
+        p.signal(SIGKILL)
+        let r = await p.finish(timeout: .seconds(10))
+        #expect(r.diedOfSignal && r.status == 128 + SIGKILL, "\(r)")
+        for pid in pids {
+            #expect(await CLIProcessTable.waitDead(pid, timeout: .seconds(2)), "pid \(pid) outlived its supervisor by 2 s")
+        }
+    }
+
+    @Test("SIGKILL of overtime batch: every running task's group is gone within 2 s")
+    func batchKilled() async throws {
+        let scratch = try CLIScratch()
+        let tasks: [[String: Any]] = (1...3).map { i in
+            ["name": "t\(i)", "command": Self.family(scratch, "pids\(i)"), "budget": "10m"]
+        }
+        let job = try JSONSerialization.data(withJSONObject: ["concurrency": 3, "tasks": tasks])
+        try scratch.write("job.json", String(decoding: job, as: UTF8.self))
+        let p = CLIProcess(["batch", "--progress", "none", scratch.path("job.json"), "--run-dir", scratch.path("run")], in: scratch)
+        try await p.start()
+        var pids: [Int32] = []
+        for i in 1...3 { pids += Self.pids(await scratch.waitForFile("pids\(i)")) }
+        #expect(pids.count == 6, "not every task reported its pids: \(pids)")
+        p.signal(SIGKILL)
+        _ = await p.finish(timeout: .seconds(10))
+        for pid in pids {
+            #expect(await CLIProcessTable.waitDead(pid, timeout: .seconds(2)), "pid \(pid) outlived its supervisor by 2 s")
+        }
+    }
+
+    @Test("the guard is a process of its own while tasks run, and goes when the supervisor exits normally")
+    func guardGoesWithANormalExit() async throws {
+        let scratch = try CLIScratch()
+        // The task lists its supervisor's children (each thread's list: the loop thread
+        // spawned both), and their names.
+        let script = "for c in $(cat /proc/$PPID/task/*/children); do echo \"$c $(cat /proc/$c/comm)\"; done"
+        let r = try await cliRun(["run", "--progress", "none", "--", "sh", "-c", script], in: scratch)
+        #expect(r.status == 0, "\(r)")
+        let guardLine = r.stdout.split(separator: "\n").first { $0.hasSuffix(" overtime-guard") }
+        let guardPID = try #require(guardLine.flatMap { Int32($0.split(separator: " ")[0]) }, "no guard among \(r.stdout)")
+        #expect(await CLIProcessTable.waitDead(guardPID, timeout: .seconds(2)), "the guard outlived a normal exit")
+    }
+}
