@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -285,4 +286,22 @@ pid_t overtime_start_group_guard(int *channel) {
     shutdown(ends[0], SHUT_RD);
     *channel = ends[0];
     return pid;
+}
+
+int overtime_reap_within(pid_t pid, int timeout_ms) {
+    int status;
+    int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    if (pidfd >= 0) {
+        struct pollfd exited = {pidfd, POLLIN, 0};
+        while (poll(&exited, 1, timeout_ms) < 0 && errno == EINTR) {}
+        close(pidfd);
+        return waitpid(pid, &status, WNOHANG) != 0;   // reaped, or not ours to wait for any more
+    }
+    // Kernels before 5.3: look every millisecond.
+    for (int waited = 0; waited <= timeout_ms; waited++) {
+        pid_t reaped = waitpid(pid, &status, WNOHANG);
+        if (reaped != 0 && !(reaped < 0 && errno == EINTR)) return 1;
+        usleep(1000);
+    }
+    return 0;
 }

@@ -70,11 +70,6 @@ final class GroupGuard {
         guard channel >= 0 else { return }
         Descriptors.close(channel)
         channel = -1
-        var status: Int32 = 0
-        for _ in 0..<100 {
-            let rc = waitpid(guardPID, &status, WNOHANG)
-            if rc != 0, !(rc < 0 && errno == EINTR) { break }
-            usleep(1000)
-        }
+        _ = overtime_reap_within(guardPID, 100)
     }
 }

@@ -94,6 +94,10 @@ pid_t overtime_spawn(const struct overtime_spawn_request *request, struct overti
 /// Returns the guard's pid, or -1 with errno set.
 pid_t overtime_start_group_guard(int *channel);
 
+/// Reaps the child `pid` once it exits, waiting at most `timeout_ms` (on a pidfd, so it
+/// returns the moment the child is gone). Returns 1 when reaped, 0 when it still runs.
+int overtime_reap_within(pid_t pid, int timeout_ms);
+
 #ifdef __cplusplus
 }
 #endif
