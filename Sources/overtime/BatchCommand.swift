@@ -45,7 +45,9 @@ struct BatchCommand {
 
     Exit status: 0 when every task succeeded, 1 otherwise, 125 for an invalid job file or
     option, 130 after SIGINT, 143 after SIGTERM (running tasks are cancelled with reason
-    'user' or 'shutdown', nothing new starts, the summary is written).
+    'user' or 'shutdown', nothing new starts, the summary is written; a second one kills at
+    once). SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 and SIGWINCH are passed on to every running
+    task's process group.
     """
 
     static let knownOptions = ["--concurrency", "--fail-fast", "--run-dir", "--resume", "--progress", "--control", "--help", "--follow", "--shutdown-grace"]
@@ -125,8 +127,13 @@ struct BatchCommand {
         let path = jobFile!
         let job: JobFile
         let text: [UInt8]
+        var options = self.options
         do {
-            (job, text) = try JobFile.loadWithText(path: path)
+            // Resumed from the run directory's copy: relative cwds resolve as they did in
+            // the first run, against the original job file's directory.
+            let resumedCopy = options.resume.map { $0 + "/job.json" } == path
+            let directory = resumedCopy ? RunJournal.jobFileDirectory(in: options.resume!) : nil
+            (job, text, options.jobFileDirectory) = try JobFile.loadWithText(path: path, directory: directory)
         } catch {
             Terminal.error(error.description)
             return 125
@@ -138,7 +145,6 @@ struct BatchCommand {
             Terminal.error(error.message)
             return 125
         }
-        var options = self.options
         options.onUpdate = { update in display.show(update) }
         let runner: BatchRunner
         do {
@@ -149,6 +155,7 @@ struct BatchCommand {
         }
         display.begin(runID: runner.runID, directory: runner.journal.directory, tasks: job.tasks.count)
         runner.adoptOrphans()
+        runner.forwardSignals()
         let signals = TerminationCount()
         runner.stopOnTerminationSignals(shutdownGrace: shutdownGrace) { signal in
             display.note(signals.first()

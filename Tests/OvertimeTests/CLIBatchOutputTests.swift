@@ -275,4 +275,24 @@ struct CLIBatchOutputTests {
         #expect(again.status == 0, "--resume from the run directory alone: \(again)")
         #expect(f.scratch.read("ok.count") == "ok\n", "ok ran again")
     }
+
+    @Test("--resume from the run directory alone resolves a relative cwd as the first run did, against the job file's directory")
+    func resumeKeepsRelativeDirectories() async throws {
+        let f = try CLIBatchFixture()
+        let work = f.path("work")
+        try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
+        let flag = f.path("fixed")
+        try f.writeJob(["tasks": [
+            ["name": "here", "cwd": "work", "command": ["sh", "-c", "pwd -P > \(f.path("where")); test -e \(flag)"]],
+        ]])
+        let first = try await f.run()
+        #expect(first.status == 1, "\(first)")
+        let expected = URL(fileURLWithPath: work).resolvingSymlinksInPath().path + "\n"
+        #expect(f.scratch.read("where") == expected, "first run")
+        try FileManager.default.removeItem(atPath: f.path("where"))
+        try f.scratch.write("fixed", "")
+        let again = try await cliRun(["batch", "--resume", f.runDirectory], in: f.scratch, environment: CLIBatchFixture.environment)
+        #expect(again.status == 0, "\(again)")
+        #expect(f.scratch.read("where") == expected, "the resumed task ran in \(f.scratch.read("where") ?? "nothing")")
+    }
 }

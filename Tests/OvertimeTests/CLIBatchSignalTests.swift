@@ -14,6 +14,32 @@ import Musl
 
 @Suite("CLI batch signals", .serialized)
 struct CLIBatchSignalTests {
+    @Test("SIGHUP and SIGUSR1 to overtime batch reach every running task's group, as with run")
+    func forwardsSignals() async throws {
+        let f = try CLIBatchFixture()
+        func task(_ name: String) -> [String: Any] {
+            let log = f.path(name + ".signals")
+            let script = "trap 'echo HUP >> \(log)' HUP; trap 'echo USR1 >> \(log); exit 0' USR1; touch \(log).up; while :; do sleep 0.05; done"
+            return ["name": name, "command": ["sh", "-c", script], "budget": "1m"]
+        }
+        try f.writeJob(["tasks": [task("a"), task("b")]])
+        defer { f.killLeftovers() }
+        let overtime = try await f.start()
+        for name in ["a", "b"] {
+            #expect(await f.scratch.waitForFile(name + ".signals.up") != nil, "\(name) never started")
+        }
+        overtime.signal(SIGHUP)
+        for name in ["a", "b"] {
+            #expect(await f.scratch.waitForFile(name + ".signals") == "HUP\n", "\(name) did not hear SIGHUP")
+        }
+        overtime.signal(SIGUSR1)
+        let r = await overtime.finish(timeout: .seconds(20))
+        #expect(r.status == 0, "both tasks exit 0 on SIGUSR1: \(r)")
+        for name in ["a", "b"] {
+            #expect(f.scratch.read(name + ".signals") == "HUP\nUSR1\n", "\(name)")
+        }
+    }
+
     @Test("SIGINT / SIGTERM mid-run: running tasks cancelled, nothing new starts, summary written",
           arguments: [(SIGINT, "user", Int32(130)), (SIGTERM, "shutdown", Int32(143))])
     func stopMidRun(signal: Int32, reason: String, code: Int32) async throws {

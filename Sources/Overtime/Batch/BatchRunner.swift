@@ -58,6 +58,10 @@ public struct BatchOptions: Sendable {
     public var resume: String?
     /// Overrides the job file's concurrency.
     public var concurrency: Int?
+    /// The directory the job file's relative `cwd`s were resolved against. Kept in the run
+    /// directory (`job-directory`, beside `job.json`) so that `--resume` without the job
+    /// file resolves them the same way.
+    public var jobFileDirectory: String?
     public var onUpdate: @Sendable (BatchUpdate) -> Void
 
     public init(runDirectory: String? = nil, failFast: Bool = false, resume: String? = nil, concurrency: Int? = nil,
@@ -102,6 +106,7 @@ public final class BatchRunner: Sendable {
         journal = try RunJournal(directory: directory)
         if let jobFileText, options.resume == nil {
             journal.writeFile("job.json", jobFileText)
+            if let base = options.jobFileDirectory { journal.writeFile("job-directory", Array(base.utf8)) }
         }
         let slot = CoreSlot()
         core = slot
@@ -157,6 +162,12 @@ public final class BatchRunner: Sendable {
     /// Adopts and reaps the tasks' orphans (`Supervisor.adoptOrphans`).
     public func adoptOrphans() {
         supervisor.adoptOrphans()
+    }
+
+    /// Passes SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 and SIGWINCH on to every running task's
+    /// process group (`Supervisor.forwardSignals`).
+    public func forwardSignals() {
+        supervisor.forwardSignals()
     }
 
     /// Gives up on a batch that was never started: stops its supervisor's loop.

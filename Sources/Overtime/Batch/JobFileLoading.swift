@@ -17,13 +17,16 @@ extension JobFile {
         try loadWithText(path: path).job
     }
 
-    /// Like `load(path:)`, and also returns the bytes read: a pipe can be read only once,
-    /// and a batch keeps a copy of its job file for `--resume`.
-    public static func loadWithText(path: String) throws(JobFileError) -> (job: JobFile, text: [UInt8]) {
+    /// Like `load(path:)`, and also returns the bytes read and the directory relative
+    /// `cwd`s were resolved against: a pipe can be read only once, and a batch keeps both
+    /// for `--resume`.
+    /// - Parameter directory: where to resolve relative `cwd`s; nil for the file's own
+    ///   directory (the current one for a pipe).
+    public static func loadWithText(path: String, directory: String? = nil) throws(JobFileError) -> (job: JobFile, text: [UInt8], directory: String) {
         switch JobFilePath.read(path) {
         case let .success(file):
-            let directory = file.isRegular ? JobFilePath.absoluteDirectory(of: path) : JobFilePath.currentDirectory()
-            return (try parse(file.bytes, origin: path, directory: directory), file.bytes)
+            let directory = directory ?? (file.isRegular ? JobFilePath.absoluteDirectory(of: path) : JobFilePath.currentDirectory())
+            return (try parse(file.bytes, origin: path, directory: directory), file.bytes, directory)
         case let .failure(problem):
             throw JobFileError(origin: path, problems: [problem.message])
         }

@@ -7,7 +7,8 @@ import OvertimeProtocol
 
 /// A batch's run directory: `events.jsonl` (every state change, appended and written through
 /// as it happens), `logs/<task>.log` (each task's stdout and stderr, written by the task
-/// itself), `job.json` (the job file it ran), and `summary.json` at the end.
+/// itself), `job.json` (the job file it ran) with `job-directory` (where its relative
+/// `cwd`s were resolved), and `summary.json` at the end.
 ///
 /// Each journal line goes out in one `write(2)` on an `O_APPEND` descriptor: a supervisor
 /// killed at any moment leaves only whole lines behind, so `--resume` can always read it.
@@ -78,6 +79,13 @@ public final class RunJournal: @unchecked Sendable {
             last[task] = state == "succeeded"
         }
         return Set(last.filter(\.value).keys)
+    }
+
+    /// The directory the run's job file resolved relative `cwd`s against (its
+    /// `job-directory` file), or nil for a run directory that has none.
+    public static func jobFileDirectory(in directory: String) -> String? {
+        guard let bytes = readFile(directory + "/job-directory"), !bytes.isEmpty else { return nil }
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     static func readFile(_ path: String) -> [UInt8]? {
