@@ -32,8 +32,24 @@ enum OvertimeCLI {
         // Writing a report to a closed pipe must end in an exit code, not a SIGPIPE death.
         // (Tasks start with every signal reset to its default.)
         signal(SIGPIPE, SIG_IGN)
+        openMissingStandardDescriptors()
         let arguments = CommandLine.arguments.dropFirst()
         exit(run(arguments))
+    }
+
+    /// Started with stdin, stdout or stderr closed (`overtime run ... >&-`), the next
+    /// descriptor opened would take that number: a task's channel could become its stdout,
+    /// and libuv refuses to close a descriptor below 3. /dev/null fills each gap first, as
+    /// daemons do; a task then inherits it where it would have inherited the closed one.
+    static func openMissingStandardDescriptors() {
+        for fd: Int32 in 0...2 where fcntl(fd, F_GETFD) == -1 && errno == EBADF {
+            let opened = open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY)
+            if opened >= 0, opened != fd {
+                // A lower gap was filled first; move it to its own number.
+                dup2(opened, fd)
+                close(opened)
+            }
+        }
     }
 
     static func run(_ arguments: ArraySlice<String>) -> Int32 {

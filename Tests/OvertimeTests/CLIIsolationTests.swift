@@ -60,4 +60,20 @@ struct CLIIsolationTests {
         let r = try await cliRun(["run", "--env", "=x", "--", "true"], in: scratch)
         #expect(r.status == 125 && r.stderr.contains("NAME=VALUE"), "\(r)")
     }
+
+    @Test("overtime started with stdin, stdout or stderr closed runs the task and exits with its status", arguments: [
+        ">&-", "<&- 2>&-", "<&- >&- 2>&-",
+    ])
+    func closedStandardDescriptors(redirections: String) async throws {
+        let scratch = try CLIScratch()
+        let marker = scratch.path("ran")
+        // The task checks that its stdout is open (on /dev/null, or what overtime had).
+        let task = "test -e /proc/self/fd/1 && touch \(marker); exit 3"
+        let script = "exec \"$0\" run --progress plain -- sh -c '\(task)' \(redirections)"
+        let p = CLIProcess(["-c", script, CLIBinary.path], executable: "/bin/sh", in: scratch)
+        try await p.start()
+        let r = await p.finish(timeout: .seconds(20))
+        #expect(r.status == 3 && !r.diedOfSignal, "\(redirections): \(r)")
+        #expect(FileManager.default.fileExists(atPath: marker), "\(redirections): the task did not run with an open stdout")
+    }
 }
