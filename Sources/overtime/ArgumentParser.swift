@@ -58,6 +58,11 @@ struct ArgumentCursor {
         guard let value = remaining.popFirst() else {
             throw UsageError(message: "\(command): \(option) needs a value")
         }
+        // `--user -- CMD`: the value was forgotten; taking `--` would run CMD as its
+        // options' value (or report "no such user: --"). Write --name=-- to mean it.
+        if value == "--" {
+            throw UsageError(message: "\(command): \(option) needs a value before '--'")
+        }
         return value
     }
 

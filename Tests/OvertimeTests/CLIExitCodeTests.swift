@@ -140,6 +140,12 @@ struct CLIUsageErrorTests {
         CLIUsageCase(arguments: ["--grace-period", "1s"], mentions: ["--grace-period"]),
         CLIUsageCase(arguments: ["--progress", "bogus"], mentions: ["--progress", "bogus"]),
         CLIUsageCase(arguments: ["--json=yes"], mentions: ["--json"]),
+        // The value forgotten before `--`: not taken from it.
+        CLIUsageCase(arguments: ["--user"], mentions: ["--user", "before '--'"]),
+        CLIUsageCase(arguments: ["--name"], mentions: ["--name", "before '--'"]),
+        CLIUsageCase(arguments: ["--limit-nofile", "lots"], mentions: ["--limit-nofile", "lots"]),
+        CLIUsageCase(arguments: ["--nice", "99"], mentions: ["--nice", "99"]),
+        CLIUsageCase(arguments: ["--group", "no-such-group-here"], mentions: ["--group", "no-such-group-here"]),
     ]
 
     @Test("a bad option exits 125 with one line naming it, and runs nothing", arguments: cases)
