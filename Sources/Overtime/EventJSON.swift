@@ -49,9 +49,13 @@ public struct EventEncoder: Sendable {
         case let .started(pid):
             w.string("started")
             w.key("pid"); w.int(Int(pid))
-        case let .progress(progress):
+        case let .progress(progress, remaining):
             w.string("progress")
             Self.writeProgressFields(progress, into: &w)
+            w.key("remaining"); Self.writeSeconds(remaining, into: &w)
+        case let .heartbeat(remaining):
+            w.string("heartbeat")
+            w.key("remaining"); Self.writeSeconds(remaining, into: &w)
         case .ready:
             w.string("ready")
         case let .result(value):

@@ -232,7 +232,7 @@ final class SupervisorCore {
     /// Passes an event to control-socket watchers, progress at most 10 a second per task.
     func broadcast(_ event: TaskEvent) {
         guard let control else { return }
-        if case .progress = event.kind {
+        if event.kind.isFrequent {
             if let last = lastProgressBroadcast[event.task.id], event.time - last < .milliseconds(100) { return }
             lastProgressBroadcast[event.task.id] = event.time
         }

@@ -33,7 +33,12 @@ public enum BudgetChange: Sendable, Equatable {
 public struct TaskEvent: Sendable {
     public enum Kind: Sendable, Equatable {
         case started(pid: Int32)
-        case progress(Progress)
+        /// The task reported progress (merged with what it reported before). `remaining` is
+        /// the budget left once it moved the deadline (nil: unlimited), so no consumer has to
+        /// know the budget rules.
+        case progress(Progress, remaining: Duration?)
+        /// The task sent a heartbeat; `remaining` as for progress.
+        case heartbeat(remaining: Duration?)
         case ready
         case result(JSONValue)
         case budgetChanged(remaining: Duration?, cause: BudgetChange)
@@ -56,5 +61,16 @@ public struct TaskEvent: Sendable {
         self.task = task
         self.time = time
         self.kind = kind
+    }
+}
+
+extension TaskEvent.Kind {
+    /// Progress and heartbeats: as often as the task sends them, so every consumer that
+    /// writes them out (the journal, `--progress json`, control-socket watchers) thins them.
+    public var isFrequent: Bool {
+        switch self {
+        case .progress, .heartbeat: true
+        default: false
+        }
     }
 }

@@ -120,10 +120,11 @@ public struct TaskMachine: Sendable {
             let advanced = recordAdvance(progress)
             if lastProgress == nil { lastProgress = progress } else { lastProgress!.merge(progress) }
             if advanced || !policy.requireAdvance { heartbeat(now: now) }
-            perform(.emit(.progress(lastProgress!)))
+            perform(.emit(.progress(lastProgress!, remaining: remaining(at: now))))
         case .heartbeat:
             // Under require-advance a heartbeat proves nothing moved, so it extends nothing.
             if !policy.requireAdvance { heartbeat(now: now) }
+            perform(.emit(.heartbeat(remaining: remaining(at: now))))
         case let .extend(seconds, why):
             childExtend(seconds: seconds, why: why, now: now, perform)
         case .ready:

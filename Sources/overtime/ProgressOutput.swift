@@ -92,7 +92,7 @@ final class ProgressOutput: Sendable {
     }
 
     private func json(_ event: TaskEvent) {
-        if case .progress = event.kind {
+        if event.kind.isFrequent {
             let due = lastJSONProgress.withLock { last in
                 if let shown = last[event.task.id], event.time - shown < Self.jsonInterval { return false }
                 last[event.task.id] = event.time

@@ -178,44 +178,40 @@ struct DisplayFormatTests {
 
 @Suite("Display: the budget as the display models it")
 struct DisplayBudgetModelTests {
-    @Test("time left counts down from the start budget, and progress moves the deadline by the window")
+    @Test("time left counts down from the start budget; progress events set the deadline from the time left they carry")
     func countdownAndProgress() {
         var m = model(policy: BudgetPolicy(budget: .seconds(30), window: .seconds(20)))
         #expect(m.running.first?.budget(at: at(10)) == .left(.seconds(20), urgent: false))
-        _ = m.apply(event(1, "train", 12, .progress(Progress(completed: 1, total: 10))))
-        // max(30, 12 + 20) = 32
+        _ = m.apply(event(1, "train", 12, .progress(Progress(completed: 1, total: 10), remaining: .seconds(20))))
+        #expect(m.running.first?.deadline == at(32))
         #expect(m.running.first?.budget(at: at(12)) == .left(.seconds(20), urgent: false))
         #expect(m.running.first?.budget(at: at(30)) == .left(.seconds(2), urgent: false), "a tenth of the window is 2 s")
         #expect(m.running.first?.budget(at: at(31)) == .left(.seconds(1), urgent: true), "under a tenth of the window")
+        #expect(m.running.first?.budget(at: at(40)) == .left(.zero, urgent: true), "past the deadline, until the cancel comes")
     }
 
-    @Test("require-advance: a repeated number does not move the deadline")
-    func requireAdvance() {
-        var m = model(policy: BudgetPolicy(budget: .seconds(10), requireAdvance: true))
-        _ = m.apply(event(1, "train", 5, .progress(Progress(completed: 3))))
-        #expect(m.running.first?.deadline == at(15))
-        _ = m.apply(event(1, "train", 8, .progress(Progress(completed: 3))))
-        #expect(m.running.first?.deadline == at(15), "the same number again moves nothing")
-        _ = m.apply(event(1, "train", 9, .progress(Progress(completed: 4))))
-        #expect(m.running.first?.deadline == at(19))
+    @Test("a task that only heartbeats shows its time left: each heartbeat event carries it")
+    func heartbeats() {
+        var m = model(policy: BudgetPolicy(budget: .seconds(5)))
+        _ = m.apply(event(1, "train", 4, .heartbeat(remaining: .seconds(5))))
+        #expect(m.running.first?.budget(at: at(6)) == .left(.seconds(3), urgent: false))
+        _ = m.apply(event(1, "train", 8, .heartbeat(remaining: .seconds(5))))
+        #expect(m.running.first?.budget(at: at(12)) == .left(.seconds(1), urgent: false))
+        _ = m.apply(event(1, "train", 9, .heartbeat(remaining: nil)))
+        #expect(m.running.first?.budget(at: at(1000)) == .unlimited)
     }
 
-    @Test("max-runtime caps what progress can add")
-    func hardLimit() {
-        var m = model(policy: BudgetPolicy(budget: .seconds(10), maxRuntime: .seconds(15)))
-        _ = m.apply(event(1, "train", 9, .progress(Progress(fraction: 0.5))))
-        #expect(m.running.first?.deadline == at(15))
-    }
-
-    @Test("budget events set the deadline from their own time; revoke stops progress from moving it")
+    @Test("budget events set the deadline from their own time; after a cancel nothing moves it")
     func budgetEvents() {
         var m = model(policy: BudgetPolicy(budget: .seconds(10)))
         let notices = m.apply(event(1, "train", 4, .budgetChanged(remaining: .seconds(45), cause: .childExtend(asked: .seconds(45), why: "checkpoint", granted: true))))
         #expect(m.running.first?.deadline == at(49))
         #expect(notices.map(\.text) == ["train: asked for 45s more (checkpoint): granted, 45s left"])
         _ = m.apply(event(1, "train", 10, .budgetChanged(remaining: .seconds(3), cause: .revoke(after: .seconds(3)))))
-        _ = m.apply(event(1, "train", 11, .progress(Progress(completed: 5))))
-        #expect(m.running.first?.deadline == at(13), "a revoked budget is not moved by progress")
+        #expect(m.running.first?.deadline == at(13))
+        _ = m.apply(event(1, "train", 14, .cancelSent(reason: .revoked, grace: .seconds(5))))
+        _ = m.apply(event(1, "train", 15, .progress(Progress(completed: 5), remaining: .zero)))
+        #expect(m.running.first?.budget(at: at(16)) == .cancelling(.revoked, killIn: .seconds(3)))
     }
 
     @Test("warn-before highlights; expiring re-syncs; cancel and kill show instead of time left")
@@ -230,13 +226,6 @@ struct DisplayBudgetModelTests {
         #expect(m.running.first?.budget(at: at(104)) == .cancelling(.timeout, killIn: .seconds(6)))
         _ = m.apply(event(1, "train", 110, .killSent))
         #expect(m.running.first?.budget(at: at(111)) == .killing)
-    }
-
-    @Test("a deadline that passes with no cancel means an unseen heartbeat moved it: 'left ?'")
-    func heartbeatUnknown() {
-        let m = model(policy: BudgetPolicy(budget: .seconds(5)))
-        #expect(m.running.first?.budget(at: at(5.5)) == .left(.zero, urgent: true))
-        #expect(m.running.first?.budget(at: at(9)) == .unknown)
     }
 
     @Test("no budget: unlimited; exited removes the row and says how it ended")
@@ -292,11 +281,12 @@ struct DisplayBudgetModelTests {
 
 @Suite("Display: rows, notices and the status line")
 struct DisplayRendererTests {
-    /// A task 45% through, with a title and detail, 20 s left of a 30 s window.
+    /// A task 45% through, with a title and detail, 30 s left of a 30 s window (its last
+    /// progress, at 10 s, moved the deadline to 40 s).
     private func busy(_ name: String = "train", id: Int = 1) -> DisplayModel {
         var m = model(name, policy: BudgetPolicy(budget: .seconds(30)), id: id)
-        _ = m.apply(event(id, name, 5, .progress(Progress(completed: 100, total: 1000, title: "Epoch 3", detail: "loss 0.12"))))
-        _ = m.apply(event(id, name, 10, .progress(Progress(completed: 450, total: 1000, title: "Epoch 3", detail: "loss 0.12"))))
+        _ = m.apply(event(id, name, 5, .progress(Progress(completed: 100, total: 1000, title: "Epoch 3", detail: "loss 0.12"), remaining: .seconds(30))))
+        _ = m.apply(event(id, name, 10, .progress(Progress(completed: 450, total: 1000, title: "Epoch 3", detail: "loss 0.12"), remaining: .seconds(30))))
         return m
     }
 
@@ -323,7 +313,7 @@ struct DisplayRendererTests {
     func fitsEveryWidth() {
         var m = busy()
         _ = m.apply(event(2, "a-task-with-a-very-long-name-indeed", 0, .started(pid: 2)))
-        _ = m.apply(event(2, "a-task-with-a-very-long-name-indeed", 1, .progress(Progress(title: "日本語のタイトルがとても長い場合のテスト", detail: "🚀 détail"))))
+        _ = m.apply(event(2, "a-task-with-a-very-long-name-indeed", 1, .progress(Progress(title: "日本語のタイトルがとても長い場合のテスト", detail: "🚀 détail"), remaining: nil)))
         for caps in [unicodeColor, unicodePlain, asciiPlain] {
             let renderer = DisplayRenderer(capabilities: caps)
             for columns in 1...200 {
@@ -357,7 +347,7 @@ struct DisplayRendererTests {
     @Test("a long title is cut with an ellipsis at a character boundary")
     func longTitle() {
         var m = model(policy: BudgetPolicy(budget: .seconds(30)))
-        _ = m.apply(event(1, "train", 1, .progress(Progress(fraction: 0.5, title: "Ünïcödé " + String(repeating: "日本", count: 40)))))
+        _ = m.apply(event(1, "train", 1, .progress(Progress(fraction: 0.5, title: "Ünïcödé " + String(repeating: "日本", count: 40)), remaining: nil)))
         let row = DisplayRenderer(capabilities: unicodePlain).rows(m, now: at(1), columns: 80, height: 30)[0]
         #expect(row.plain.hasSuffix("…"), "\(row.plain)")
         #expect(row.plain.contains("Ünïcödé"), "\(row.plain)")
@@ -367,7 +357,7 @@ struct DisplayRendererTests {
     @Test("no total: a spinner instead of a percent, and a sweep instead of a bar")
     func spinner() {
         var m = model(policy: BudgetPolicy(budget: .seconds(30)))
-        _ = m.apply(event(1, "train", 1, .progress(Progress(completed: 7, title: "Scanning"))))
+        _ = m.apply(event(1, "train", 1, .progress(Progress(completed: 7, title: "Scanning"), remaining: nil)))
         let renderer = DisplayRenderer(capabilities: unicodePlain)
         let a = renderer.rows(m, now: at(1.0), columns: 100, height: 30)[0].plain
         let b = renderer.rows(m, now: at(1.1), columns: 100, height: 30)[0].plain
@@ -380,7 +370,7 @@ struct DisplayRendererTests {
     @Test("ASCII without a UTF-8 locale: bar, spinner and the task's text")
     func ascii() {
         var m = busy()
-        _ = m.apply(event(1, "train", 10, .progress(Progress(completed: 450, total: 1000, title: "Époque 3", detail: "日本"))))
+        _ = m.apply(event(1, "train", 10, .progress(Progress(completed: 450, total: 1000, title: "Époque 3", detail: "日本"), remaining: .seconds(30))))
         let row = DisplayRenderer(capabilities: asciiPlain).rows(m, now: at(10), columns: 100, height: 30)[0].plain
         #expect(row.allSatisfy { $0.isASCII }, "\(row)")
         #expect(row.contains("[####"), "\(row)")
@@ -409,7 +399,7 @@ struct DisplayRendererTests {
         var m = busy("a", id: 1)
         _ = m.apply(event(2, "longer-name", 0, .started(pid: 2)))
         _ = m.apply(event(2, "longer-name", 0, .budgetChanged(remaining: .seconds(30), cause: .start)))
-        _ = m.apply(event(2, "longer-name", 9, .progress(Progress(completed: 3, total: 10))))
+        _ = m.apply(event(2, "longer-name", 9, .progress(Progress(completed: 3, total: 10), remaining: nil)))
         let rows = DisplayRenderer(capabilities: unicodePlain).rows(m, now: at(10), columns: 120, height: 30).map(\.plain)
         #expect(rows.count == 2)
         let percentColumns = rows.map { row -> Int in

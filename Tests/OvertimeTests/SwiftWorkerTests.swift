@@ -92,7 +92,7 @@ import Testing
         #expect(outcome.result == .string("Payment of 9.99 processed successfully"))
         #expect(outcome.lastProgress?.fraction == 1.0 && outcome.lastProgress?.detail == "Payment complete")
         #expect(output.contains("processed successfully"))
-        let fractions = log.kinds.compactMap { if case let .progress(p) = $0 { p.fraction } else { nil } }
+        let fractions = log.kinds.compactMap { if case let .progress(p, _) = $0 { p.fraction } else { nil } }
         #expect(fractions.contains(0.3) || fractions.contains(0.7), "fractional steps reported: \(fractions)")
     }
 

@@ -108,6 +108,25 @@ import Testing
         #expect(h.machine.phase == .running)
     }
 
+    @Test func progressAndHeartbeatEventsCarryTheTimeLeft() {
+        var h = Harness(BudgetPolicy(budget: .seconds(10), window: .seconds(5), maxRuntime: .seconds(20)))
+        h.run(for: .seconds(8))
+        _ = h.take()
+        h.send(.progress(Progress(completed: 1)))
+        #expect(h.take().contains(.emit(.progress(Progress(completed: 1), remaining: .seconds(5)))), "max(10, 8 + 5) - 8")
+        h.run(for: .seconds(1))
+        h.send(.heartbeat)
+        #expect(h.take().contains(.emit(.heartbeat(remaining: .seconds(5)))))
+        h.run(for: .seconds(4))
+        h.send(.heartbeat)
+        h.run(for: .seconds(4))
+        h.send(.heartbeat)
+        #expect(h.take().contains(.emit(.heartbeat(remaining: .seconds(3)))), "at 17 s: min(17 + 5, max-runtime 20) - 17")
+        var unlimited = Harness(BudgetPolicy(budget: nil))
+        unlimited.send(.heartbeat)
+        #expect(unlimited.take().contains(.emit(.heartbeat(remaining: nil))))
+    }
+
     @Test func maxRuntimeCancelsWithDeadlineWhileProgressFlows() {
         var h = Harness(BudgetPolicy(budget: .seconds(2), maxRuntime: .seconds(5)))
         for i in 1...20 {

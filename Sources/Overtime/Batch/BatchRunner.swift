@@ -275,7 +275,7 @@ final class BatchCore {
     func handle(_ event: TaskEvent) {
         guard let index = indexByTaskID[event.task.id] else { return }
         onUpdate(.taskEvent(event))
-        if case .progress = event.kind {
+        if event.kind.isFrequent {
             if let last = lastProgressLogged[index], event.time - last < Self.journalProgressInterval { return }
             lastProgressLogged[index] = event.time
         }

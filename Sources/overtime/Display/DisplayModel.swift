@@ -1,7 +1,9 @@
 import Overtime
 import OvertimeProtocol
 
-/// What the live display knows about one running task. Built from the task's events alone.
+/// What the live display knows about one running task. Built from the task's events alone:
+/// the budget rules live in the task's machine, which puts the time left on every event
+/// that moves the deadline.
 struct LiveTask: Sendable, Equatable {
     let id: Int
     var name: String
@@ -10,14 +12,9 @@ struct LiveTask: Sendable, Equatable {
     var attempt = 1
     var progress: Progress?
     var ready = false
-    /// The deadline in force as far as the events tell; nil when unlimited. Set from each
-    /// `budget` event (its time + remaining) and moved by progress as the task's own
-    /// machine moves it (DESIGN §1). A heartbeat moves it too but makes no event: a deadline
-    /// seen to pass with no cancel following means one came.
+    /// The deadline in force: the time of the newest event that tells it (budget, progress,
+    /// heartbeat, expiring) plus the time left it carries; nil when unlimited.
     var deadline: MonotonicInstant?
-    /// start + max-runtime, which progress cannot pass.
-    var hardLimit: MonotonicInstant?
-    var revoked = false
     /// An `expiring` warning came for the current deadline.
     var warned = false
     var cancelling: CancelReason?
@@ -25,17 +22,15 @@ struct LiveTask: Sendable, Equatable {
     var killSent = false
     var rate = RateTracker()
     var protocolErrors = 0
-    private var bestCompleted: Int?
-    private var bestFraction: Double?
 
     init(id: Int, name: String, policy: BudgetPolicy, startedAt: MonotonicInstant) {
         self.id = id
         self.name = name
         self.policy = policy
         self.startedAt = startedAt
-        deadline = policy.budget.map { startedAt + $0 }
-        hardLimit = policy.maxRuntime.map { startedAt + $0 }
-        if let d = deadline, let h = hardLimit { deadline = min(d, h) } else if deadline == nil { deadline = hardLimit }
+        // Until the start's budget event (the next one) says it: the first budget.
+        let budget = policy.budget.map { startedAt + $0 }, hardLimit = policy.maxRuntime.map { startedAt + $0 }
+        deadline = [budget, hardLimit].compactMap { $0 }.min()
     }
 
     /// How the budget column reads at a moment.
@@ -43,74 +38,42 @@ struct LiveTask: Sendable, Equatable {
         case unlimited
         /// Time left; `urgent` inside warn-before or under a tenth of the window.
         case left(Duration, urgent: Bool)
-        /// The modelled deadline passed with no cancel: a heartbeat (which makes no event)
-        /// moved it; how far is not known.
-        case unknown
         case cancelling(CancelReason, killIn: Duration?)
         case killing
     }
-
-    /// The grace a deadline may pass before the display stops trusting its model of it.
-    static let deadlineSlack = Duration.seconds(1)
 
     func budget(at now: MonotonicInstant) -> Budget {
         if killSent { return .killing }
         if let reason = cancelling { return .cancelling(reason, killIn: killAt.map { max(.zero, $0 - now) }) }
         guard let deadline else { return .unlimited }
-        let left = deadline - now
-        if left < .zero - Self.deadlineSlack { return .unknown }
-        let clamped = max(.zero, left)
-        var urgent = warned || (policy.warnBefore > .zero && clamped <= policy.warnBefore)
+        let left = max(.zero, deadline - now)
+        var urgent = warned || (policy.warnBefore > .zero && left <= policy.warnBefore)
         if let reference = policy.effectiveWindow ?? policy.maxRuntime, reference > .zero {
-            urgent = urgent || clamped.nanoseconds < reference.nanoseconds / 10
+            urgent = urgent || left.nanoseconds < reference.nanoseconds / 10
         }
-        return .left(clamped, urgent: urgent)
+        return .left(left, urgent: urgent)
     }
 
     func elapsed(at now: MonotonicInstant) -> Duration {
         max(.zero, now - startedAt)
     }
 
-    mutating func apply(progress newer: Progress, at time: MonotonicInstant) {
-        var advanced = false
-        if let c = newer.completed, c > (bestCompleted ?? -1) {
-            bestCompleted = c
-            advanced = true
-        }
-        if let f = newer.fraction, f > (bestFraction ?? -1) {
-            bestFraction = f
-            advanced = true
-        }
+    mutating func apply(progress newer: Progress, remaining: Duration?, at time: MonotonicInstant) {
         // The event carries the merged progress; keep it whole.
         progress = newer
-        if advanced || !policy.requireAdvance { heartbeat(at: time) }
         if let f = newer.fractionCompleted { rate.add(f, at: time) }
+        apply(remaining: remaining, at: time)
     }
 
-    /// Progress moves the deadline to max(deadline, now + window), never past the hard limit.
-    private mutating func heartbeat(at time: MonotonicInstant) {
-        guard cancelling == nil, !revoked, let current = deadline, policy.budget != nil, let window = policy.effectiveWindow else { return }
-        var candidate = time + window
-        if let h = hardLimit { candidate = min(candidate, h) }
-        if candidate > current {
-            deadline = candidate
-            if warned, candidate - time > policy.warnBefore { warned = false }
-        }
+    /// A budget, progress or heartbeat event's time left.
+    mutating func apply(remaining: Duration?, at time: MonotonicInstant) {
+        guard cancelling == nil else { return }
+        deadline = remaining.map { time + $0 }
+        if warned, let d = deadline, d - time > policy.warnBefore { warned = false }
     }
 
     mutating func apply(budget remaining: Duration?, cause: BudgetChange, at time: MonotonicInstant) {
-        deadline = remaining.map { time + $0 }
-        switch cause {
-        case .start:
-            if let maxRuntime = policy.maxRuntime { hardLimit = startedAt + maxRuntime }
-        case .childExtend:
-            break
-        case let .operatorExtend(_, pastMax, _):
-            if pastMax, let d = deadline, let h = hardLimit { hardLimit = max(h, d) }
-        case .revoke:
-            revoked = true
-        }
-        if warned, let d = deadline, d - time > policy.warnBefore { warned = false }
+        apply(remaining: remaining, at: time)
         if case .revoke = cause { warned = false }
     }
 }
@@ -162,8 +125,11 @@ struct DisplayModel: Sendable, Equatable {
         switch event.kind {
         case let .started(pid):
             return standalone ? [.started(task: name, pid: pid, attempt: 1)] : []
-        case let .progress(progress):
-            tasks[id]?.apply(progress: progress, at: t)
+        case let .progress(progress, remaining):
+            tasks[id]?.apply(progress: progress, remaining: remaining, at: t)
+            return []
+        case let .heartbeat(remaining):
+            tasks[id]?.apply(remaining: remaining, at: t)
             return []
         case .ready:
             tasks[id]?.ready = true

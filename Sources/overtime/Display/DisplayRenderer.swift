@@ -116,8 +116,6 @@ struct DisplayRenderer: Sendable {
                 budgetStyle = SGR.boldYellow
                 barStyle = SGR.yellow
             }
-        case .unknown:
-            budget = "left ?"
         case let .cancelling(reason, killIn):
             budget = "cancel: \(reason.rawValue)" + (killIn.map { ", kill in \(DisplayFormat.clock($0, roundingUp: true))" } ?? "")
             budgetStyle = SGR.boldRed

@@ -31,7 +31,7 @@ final class PlainOutput: Sendable {
     func handle(_ event: TaskEvent, standalone: Bool = true) {
         let lines = state.withLock { state -> [String] in
             var lines = state.model.apply(event, standalone: standalone).map(\.text)
-            if case let .progress(progress) = event.kind {
+            if case let .progress(progress, _) = event.kind {
                 let id = event.task.id
                 if state.lastProgressShown[id].map({ event.time - $0 >= progressInterval }) ?? true {
                     state.lastProgressShown[id] = event.time
