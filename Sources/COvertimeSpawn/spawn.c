@@ -23,7 +23,8 @@
 // the child may not allocate, take a lock, or call anything that believes it is the
 // multi-threaded parent: glibc's setuid, for one, signals every thread of "its" process to
 // change their credentials too. So the child makes system calls directly, writes nothing
-// but its own stack and the failure record its parent reads, and leaves by exec or _exit.
+// but its own stack, errno (the spawning thread's, which the caller does not read after a
+// successful spawn) and the failure record its parent reads, and leaves by exec or _exit.
 //
 // Signals: all are blocked in the parent thread before vfork, so no handler of the
 // supervisor's can run on the child's side. The child then puts every disposition back to
