@@ -53,10 +53,10 @@ struct RunCommand {
       --limit-as SIZE      address-space limit, e.g. 4G, 512M
       --limit-nofile N     open-descriptor limit
       --limit-cpu DUR      CPU-time limit (SIGXCPU at the soft limit, SIGKILL at the hard)
-      --limit-nproc N      process limit of CMD's user
+      --limit-nproc N      process limit of CMD's user (the kernel exempts root)
                            (each limit: VALUE, SOFT:HARD, or unlimited)
       --nice N             CMD's nice value, -20 (first) to 19 (last)
-    If Overtime dies, even by SIGKILL, CMD gets SIGKILL at once.
+      If Overtime dies, even by SIGKILL, CMD's process group gets SIGKILL at once.
 
     Output:
       --name NAME          the task's name in reports and OVERTIME_TASK (default: CMD's name)
