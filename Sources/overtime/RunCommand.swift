@@ -80,7 +80,8 @@ struct RunCommand {
       124                  cancelled for timeout, deadline or revoked; exited within grace
       137                  it had to be SIGKILLed
       128+N                it died of signal N that Overtime did not send
-      125                  Overtime failed (bad option, internal error)
+      125                  Overtime failed (bad option, internal error), or could not
+                           prepare CMD (working directory, user, group, a limit)
       126 / 127            CMD could not be executed / was not found
 
     Ctrl-C (SIGINT) cancels CMD with reason 'user'; SIGTERM cancels with 'shutdown'; a
