@@ -220,7 +220,48 @@ pid_t overtime_spawn(const struct overtime_spawn_request *request, struct overti
 
 enum { GUARD_PID_LIMIT = 1 << 22 };   // PID_MAX_LIMIT on 64-bit Linux
 
-__attribute__((noreturn)) static void run_group_guard(int channel) {
+// Names the guard `task-guard`, in its command name and its command line (which it shares
+// with the supervisor after the fork): `pkill overtime`, `pidof overtime` or `pkill -f
+// "overtime batch"` must hit the supervisor alone, so that the guard lives to clean up.
+// The command line is rewritten in place, in the argument area /proc/self/stat locates.
+static void retitle_guard(pid_t supervisor) {
+    child_call(SYS_prctl, PR_SET_NAME, (long)"task-guard", 0, 0);
+    char stat[4096];
+    long fd = child_call(SYS_openat, AT_FDCWD, (long)"/proc/self/stat", O_RDONLY | O_CLOEXEC, 0);
+    if (fd < 0) return;
+    long n = child_call(SYS_read, fd, (long)stat, sizeof stat - 1, 0);
+    child_call(SYS_close, fd, 0, 0, 0);
+    if (n <= 0) return;
+    stat[n] = 0;
+    // Fields after the parenthesised command name start at 3; arg_start is 48, arg_end 49.
+    char *p = strrchr(stat, ')');
+    if (!p) return;
+    unsigned long values[2] = {0, 0};
+    int field = 2;
+    for (p++; *p && field < 49; p++) {
+        if (*p != ' ') continue;
+        field++;
+        if (field == 48 || field == 49) {
+            unsigned long value = 0;
+            for (char *digit = p + 1; *digit >= '0' && *digit <= '9'; digit++) value = value * 10 + (unsigned long)(*digit - '0');
+            values[field - 48] = value;
+        }
+    }
+    char *start = (char *)values[0];
+    size_t length = values[1] > values[0] ? values[1] - values[0] : 0;
+    if (!start || length < 2) return;
+    char title[32] = "task-guard ";
+    size_t used = strlen(title);
+    char digits[12];
+    int count = 0;
+    for (unsigned long v = (unsigned long)supervisor; v && count < 11; v /= 10) digits[count++] = (char)('0' + v % 10);
+    while (count > 0 && used < sizeof title - 1) title[used++] = digits[--count];
+    title[used] = 0;
+    memset(start, 0, length);
+    memcpy(start, title, used < length - 1 ? used : length - 1);
+}
+
+__attribute__((noreturn)) static void run_group_guard(int channel, pid_t supervisor) {
     child_call(SYS_setsid, 0, 0, 0, 0);
     struct { void *handler; unsigned long flags; void *restorer; unsigned long mask; } ignore = {SIG_IGN, 0, 0, 0};
     for (int signal = 1; signal <= 64; signal++) {
@@ -233,7 +274,7 @@ __attribute__((noreturn)) static void run_group_guard(int channel) {
     if (channel != 0 && child_call(SYS_dup3, channel, 0, 0, 0) < 0) _exit(1);
     child_call(SYS_close_range, 1, ~0U, 0, 0);
     child_call(SYS_chdir, (long)"/", 0, 0, 0);
-    child_call(SYS_prctl, PR_SET_NAME, (long)"overtime-guard", 0, 0);
+    retitle_guard(supervisor);
 
     // One bit per possible group id: 512 KiB of address space, touched only where used.
     unsigned long *groups = (unsigned long *)syscall(SYS_mmap, 0, GUARD_PID_LIMIT / 8, PROT_READ | PROT_WRITE,
@@ -273,8 +314,9 @@ pid_t overtime_start_group_guard(int *channel) {
     sigset_t all, previous;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &previous);
+    pid_t supervisor = getpid();
     pid_t pid = fork();
-    if (pid == 0) run_group_guard(ends[1]);
+    if (pid == 0) run_group_guard(ends[1], supervisor);
     int fork_error = errno;
     pthread_sigmask(SIG_SETMASK, &previous, NULL);
     close(ends[1]);

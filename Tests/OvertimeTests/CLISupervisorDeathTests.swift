@@ -36,6 +36,31 @@ struct CLISupervisorDeathTests {
         }
     }
 
+    @Test("the guard answers to neither the supervisor's name nor its command line: it is called task-guard")
+    func guardHasItsOwnName() async throws {
+        let scratch = try CLIScratch()
+        let p = CLIProcess(["run", "--progress", "none", "--budget", "10m", "--"] + Self.family(scratch, "pids"), in: scratch)
+        try await p.start()
+        #expect(Self.pids(await scratch.waitForFile("pids")).count == 2, "the task never reported its pids")
+        // The children of overtime, from each of its threads' lists, with their names and
+        // command lines, read while it runs.
+        var found: [(pid: Int32, comm: String, words: [String])] = []
+        for thread in (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(p.pid)/task")) ?? [] {
+            let list = (try? String(contentsOfFile: "/proc/\(p.pid)/task/\(thread)/children", encoding: .utf8)) ?? ""
+            for pid in list.split(separator: " ").compactMap({ Int32($0) }) {
+                let comm = (try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8)) ?? ""
+                let line = (try? Data(contentsOf: URL(fileURLWithPath: "/proc/\(pid)/cmdline"))) ?? Data()
+                found.append((pid, comm, String(decoding: line, as: UTF8.self).split(separator: "\0").map(String.init)))
+            }
+        }
+        p.signal(SIGTERM)
+        _ = await p.finish(timeout: .seconds(20))
+        let guards = found.filter { $0.comm == "task-guard\n" }
+        #expect(guards.count == 1, "overtime's children: \(found)")
+        #expect(guards.first?.words == ["task-guard \(p.pid)"], "the guard's command line: \(guards)")
+        #expect(!found.contains { $0.comm.hasPrefix("overtime") }, "nothing else of overtime's is named like it: \(found)")
+    }
+
     @Test("SIGKILL of overtime batch: every running task's group is gone within 2 s")
     func batchKilled() async throws {
         let scratch = try CLIScratch()
@@ -64,7 +89,7 @@ struct CLISupervisorDeathTests {
         let script = "for c in $(cat /proc/$PPID/task/*/children); do echo \"$c $(cat /proc/$c/comm)\"; done"
         let r = try await cliRun(["run", "--progress", "none", "--", "sh", "-c", script], in: scratch)
         #expect(r.status == 0, "\(r)")
-        let guardLine = r.stdout.split(separator: "\n").first { $0.hasSuffix(" overtime-guard") }
+        let guardLine = r.stdout.split(separator: "\n").first { $0.hasSuffix(" task-guard") }
         let guardPID = try #require(guardLine.flatMap { Int32($0.split(separator: " ")[0]) }, "no guard among \(r.stdout)")
         #expect(await CLIProcessTable.waitDead(guardPID, timeout: .seconds(2)), "the guard outlived a normal exit")
     }
