@@ -40,6 +40,7 @@ public final class Supervisor: Sendable {
     public init(runID: String = RunID.generate(), onEvent: @escaping EventHandler = { _ in }) throws {
         self.runID = runID
         eventHandler = onEvent
+        _ = Self.signalsIgnoredAtStart  // read before any watcher of ours replaces a disposition
         let loop = try EventLoop()
         self.loop = loop
         core = LoopBound(SupervisorCore(runID: runID), loop: loop)
@@ -99,11 +100,25 @@ public final class Supervisor: Sendable {
         return max(.zero, shutdownGrace - margin)
     }
 
-    /// Runs `handler` on the loop thread for each of `signals` the supervisor receives.
+    /// Of the signals a supervisor acts on, those the process was started with ignored: the
+    /// caller's way of saying "not this one" (`nohup` ignores SIGHUP; a non-interactive
+    /// shell ignores SIGINT and SIGQUIT for a command run in the background, so that the
+    /// terminal's Ctrl-C does not reach it). They stay ignored: neither acted on nor passed
+    /// on. Tasks still start with every signal at its default.
+    public static let signalsIgnoredAtStart: Set<Int32> = {
+        Set(([SIGINT, SIGTERM] + forwardedSignals).filter { signal in
+            var current = sigaction()
+            guard sigaction(signal, nil, &current) == 0, let handler = current.__sigaction_handler.sa_handler else { return false }
+            return unsafeBitCast(handler, to: Int.self) == unsafeBitCast(SIG_IGN, to: Int.self)
+        })
+    }()
+
+    /// Runs `handler` on the loop thread for each of `signals` the supervisor receives
+    /// (except those ignored at start, `signalsIgnoredAtStart`).
     func onSignals(_ signals: [Int32], _ handler: @escaping @Sendable (Int32) -> Void) {
         let core = self.core
         loop.execute { [self] in
-            for signal in signals {
+            for signal in signals where !Self.signalsIgnoredAtStart.contains(signal) {
                 do {
                     core.value.signalWatchers.append(try SignalWatcher(loop: loop, signal: signal, handler))
                 } catch {

@@ -47,7 +47,7 @@ struct BatchCommand {
     option, 130 after SIGINT, 143 after SIGTERM (running tasks are cancelled with reason
     'user' or 'shutdown', nothing new starts, the summary is written; a second one kills at
     once). SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 and SIGWINCH are passed on to every running
-    task's process group.
+    task's process group. A signal Overtime was started with ignored stays ignored.
     """
 
     static let knownOptions = ["--concurrency", "--fail-fast", "--run-dir", "--resume", "--progress", "--control", "--help", "--follow", "--shutdown-grace"]

@@ -87,6 +87,8 @@ struct RunCommand {
     Ctrl-C (SIGINT) cancels CMD with reason 'user'; SIGTERM cancels with 'shutdown'; a
     second one during the grace sends SIGKILL at once.
     SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 and SIGWINCH are passed on to CMD's process group.
+    A signal Overtime was started with ignored (nohup's SIGHUP; SIGINT for a background
+    command of a script) stays ignored, and CMD still starts with every signal at default.
     """
 
     static let knownOptions = ["--budget", "--window", "--max-runtime", "--grace", "--warn-before",

@@ -1,7 +1,6 @@
 // DESIGN §5 as far as a plain `overtime run` shows it (not as PID 1): signals Overtime does
-// not own are forwarded, and the signal state Overtime inherits cannot blind it. (A task
-// outliving a SIGKILLed supervisor is the entrypoint issue's: it needs a parent-death
-// signal armed before exec.)
+// not own are forwarded, signals it was started with ignored stay ignored, and the signal
+// state Overtime inherits cannot blind it. (A SIGKILLed supervisor: CLISupervisorDeathTests.)
 
 import Foundation
 import Testing
@@ -40,6 +39,26 @@ struct CLIEntrypointTests {
            !(await CLIProcessTable.waitDead(pid, timeout: .seconds(1))) {
             kill(pid, SIGKILL)
         }
+    }
+
+    @Test("signals overtime was started with ignored (nohup's SIGHUP, a background job's SIGINT) stay ignored: not acted on, not passed on")
+    func inheritedIgnoresAreRespected() async throws {
+        let scratch = try CLIScratch()
+        let log = scratch.path("heard")
+        // The task logs each signal it hears; USR1 (not ignored) is passed on and ends it.
+        let task = "trap 'echo HUP >> \(log)' HUP; trap 'echo INT >> \(log)' INT; trap 'echo USR1 >> \(log); exit 0' USR1; " +
+                   "touch \(scratch.path("ready")); while :; do sleep 0.05; done"
+        let script = "trap '' HUP INT; exec \"$0\" run --progress plain --budget 1m -- sh -c \"$1\""
+        let overtime = CLIProcess(["-c", script, CLIBinary.path, task], executable: "/bin/sh", in: scratch)
+        try await overtime.start()
+        #expect(await scratch.waitForFile("ready") != nil, "the task never got ready")
+        overtime.signal(SIGHUP)
+        overtime.signal(SIGINT)
+        try await Task.sleep(for: .milliseconds(300))
+        overtime.signal(SIGUSR1)
+        let r = await overtime.finish(timeout: .seconds(20))
+        #expect(r.status == 0 && !r.diedOfSignal, "no user cancel, no forwarded SIGHUP; USR1 ended the task: \(r)")
+        #expect(scratch.read("heard") == "USR1\n", "the task heard: \(scratch.read("heard") ?? "nothing")")
     }
 
     /// Foundation's `Process` on Linux (and other launchers) start children with SIGCHLD
