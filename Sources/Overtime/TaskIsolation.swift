@@ -14,7 +14,8 @@ public typealias ResourceLimit = OvertimeLoop.ResourceLimit
 public struct TaskIsolation: Sendable, Equatable {
     /// Run as this account (needs root). Supplementary groups are cleared and the group is
     /// the account's primary one unless `groupID` says otherwise; HOME, USER and LOGNAME
-    /// are set to the account's unless the task's environment sets them.
+    /// are set to the account's (HOME=/ for an unlisted uid) unless the task's environment
+    /// sets them.
     public var user: Account?
     /// Run with this group (needs root); supplementary groups are cleared.
     public var groupID: UInt32?
@@ -44,11 +45,12 @@ public struct TaskIsolation: Sendable, Equatable {
         return (uid, gid)
     }
 
-    /// The variables a user switch sets under the task's own: what login would set.
+    /// The variables a user switch sets under the task's own: what login would set. A uid
+    /// the password database does not list gets HOME=/ (as container runtimes give it),
+    /// never the supervisor's home.
     var accountEnvironment: [String: String] {
         guard let user else { return [:] }
-        var variables: [String: String] = [:]
-        if let home = user.home { variables["HOME"] = home }
+        var variables = ["HOME": user.home ?? "/"]
         if let name = user.name {
             variables["USER"] = name
             variables["LOGNAME"] = name

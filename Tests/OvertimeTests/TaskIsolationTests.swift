@@ -53,7 +53,8 @@ import Testing
     @Test func accountEnvironment() throws {
         let root = TaskIsolation(user: try Account.lookUp("root"))
         #expect(root.accountEnvironment == ["HOME": "/root", "USER": "root", "LOGNAME": "root"])
-        #expect(TaskIsolation(user: Account(name: nil, uid: 4_000_000, primaryGroupID: 4_000_000, home: nil)).accountEnvironment == [:])
+        #expect(TaskIsolation(user: Account(name: nil, uid: 4_000_000, primaryGroupID: 4_000_000, home: nil)).accountEnvironment == ["HOME": "/"],
+                "an unlisted uid never keeps the supervisor's home")
         #expect(root.effectiveGroupID == 0)
         #expect(TaskIsolation(user: try Account.lookUp("root"), groupID: 7).effectiveGroupID == 7)
     }
