@@ -86,6 +86,25 @@ public final class UnixListener: LoopHandleOwner {
         return errno == ECONNREFUSED ? .stale : .live
     }
 
+    /// Connects a blocking client socket (close-on-exec) to the listener at `path`.
+    /// - Throws: `SystemError` when the path is too long or nobody listens there.
+    public static func clientSocket(connectedTo path: String) throws(SystemError) -> Int32 {
+        guard path.utf8.count <= maxPathLength else {
+            throw SystemError("the path is too long for a Unix socket", errno: ENAMETOOLONG)
+        }
+        let fd = try syscall("socket") { socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) }
+        var address = address(path)
+        let rc = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard rc == 0 else {
+            let code = errno
+            Descriptors.close(fd)
+            throw SystemError("connect \(path)", errno: code)
+        }
+        return fd
+    }
+
     /// A Unix socket address for `path` (cut at `maxPathLength`; callers check the length).
     private static func address(_ path: String) -> sockaddr_un {
         var address = sockaddr_un()

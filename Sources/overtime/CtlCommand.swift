@@ -119,9 +119,9 @@ struct CtlCommand {
             Terminal.error("overtime ctl: \(problem.message)")
             return 125
         }
-        let connection: ControlConnection
+        let connection: ControlClient
         do {
-            connection = try ControlConnection(path: path)
+            connection = try ControlClient(path: path)
         } catch {
             Terminal.error("overtime ctl: cannot reach the supervisor at \(path): \(error.message)")
             return 125
@@ -239,70 +239,5 @@ struct CtlCommand {
                 column == row.count - 1 ? cell : cell + String(repeating: " ", count: widths[column] + 2 - cell.count)
             }.joined()
         }.joined(separator: "\n") + "\n"
-    }
-}
-
-/// A blocking client connection to a control socket.
-final class ControlConnection {
-    private let fd: Int32
-    private var buffer: [UInt8] = []
-
-    struct Failure: Error {
-        var message: String
-    }
-
-    init(path: String) throws(Failure) {
-        fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw Failure(message: String(cString: strerror(errno))) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(path.utf8)
-        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
-            Glibc.close(fd)
-            throw Failure(message: "the path is too long for a Unix socket")
-        }
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            raw.copyBytes(from: bytes)
-            raw[bytes.count] = 0
-        }
-        let rc = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        guard rc == 0 else {
-            let reason = String(cString: strerror(errno))
-            Glibc.close(fd)
-            throw Failure(message: reason)
-        }
-    }
-
-    func send(_ bytes: [UInt8]) -> Bool {
-        bytes.withUnsafeBytes { raw in
-            var offset = 0
-            while offset < raw.count {
-                let n = Glibc.send(fd, raw.baseAddress! + offset, raw.count - offset, Int32(MSG_NOSIGNAL))
-                if n > 0 { offset += n } else if n < 0, errno == EINTR { continue } else { return false }
-            }
-            return true
-        }
-    }
-
-    /// The next line, without its newline; nil at end of stream.
-    func readLine() -> [UInt8]? {
-        while true {
-            if let newline = buffer.firstIndex(of: 0x0A) {
-                let line = Array(buffer[..<newline])
-                buffer.removeSubrange(...newline)
-                return line
-            }
-            var chunk = [UInt8](repeating: 0, count: 65536)
-            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n < 0, errno == EINTR { continue }
-            if n <= 0 { return buffer.isEmpty ? nil : { defer { buffer.removeAll() }; return buffer }() }
-            buffer.append(contentsOf: chunk[0..<n])
-        }
-    }
-
-    func close() {
-        Glibc.close(fd)
     }
 }

@@ -1,0 +1,64 @@
+import OvertimeLoop
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// A blocking client of a supervisor's control socket (docs/control.md): JSON lines out,
+/// JSON lines back. What `overtime ctl` speaks through.
+public final class ControlClient {
+    private let fd: Int32
+    private var buffer: [UInt8] = []
+
+    public struct Failure: Error, CustomStringConvertible {
+        /// Why, in words: "Connection refused", "the path is too long for a Unix socket".
+        public var message: String
+        public var description: String { message }
+    }
+
+    /// Connects to the socket at `path`.
+    public init(path: String) throws(Failure) {
+        do {
+            fd = try UnixListener.clientSocket(connectedTo: path)
+        } catch {
+            throw Failure(message: error.errno == ENAMETOOLONG ? error.operation : error.reason)
+        }
+    }
+
+    /// Sends `bytes` whole (a request line, newline included); false once the supervisor
+    /// has gone. Never raises SIGPIPE.
+    public func send(_ bytes: [UInt8]) -> Bool {
+        bytes.withUnsafeBytes { raw in
+            var offset = 0
+            while offset < raw.count {
+                let n = Glibc.send(fd, raw.baseAddress! + offset, raw.count - offset, Int32(MSG_NOSIGNAL))
+                if n > 0 { offset += n } else if n < 0, errno == EINTR { continue } else { return false }
+            }
+            return true
+        }
+    }
+
+    /// The next line, without its newline; nil at end of stream.
+    public func readLine() -> [UInt8]? {
+        while true {
+            if let newline = buffer.firstIndex(of: 0x0A) {
+                let line = Array(buffer[..<newline])
+                buffer.removeSubrange(...newline)
+                return line
+            }
+            var chunk = [UInt8](repeating: 0, count: 65536)
+            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n < 0, errno == EINTR { continue }
+            if n <= 0 {
+                defer { buffer.removeAll() }
+                return buffer.isEmpty ? nil : buffer
+            }
+            buffer.append(contentsOf: chunk[0..<n])
+        }
+    }
+
+    public func close() {
+        Glibc.close(fd)
+    }
+}
