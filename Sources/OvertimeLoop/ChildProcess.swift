@@ -383,11 +383,7 @@ final class ChildReaper: LoopHandleOwner {
         for child in children.values { child.killForShutdown() }
         groupGuard.close()
         if reapsOrphans { killAdoptedOrphans() }
-        uv_close(UnsafeMutableRawPointer(handle).assumingMemoryBound(to: uv_handle_t.self)) { h in
-            let raw = h!
-            Unmanaged<ChildReaper>.fromOpaque(raw.pointee.data).release()
-            UnsafeMutableRawPointer(raw).assumingMemoryBound(to: uv_signal_t.self).deallocate()
-        }
+        closeOwnedHandle(handle)
     }
 }
 

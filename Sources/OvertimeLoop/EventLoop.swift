@@ -146,6 +146,17 @@ protocol LoopHandleOwner: AnyObject {
     func closeForShutdown()
 }
 
+/// Closes `handle`, whose `data` holds its owner retained (how every handle here is kept).
+/// libuv's close callback, the only place a handle's memory may be freed, releases the
+/// owner and frees the handle.
+func closeOwnedHandle<Handle>(_ handle: UnsafeMutablePointer<Handle>) {
+    uv_close(UnsafeMutableRawPointer(handle).assumingMemoryBound(to: uv_handle_t.self)) { h in
+        let raw = h!
+        Unmanaged<AnyObject>.fromOpaque(raw.pointee.data).release()
+        UnsafeMutableRawPointer(raw).deallocate()
+    }
+}
+
 /// A value confined to one loop's thread, made passable across threads so a closure run by
 /// `execute` can carry it back. Touching it elsewhere is a bug, checked in debug builds.
 public struct LoopBound<Value>: @unchecked Sendable {

@@ -41,11 +41,7 @@ public final class LoopTimer: LoopHandleOwner {
         guard !closed else { return }
         closed = true
         callback = nil
-        uv_close(UnsafeMutableRawPointer(handle).assumingMemoryBound(to: uv_handle_t.self)) { h in
-            let raw = h!
-            Unmanaged<LoopTimer>.fromOpaque(raw.pointee.data).release()
-            UnsafeMutableRawPointer(raw).assumingMemoryBound(to: uv_timer_t.self).deallocate()
-        }
+        closeOwnedHandle(handle)
     }
 
     func closeForShutdown() { close() }

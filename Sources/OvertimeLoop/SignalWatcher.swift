@@ -42,11 +42,7 @@ public final class SignalWatcher: LoopHandleOwner {
         guard !closed else { return }
         closed = true
         callback = nil
-        uv_close(UnsafeMutableRawPointer(handle).assumingMemoryBound(to: uv_handle_t.self)) { h in
-            let raw = h!
-            Unmanaged<SignalWatcher>.fromOpaque(raw.pointee.data).release()
-            UnsafeMutableRawPointer(raw).assumingMemoryBound(to: uv_signal_t.self).deallocate()
-        }
+        closeOwnedHandle(handle)
     }
 
     func closeForShutdown() { close() }
