@@ -21,8 +21,10 @@ struct BatchCommand {
 
     Runs the tasks of a JSON job file (docs/jobfile.md) as a queue: at most `concurrency`
     at once, each when its dependencies allow and its resources (GPU slots, counted pools)
-    are free, each under its own budget, with retries. Everything is journaled to a run
-    directory: events.jsonl, logs/<task>.log (its stdout and stderr), summary.json.
+    are free, each under its own budget, with retries, and each as its own user with its
+    own limits if the file says so (user, group, limits, nice, clean-env). Everything is
+    journaled to a run directory: events.jsonl, logs/<task>.log (its stdout and stderr),
+    summary.json.
 
     Options:
       --concurrency N      run at most N tasks at once (overrides the job file)
