@@ -258,6 +258,25 @@ struct DisplayTmuxTests {
         }
     }
 
+    @Test("run: a task that only sends heartbeats shows its time left past its first budget, renewed by each")
+    func heartbeatsOnly() async throws {
+        let scratch = try CLIScratch()
+        let script = try scratch.write("beats.sh", """
+        i=0
+        while [ $i -lt 12 ]; do printf '{"type":"heartbeat"}\n' >&3; sleep 0.5; i=$((i+1)); done
+        """)
+        try await DisplayTmux.with("beats", scratch: scratch) { tmux in
+            try await tmux.start("\(overtime) run --name beats --budget 2s -- sh \(sq(script))")
+            // Past the first budget (2 s), the row still counts down from the last heartbeat.
+            try await Task.sleep(for: .seconds(3))
+            let screen = try #require(try await tmux.waitFor { lines in
+                lines.contains { $0.hasPrefix("beats") && ($0.contains("left 1s") || $0.contains("left 2s")) }
+            }, "no time left on the row past the first budget: \(tmux.lastScreen)")
+            #expect(!screen.contains { $0.hasPrefix("beats") && $0.contains("left 0s") }, "\(screen)")
+            #expect(try await tmux.waitForExit() == 0)
+        }
+    }
+
     @Test("run: lines the child prints while reporting progress arrive whole, in order, never torn by the row")
     func outputAboveRows() async throws {
         let scratch = try CLIScratch()
