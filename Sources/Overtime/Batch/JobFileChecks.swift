@@ -34,6 +34,8 @@ struct JobFileProblems {
             text += "field '\(field)'" + (message.hasPrefix("is ") ? " " : ": ")
         }
         text += message
+        // Names, keys and values from the file are in it: one line, nothing a terminal obeys.
+        text = JobFileText.printable(text, limit: Int.max)
         if cycle {
             cycles.append(text)
             return

@@ -23,22 +23,32 @@ enum JobFileText {
 
     /// `"text"`, JSON-style, at most 40 characters of it.
     static func quote(_ s: String) -> String {
+        "\"" + printable(s, limit: 40, escapingQuote: true) + "\""
+    }
+
+    /// Text from the file as it may be shown in a one-line message: control characters
+    /// (a newline, an escape sequence) written as JSON escapes, so no message spans lines
+    /// or reaches the terminal as a command; cut at `limit` characters.
+    static func printable(_ s: String, limit: Int = 60, escapingQuote: Bool = false) -> String {
         var shown = ""
-        for (i, c) in s.enumerated() {
-            if i == 40 {
+        for (i, c) in s.unicodeScalars.enumerated() {
+            if i == limit {
                 shown += "…"
                 break
             }
             switch c {
-            case "\"": shown += "\\\""
-            case "\\": shown += "\\\\"
+            case "\"" where escapingQuote: shown += "\\\""
+            case "\\" where escapingQuote: shown += "\\\\"
             case "\n": shown += "\\n"
             case "\t": shown += "\\t"
-            case "\0": shown += "\\u0000"
-            default: shown.append(c)
+            case "\r": shown += "\\r"
+            case _ where c.value < 0x20 || (0x7F...0x9F).contains(c.value) || c == "\u{2028}" || c == "\u{2029}":
+                let hex = String(c.value, radix: 16)
+                shown += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default: shown.unicodeScalars.append(c)
             }
         }
-        return "\"" + shown + "\""
+        return shown
     }
 
     /// `a, b or c`.
