@@ -231,12 +231,14 @@ struct CtlCommand {
             else if case .null? = item["remaining"] { left = "no limit" }
             var state = text("state")
             if case let .string(reason)? = item["cancel_reason"] ?? item["reason"] { state += " (\(reason))" }
-            rows.append([text("name"), state, progress, left, text("pid")])
+            // A task's title is the task's own text: no control character of it reaches the
+            // terminal, and a row stays one line.
+            rows.append([text("name"), state, progress, left, text("pid")].map(TextWidth.sanitize))
         }
-        let widths = rows[0].indices.map { column in rows.map { $0[column].count }.max() ?? 0 }
+        let widths = rows[0].indices.map { column in rows.map { TextWidth.columns($0[column]) }.max() ?? 0 }
         return rows.map { row in
             row.enumerated().map { column, cell in
-                column == row.count - 1 ? cell : cell + String(repeating: " ", count: widths[column] + 2 - cell.count)
+                column == row.count - 1 ? cell : cell + String(repeating: " ", count: widths[column] + 2 - TextWidth.columns(cell))
             }.joined()
         }.joined(separator: "\n") + "\n"
     }

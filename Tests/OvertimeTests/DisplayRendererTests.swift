@@ -508,3 +508,22 @@ struct DisplayModeTests {
         #expect(!narrowed.contains("\u{1B}[J"), "no erase-below: tmux pushes a cleared screen into its history")
     }
 }
+
+@Suite("ctl status table")
+struct CtlStatusTableTests {
+    @Test("a task's own title reaches the table without control characters, and wide text keeps the columns lined up")
+    func titlesAreSanitized() throws {
+        let reply = #"""
+        [{"name":"train","state":"running","remaining":29.3,"pid":42,
+          "progress":{"completed":1,"total":4,"title":"a\u001b[31mRED\nline2"}},
+         {"name":"日本","state":"running","remaining":null,"pid":43}]
+        """#
+        let table = CtlCommand.statusTable(try JSONValue.parse(Array(reply.utf8)))
+        let lines = table.split(separator: "\n").map(String.init)
+        #expect(lines.count == 3, "one line a task: \(table)")
+        #expect(!table.unicodeScalars.contains { $0.value < 0x20 && $0 != "\n" }, "\(table)")
+        #expect(lines[1].contains("1/4 a [31mRED line2"), "\(lines)")
+        let starts = lines.map { line in TextWidth.columns(String(line[..<(line.range(of: "running") ?? line.range(of: "STATE")!).lowerBound])) }
+        #expect(Set(starts).count == 1, "the STATE column starts at one place on every line: \(lines)")
+    }
+}
