@@ -156,7 +156,9 @@ struct CLICtlSocketTests {
         try CLICtlFS.makeStaleSocket(f.socket)
         #expect(CLICtlFS.probe(f.socket) == .stale)
         let before = try await f.ctl(["status"])
-        #expect(before.status == 125 && before.stderr.contains("cannot reach the supervisor at \(f.socket)"), "\(before)")
+        #expect(before.status == 125 && before.stderr.contains("cannot reach the supervisor at \(f.socket): nobody listens on it"), "\(before)")
+        let notASocket = try await CLICtl.ctl(socket: "/etc/passwd", ["status"], in: f.scratch)
+        #expect(notASocket.status == 125 && notASocket.stderr.contains("/etc/passwd: it is not a socket"), "\(notASocket)")
 
         try await f.start(["--budget", "30s"], code: 2)
         let status = try await f.ctl(["status", "--json"])

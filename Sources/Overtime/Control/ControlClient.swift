@@ -22,7 +22,12 @@ public final class ControlClient {
         do {
             fd = try UnixListener.clientSocket(connectedTo: path)
         } catch {
-            throw Failure(message: error.errno == ENAMETOOLONG ? error.operation : error.reason)
+            switch (error.errno, UnixListener.probe(path)) {
+            case (ENAMETOOLONG, _): throw Failure(message: error.operation)
+            case (_, .notASocket): throw Failure(message: "it is not a socket")
+            case (_, .stale): throw Failure(message: "nobody listens on it (left by a supervisor that has ended)")
+            default: throw Failure(message: error.reason)
+            }
         }
     }
 
