@@ -164,6 +164,7 @@ final class TaskRunner {
         case .exec:
             switch error.errno {
             case 2: command.isEmpty ? "no command given" : "\(command): command not found"
+            case 13 where command.contains("/") && Descriptors.isDirectory(command): "\(command): is a directory"
             case 13: "\(command): permission denied"
             case 8: "\(command): not an executable format"
             case 21: "\(command): is a directory"

@@ -35,6 +35,12 @@ public enum Descriptors {
         try syscall("open /dev/null") { open("/dev/null", (forWriting ? O_WRONLY : O_RDONLY) | O_CLOEXEC) }
     }
 
+    /// True when `path` names a directory (exec says only "permission denied" for one).
+    public static func isDirectory(_ path: String) -> Bool {
+        var info = stat()
+        return stat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFDIR
+    }
+
     public static func close(_ fd: Int32) {
         _ = Glibc.close(fd)  // after close, even EINTR leaves fd closed on Linux: never retry
     }

@@ -79,11 +79,12 @@ struct CLIExitCodeTests {
         #expect(r.stdout.isEmpty, "\(r)")
     }
 
-    @Test("a directory as the command exits 126")
+    @Test("a directory as the command exits 126 and says it is a directory")
     func directoryAsCommand() async throws {
         let scratch = try CLIScratch()
         let r = try await cliRun(["run", "--", scratch.url.path], in: scratch)
         #expect(r.status == 126, "\(r)")
+        #expect(r.stderr.contains("\(scratch.url.path): is a directory"), "\(r)")
     }
 
     @Test("--help exits 0 with usage on stdout", arguments: [["run", "--help"], ["run", "-h"], ["help", "run"]])
