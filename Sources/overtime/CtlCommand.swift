@@ -72,14 +72,14 @@ struct CtlCommand {
             return name
         }
         func duration(_ text: String) throws(UsageError) -> Duration {
+            let parsed: Duration?
             do {
-                guard let d = try DurationText.parse(text) else { throw UsageError(message: "overtime ctl \(verb): 'none' is not a duration here") }
-                return d
-            } catch let error as DurationText.ParseError {
-                throw UsageError(message: "overtime ctl \(verb): \(error.message)")
+                parsed = try DurationText.parse(text)
             } catch {
-                throw error as! UsageError
+                throw UsageError(message: "overtime ctl \(verb): \(error.message)")
             }
+            guard let parsed else { throw UsageError(message: "overtime ctl \(verb): 'none' is not a duration here") }
+            return parsed
         }
         let action: Action
         switch verb {

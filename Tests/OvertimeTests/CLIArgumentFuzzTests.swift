@@ -1,0 +1,62 @@
+import Foundation
+import Testing
+@testable import overtime
+
+// Any command line gets a command or a usage error (or help), never a crash: random
+// sequences of the real options, values of every kind (good, bad, empty, huge, `--`,
+// control characters) and words, fed to each parser in-process, deterministically.
+
+@Suite struct CLIArgumentFuzzTests {
+    struct Dice {
+        var state: UInt64
+        mutating func roll(_ bound: Int) -> Int {
+            state = state &* 6364136223846793005 &+ 1442695040888963407
+            return Int((state >> 33) % UInt64(bound))
+        }
+    }
+
+    static let values = ["", "0", "-1", "1s", "30s", "1h30m", "none", "1e400", "9999999999999999999", "abc", "--", "-",
+                         "4G", "1024:4096", "unlimited", "root", "0:0", "nobody", "20", "-20", "x=y", "=x", "A=", "plain",
+                         "json", "tty", "auto", "\u{1B}[31m", "a\nb", String(repeating: "9", count: 400), "/tmp", "train",
+                         "status", "watch", "cancel", "extend", "revoke", "list", "10m", "--past-max", "true", "sh"]
+
+    static func commandLine(options: [String], _ dice: inout Dice) -> [String] {
+        var words: [String] = []
+        for _ in 0..<dice.roll(8) {
+            switch dice.roll(6) {
+            case 0, 1, 2:
+                let option = options[dice.roll(options.count)]
+                if dice.roll(4) == 0 { words.append(option + "=" + values[dice.roll(values.count)]) } else { words.append(option) }
+            default:
+                words.append(values[dice.roll(values.count)])
+            }
+        }
+        return words
+    }
+
+    @Test func runBatchAndCtlParseAnyCommandLine() {
+        var dice = Dice(state: 6)
+        var outcomes = [0, 0, 0]  // parsed, usage error, help
+        for round in 0..<6_000 {
+            let which = round % 3
+            let options = [RunCommand.knownOptions, BatchCommand.knownOptions, ["--socket", "--json", "--past-max"]][which]
+            let words = ArraySlice(Self.commandLine(options: options + ["-h"], &dice))
+            do {
+                switch which {
+                case 0: _ = try RunCommand.parse(words)
+                case 1: _ = try BatchCommand.parse(words)
+                default: _ = try CtlCommand.parse(words)
+                }
+                outcomes[0] += 1
+            } catch let error as UsageError {
+                outcomes[1] += 1
+                #expect(!error.message.isEmpty && error.message.hasPrefix("overtime"), "round \(round) \(Array(words)): \(error.message)")
+            } catch is HelpRequest {
+                outcomes[2] += 1
+            } catch {
+                Issue.record("round \(round) \(Array(words)): an error of another kind: \(error)")
+            }
+        }
+        #expect(outcomes[0] > 100 && outcomes[1] > 1000, "parsed, refused, help: \(outcomes)")
+    }
+}
