@@ -7,20 +7,12 @@ import Testing
 // control characters) and words, fed to each parser in-process, deterministically.
 
 @Suite struct CLIArgumentFuzzTests {
-    struct Dice {
-        var state: UInt64
-        mutating func roll(_ bound: Int) -> Int {
-            state = state &* 6364136223846793005 &+ 1442695040888963407
-            return Int((state >> 33) % UInt64(bound))
-        }
-    }
-
     static let values = ["", "0", "-1", "1s", "30s", "1h30m", "none", "1e400", "9999999999999999999", "abc", "--", "-",
                          "4G", "1024:4096", "unlimited", "root", "0:0", "nobody", "20", "-20", "x=y", "=x", "A=", "plain",
                          "json", "tty", "auto", "\u{1B}[31m", "a\nb", String(repeating: "9", count: 400), "/tmp", "train",
                          "status", "watch", "cancel", "extend", "revoke", "list", "10m", "--past-max", "true", "sh"]
 
-    static func commandLine(options: [String], _ dice: inout Dice) -> [String] {
+    static func commandLine(options: [String], _ dice: inout TestDice) -> [String] {
         var words: [String] = []
         for _ in 0..<dice.roll(8) {
             switch dice.roll(6) {
@@ -35,7 +27,7 @@ import Testing
     }
 
     @Test func runBatchAndCtlParseAnyCommandLine() {
-        var dice = Dice(state: 6)
+        var dice = TestDice(state: 6)
         var outcomes = [0, 0, 0]  // parsed, usage error, help
         for round in 0..<6_000 {
             let which = round % 3

@@ -7,15 +7,6 @@ import Testing
 // parse or are refused with at least one problem, every problem one line.
 
 @Suite struct JobFileMutationTests {
-    /// A tiny deterministic generator (a 64-bit LCG, top bits), so a failure repeats.
-    struct Dice {
-        var state: UInt64
-        mutating func roll(_ bound: Int) -> Int {
-            state = state &* 6364136223846793005 &+ 1442695040888963407
-            return Int((state >> 33) % UInt64(bound))
-        }
-    }
-
     static let corpus: [[UInt8]] = {
         let doc = (try? String(contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent()
             .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("docs/jobfile.md"), encoding: .utf8)) ?? ""
@@ -25,7 +16,7 @@ import Testing
     /// Bytes that make JSON (and job files) interesting where they land.
     static let alphabet = Array(#"{}[]":,0123456789.-+eE truefalsnul\/"#.utf8) + [0, 0x0A, 0x80, 0xC3, 0xFF]
 
-    static func mutate(_ input: [UInt8], _ dice: inout Dice) -> [UInt8] {
+    static func mutate(_ input: [UInt8], _ dice: inout TestDice) -> [UInt8] {
         var bytes = input
         for _ in 0...dice.roll(4) where !bytes.isEmpty {
             let at = dice.roll(bytes.count)
@@ -49,7 +40,7 @@ import Testing
 
     @Test func mutatedJobFilesAreParsedOrRefusedWithProblems() throws {
         try #require(Self.corpus.count >= 3, "the docs' job files were not found")
-        var dice = Dice(state: 20261130)
+        var dice = TestDice(state: 20261130)
         var refused = 0
         for round in 0..<10_000 {
             let bytes = Self.mutate(Self.corpus[round % Self.corpus.count], &dice)
