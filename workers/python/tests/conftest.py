@@ -23,6 +23,16 @@ sys.path.insert(0, str(SOURCE))
 import overtime_worker  # noqa: E402
 
 
+# The supervisors these tests start must begin as a shell's foreground command does, with
+# SIGINT, SIGQUIT and SIGHUP at their defaults: Overtime leaves a signal it was started
+# with ignored alone, and a test runner started in the background of a script (as CI may
+# start it) has SIGINT and SIGQUIT ignored. A handled signal is reset by exec; so handle
+# what is ignored here.
+for _signal in (signal.SIGINT, signal.SIGQUIT, signal.SIGHUP):
+    if signal.getsignal(_signal) == signal.SIG_IGN:
+        signal.signal(_signal, signal.default_int_handler if _signal == signal.SIGINT else signal.SIG_DFL)
+
+
 def clean_env(**extra):
     """The test's environment without anything of an Overtime the suite itself may run under."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OVERTIME_", "_OVERTIME_"))}
