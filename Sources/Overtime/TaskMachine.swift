@@ -298,3 +298,4 @@ public struct TaskMachine: Sendable {
 // Signal numbers are Linux's; spelled here so the pure machine needs no C module.
 let SIGTERM_NUMBER: Int32 = 15
 let SIGKILL_NUMBER: Int32 = 9
+let SIGWINCH_NUMBER: Int32 = 28

@@ -13,7 +13,9 @@ final class TaskRunner {
     private var process: ChildProcess?
     private var channel: ByteStream?
     private var framer = LineFramer()
-    private var outputs: [ByteStream] = []
+    private var outputs: [OutputReader] = []
+    /// The pseudo-terminals the task writes to, and the terminal whose size each follows.
+    private var terminals: [(reader: TerminalReader, sizeFrom: Int32)] = []
     private let timer: LoopTimer
     private var armedFor: MonotonicInstant?
     private var exit: ChildExit?
@@ -60,6 +62,8 @@ final class TaskRunner {
             let stderr: Int32
             if case let .file(outPath, _) = spec.stdout, case let .file(errPath, true) = spec.stderr, outPath == errPath {
                 stderr = stdout  // one log for both: one open, and the two streams interleave in order
+            } else if case .terminal = spec.stdout, case .terminal = spec.stderr {
+                stderr = stdout  // one terminal for both, as on a real one
             } else {
                 stderr = try outputDescriptor(spec.stderr, inherit: 2, &passed)
             }
@@ -102,18 +106,30 @@ final class TaskRunner {
         case let .capture(sink):
             let (readEnd, writeEnd) = try Descriptors.pipe()
             passed.append(writeEnd)
-            let stream = try ByteStream(loop: supervisor.loop, fd: readEnd)
-            outputs.append(stream)
-            stream.startReading(
-                onData: { bytes in sink(Array(bytes)) },
-                onEnd: { [unowned self, unowned stream] _ in
-                    stream.close()
-                    self.outputs.removeAll { $0 === stream }
-                    self.finishIfDrained()
-                }
-            )
+            drain(try ByteStream(loop: supervisor.loop, fd: readEnd), into: sink)
             return writeEnd
+        case let .terminal(sizeFrom, sink):
+            let (reader, terminal) = try Descriptors.outputTerminal(sizeFrom: sizeFrom)
+            passed.append(terminal)
+            let terminalReader = try TerminalReader(loop: supervisor.loop, fd: reader)
+            drain(terminalReader, into: sink)
+            terminals.append((terminalReader, sizeFrom))
+            return terminal
         }
+    }
+
+    /// Reads the task's output to its end into `sink`, before its `exited` event.
+    private func drain(_ reader: OutputReader, into sink: @escaping @Sendable ([UInt8]) -> Void) {
+        outputs.append(reader)
+        reader.startReading(
+            onData: { bytes in sink(Array(bytes)) },
+            onEnd: { [unowned self, unowned reader] _ in
+                reader.close()
+                self.outputs.removeAll { $0 === reader }
+                self.terminals.removeAll { $0.reader === reader }
+                self.finishIfDrained()
+            }
+        )
     }
 
     /// The variables set on top of the inherited environment: the account's (HOME, USER,
@@ -315,6 +331,10 @@ final class TaskRunner {
 
     /// Passes a signal the supervisor received on to the task's group (while it runs).
     func forward(signal: Int32) {
+        if signal == SIGWINCH_NUMBER {
+            // The task's terminal follows the real one before the task is told it changed.
+            for terminal in terminals { terminal.reader.copyWindowSize(from: terminal.sizeFrom) }
+        }
         process?.signalGroup(signal)
     }
 

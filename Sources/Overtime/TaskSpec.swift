@@ -10,6 +10,12 @@ public enum OutputTarget: Sendable {
     /// A pipe the supervisor drains to the end; each chunk goes to the handler, on the
     /// supervisor's loop thread, before the task's `exited` event.
     case capture(@Sendable ([UInt8]) -> Void)
+    /// Like `capture`, through a pseudo-terminal instead of a pipe: the task sees a terminal,
+    /// so it line-buffers and colours its output as it would if run directly, with the
+    /// window size of the terminal at `sizeFrom` (kept in step when SIGWINCH is passed on).
+    /// Set on both stdout and stderr, the two share one terminal, as they would on a real
+    /// one, and everything goes to stdout's handler.
+    case terminal(sizeFrom: Int32, @Sendable ([UInt8]) -> Void)
 }
 
 /// Where a task's standard input comes from.

@@ -1,4 +1,5 @@
 import CLibUV
+import COvertimeSpawn
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -22,6 +23,20 @@ public enum Descriptors {
         var fds: [Int32] = [-1, -1]
         try syscall("pipe2") { overtime_pipe_cloexec(&fds) }
         return (fds[0], fds[1])
+    }
+
+    /// A pseudo-terminal for a task's output: (the supervisor's reading end, the task's
+    /// terminal). The task sees a terminal (so it line-buffers, as it would if run directly)
+    /// of the size of `sizeFrom`'s; its bytes arrive as written.
+    public static func outputTerminal(sizeFrom: Int32) throws(SystemError) -> (Int32, Int32) {
+        var reader: Int32 = -1, terminal: Int32 = -1
+        try syscall("open a pseudo-terminal") { overtime_open_output_terminal(sizeFrom, &reader, &terminal) }
+        return (reader, terminal)
+    }
+
+    /// Gives the pseudo-terminal read at `reader` the size of terminal `from`.
+    static func copyWindowSize(from: Int32, to reader: Int32) {
+        _ = overtime_copy_window_size(from, reader)
     }
 
     /// Opens a file for a task's output (created 0644; appended or truncated).

@@ -30,6 +30,9 @@ final class ProgressOutput: Sendable {
 
     /// The task as it should be spawned: in `tty` mode its stderr (and its stdout, when that
     /// is the same terminal) is captured and written above the live row, which starts here.
+    /// It is captured through a pseudo-terminal the size of ours: the task still sees a
+    /// terminal, so a program that buffers its output into a pipe (Python does) prints each
+    /// line as it would if run directly.
     func prepare(_ spec: TaskSpec) -> TaskSpec {
         guard mode == .tty else { return spec }
         var model = DisplayModel()
@@ -38,10 +41,10 @@ final class ProgressOutput: Sendable {
                                   environment: environment)
         var spec = spec
         if case .inherit = spec.stderr {
-            spec.stderr = .capture { bytes in display.output(bytes, fd: 2) }
+            spec.stderr = .terminal(sizeFrom: 2) { bytes in display.output(bytes, fd: 2) }
         }
         if case .inherit = spec.stdout, TerminalDevice.sameTerminal(1, 2) {
-            spec.stdout = .capture { bytes in display.output(bytes, fd: 1) }
+            spec.stdout = .terminal(sizeFrom: 2) { bytes in display.output(bytes, fd: 1) }
         }
         live.withLock { $0 = display }
         display.start()

@@ -66,7 +66,8 @@ struct RunCommand {
                            as JSON lines on stdout), none; auto (default) is tty when stderr
                            is a terminal (and TERM is not dumb, and this is not PID 1), else
                            plain. NO_COLOR turns colour off; without a UTF-8 locale the bar
-                           is ASCII. For an interactive CMD, use plain: it keeps the terminal.
+                           is ASCII. CMD's output passes through a terminal of our size, so
+                           it prints as if run directly; for a full-screen CMD, use plain.
       --json               print a final report as JSON on stdout
       --preserve-status    exit with CMD's own status even when it was cancelled
       --shutdown-grace DUR the time an orchestrator gives the whole shutdown (default:

@@ -258,6 +258,35 @@ struct DisplayTmuxTests {
         }
     }
 
+    @Test("run: the task's output goes through a terminal the size of ours: Python's unflushed prints show at once, a resize reaches it")
+    func taskSeesATerminal() async throws {
+        let scratch = try CLIScratch()
+        // No flush anywhere: on a pipe, Python would hold every line until it exits.
+        let script = try scratch.write("tty.py", """
+        import os, signal, time
+        signal.signal(signal.SIGWINCH, lambda *a: print("resized to", os.get_terminal_size(1).columns))
+        print("early", os.isatty(0), os.isatty(1), os.isatty(2), os.get_terminal_size(2).columns)
+        open(\(sq(scratch.path("printed"))), "w").close()
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not os.path.exists(\(sq(scratch.path("stop")))):
+            time.sleep(0.05)
+        print("late")
+        """)
+        try await DisplayTmux.with("tty", scratch: scratch) { tmux in
+            try await tmux.start("\(overtime) run --name tty -- python3 \(sq(script))", width: 100, height: 20)
+            #expect(await scratch.waitForFile("printed") != nil, "the task never ran")
+            let early = try await tmux.waitFor { $0.contains("early True True True 100") }
+            #expect(early != nil, "the line printed before the wait is on the screen while the task still runs: \(tmux.lastScreen)")
+            try await tmux.resize(width: 70)
+            let resized = try await tmux.waitFor { $0.contains("resized to 70") }
+            #expect(resized != nil, "the task saw the new width: \(tmux.lastScreen)")
+            try scratch.write("stop", "")
+            #expect(try await tmux.waitForExit() == 0)
+            let end = try await tmux.screen(history: true)
+            #expect(end.contains("late") && end.contains { $0.hasPrefix("✓ tty: succeeded") }, "\(end)")
+        }
+    }
+
     @Test("run: a task that only sends heartbeats shows its time left past its first budget, renewed by each")
     func heartbeatsOnly() async throws {
         let scratch = try CLIScratch()

@@ -193,6 +193,23 @@ import Testing
         }
     }
 
+    @Test func outputThroughATerminalIsCompleteAndSeesATerminal() async throws {
+        try await withSupervisor { supervisor, _ in
+            let output = Mutex<[UInt8]>([])
+            // stdout and stderr share the one terminal; 300 KB in all, then the task exits
+            // at once: the tail must not be lost in the terminal's hang-up.
+            let script = "test -t 1 && test -t 2 && echo terminal; head -c 200000 /dev/zero | tr '\\0' x; head -c 100000 /dev/zero | tr '\\0' z >&2"
+            let spec = sh(script, stdout: .terminal(sizeFrom: -1) { bytes in output.withLock { $0 += bytes } },
+                          stderr: .terminal(sizeFrom: -1) { _ in Issue.record("both share stdout's terminal and handler") })
+            let outcome = await supervisor.spawn(spec).outcome
+            #expect(outcome.succeeded, "\(outcome)")
+            let bytes = output.withLock { $0 }
+            #expect(bytes.starts(with: Array("terminal\n".utf8)), "the task saw terminals, and its newline arrived as written")
+            #expect(bytes.filter { $0 == UInt8(ascii: "x") }.count == 200_000)
+            #expect(bytes.filter { $0 == UInt8(ascii: "z") }.count == 100_000)
+        }
+    }
+
     @Test func outputToAFileIsComplete() async throws {
         try await withSupervisor { supervisor, _ in
             let dir = try TemporaryDirectory()

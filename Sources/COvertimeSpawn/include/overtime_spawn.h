@@ -94,6 +94,18 @@ pid_t overtime_spawn(const struct overtime_spawn_request *request, struct overti
 /// Returns the guard's pid, or -1 with errno set.
 pid_t overtime_start_group_guard(int *channel);
 
+/// Opens a pseudo-terminal for a task's output: the task gets `*terminal` (its side, so it
+/// sees a terminal: line-buffered output, colours, a window size), the supervisor reads
+/// `*reader`. Output processing is off, so bytes arrive as written (no "\n" → "\r\n"), and
+/// the window size is copied from `size_from` when that is a terminal (-1: none). Both
+/// descriptors are close-on-exec; neither becomes anyone's controlling terminal.
+/// Returns 0, or -1 with errno set.
+int overtime_open_output_terminal(int size_from, int *reader, int *terminal);
+
+/// Copies the window size of terminal `from` to the pseudo-terminal read at `reader`
+/// (after the real terminal was resized). Returns 0, or -1 with errno set.
+int overtime_copy_window_size(int from, int reader);
+
 /// Reaps the child `pid` once it exits, waiting at most `timeout_ms` (on a pidfd, so it
 /// returns the moment the child is gone). Returns 1 when reaped, 0 when it still runs.
 int overtime_reap_within(pid_t pid, int timeout_ms);
