@@ -141,6 +141,14 @@ __attribute__((noreturn, noinline)) static void run_child(const struct overtime_
                                                           pid_t parent,
                                                           volatile struct overtime_spawn_failure *failure) {
     if (child_call(SYS_setsid, 0, 0, 0, 0) < 0) child_fail(failure, OVERTIME_SPAWN_SESSION, errno, 0);
+    // Listed with the guard before anything of the task can run: a supervisor killed the
+    // moment after exec, before its own thread got to it, would otherwise miss what the
+    // task had started. Never waits: if the guard cannot take it now, the parent lists it.
+    if (request->guard_channel >= 0) {
+        int record = (int)child_call(SYS_getpid, 0, 0, 0, 0);
+        long sent = syscall(SYS_sendto, request->guard_channel, &record, sizeof record, MSG_DONTWAIT | MSG_NOSIGNAL, 0, 0);
+        failure->listed = sent == (long)sizeof record;
+    }
     reset_signal_dispositions();
     int problem = place_descriptors(request->descriptors, request->descriptor_count);
     if (problem) child_fail(failure, OVERTIME_SPAWN_DESCRIPTORS, problem, 0);
@@ -187,7 +195,7 @@ __attribute__((noreturn, noinline)) static void run_child(const struct overtime_
 }
 
 pid_t overtime_spawn(const struct overtime_spawn_request *request, struct overtime_spawn_failure *failure) {
-    volatile struct overtime_spawn_failure child_failure = {OVERTIME_SPAWN_OK, 0, 0};
+    volatile struct overtime_spawn_failure child_failure = {OVERTIME_SPAWN_OK, 0, 0, 0, 0};
     sigset_t all, previous;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &previous);
@@ -197,6 +205,8 @@ pid_t overtime_spawn(const struct overtime_spawn_request *request, struct overti
     int fork_error = errno;
     pthread_sigmask(SIG_SETMASK, &previous, NULL);
 
+    failure->listed = child_failure.listed;
+    failure->pid = pid > 0 ? pid : 0;
     if (pid < 0) {
         failure->step = OVERTIME_SPAWN_FORK;
         failure->error = fork_error;

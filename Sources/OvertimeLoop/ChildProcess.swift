@@ -137,16 +137,22 @@ public final class ChildProcess {
     public init(loop: EventLoop, request: SpawnRequest, onExit: @escaping (ChildExit) -> Void) throws(SpawnError) {
         precondition(!request.arguments.isEmpty, "spawn needs a command")
         self.onExit = onExit
-        let guarded = request.parentDeathSignal != nil
-        // The guard exists before the child can run, so the child's group is listed before
-        // anything in it has had time to start more processes.
-        if guarded { loop.groupGuard.start() }
-        pid = try Self.spawn(request)
+        // The guard exists before the child runs, and the child lists its own group with it
+        // before exec (or, when the guard cannot take that now, the parent does it here).
+        let groupGuard: GroupGuard? = request.parentDeathSignal != nil ? loop.groupGuard : nil
+        groupGuard?.start()
+        let (pid, listed) = try Self.spawn(request, guardChannel: groupGuard?.channelForChild ?? -1) { failedPid in
+            groupGuard?.forget(failedPid)
+        }
+        self.pid = pid
         loop.reaper.watch(self)
-        if guarded { loop.groupGuard.watch(pid) }
+        if !listed { groupGuard?.watch(pid) }
     }
 
-    private static func spawn(_ request: SpawnRequest) throws(SpawnError) -> Int32 {
+    /// - Returns: the pid, and whether the child listed itself with the guard.
+    /// - Parameter unlist: called with the pid of a child that listed itself and then failed.
+    private static func spawn(_ request: SpawnRequest, guardChannel: Int32,
+                              unlist: (Int32) -> Void) throws(SpawnError) -> (pid: Int32, listed: Bool) {
         let argv = CStringArray(request.arguments)
         let extra = CStringArray(request.environment)
         var envp = request.baseEnvironment?.entries(overriddenBy: request.environment) ?? []
@@ -192,13 +198,15 @@ public final class ChildProcess {
                                 spawn.uid = uid
                             }
                             spawn.parent_death_signal = request.parentDeathSignal ?? 0
+                            spawn.guard_channel = guardChannel
                             return overtime_spawn(&spawn, &failure)
                         }
                     }
                 }
             }
         }
-        guard pid < 0 else { return pid }
+        guard pid < 0 else { return (pid, failure.listed != 0) }
+        if failure.listed != 0 { unlist(failure.pid) }
         throw SpawnError(Self.step(failure, limits: request.limits), errno: failure.error)
     }
 

@@ -12,8 +12,9 @@ import Musl
 /// the task's leader; a shell script's children, or a trainer's data loaders, would live
 /// on. So a small process forked before the first spawn (`overtime_start_group_guard`) holds
 /// the list of live task groups, told over a socket; when the socket closes it SIGKILLs
-/// every group still listed. A group is listed from spawn until its leader has been reaped
-/// and its leftovers killed.
+/// every group still listed. A group is listed by the child itself before exec (by the
+/// loop after the spawn when it could not) until its leader has been reaped and its
+/// leftovers killed.
 final class GroupGuard {
     private var channel: Int32 = -1
     private var guardPID: Int32 = 0
@@ -33,6 +34,13 @@ final class GroupGuard {
             channel = fd
             guardPID = pid
         }
+    }
+
+    /// The channel a spawning child may list its own group on (-1: none, or not now). Not
+    /// while records wait in the queue: the child's record would overtake them, and one of
+    /// them may unlist the very group id the child is about to reuse.
+    var channelForChild: Int32 {
+        pending.isEmpty ? channel : -1
     }
 
     /// Lists a task's group.

@@ -124,12 +124,17 @@ struct CLIBatchSignalTests {
         let overtime = try await f.start()
         let slowUp = await f.scratch.waitForFile("rec/slow.1.start")
         #expect(slowUp != nil, "slow never started")
+        // The supervisor's death takes its tasks with it at once: let slow finish writing its
+        // flag first, or the resumed run finds it there but empty.
+        let clock = ContinuousClock()
+        let until = clock.now + .seconds(10)
+        while clock.now < until, f.scratch.read("slow.flag") != "slow\n" { try await Task.sleep(for: .milliseconds(10)) }
         overtime.signal(SIGKILL)
         let killed = await overtime.finish(timeout: .seconds(10))
         #expect(killed.diedOfSignal && killed.status == 137, "\(killed)")
 
-        // A SIGKILLed supervisor cannot stop its tasks (parent-death signals come later):
-        // stop the one that is left, so it cannot touch anything the resumed run checks.
+        // The supervisor's death took slow with it (its parent-death signal and the group
+        // guard); make sure of it, so it cannot touch anything the resumed run checks.
         f.killLeftovers()
         if let slow = f.records(of: "slow").first {
             #expect(await CLIProcessTable.waitDead(slow.pid), "slow (pid \(slow.pid)) survived SIGKILL")

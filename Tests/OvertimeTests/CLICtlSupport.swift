@@ -422,7 +422,9 @@ enum CLICtlFS {
         var info = stat()
         guard lstat(path, &info) == 0 else { return .free }
         guard info.st_mode & S_IFMT == S_IFSOCK else { return .notASocket }
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        // Non-blocking: a listener whose backlog is full (its loop busy) makes a blocking
+        // connect wait, and this runs on one of the test process's few shared threads.
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
         defer { Glibc.close(fd) }
         if connect(fd, path) == 0 { return .live }
         return errno == ECONNREFUSED ? .stale : .live

@@ -17,6 +17,11 @@ struct CLISupervisorDeathTests {
         return ["sh", "-c", "sleep 300 & echo \"$$ $!\" > \(file).tmp; mv \(file).tmp \(file); wait"]
     }
 
+    /// What /proc says of `pid`, for a failure message.
+    static func describe(_ pid: Int32) -> String {
+        ((try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)) ?? "gone").trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
     static func pids(_ text: String?) -> [Int32] {
         (text ?? "").split(whereSeparator: { $0 == " " || $0 == "\n" }).compactMap { Int32($0) }
     }
@@ -32,7 +37,8 @@ struct CLISupervisorDeathTests {
         let r = await p.finish(timeout: .seconds(10))
         #expect(r.diedOfSignal && r.status == 128 + SIGKILL, "\(r)")
         for pid in pids {
-            #expect(await CLIProcessTable.waitDead(pid, timeout: .seconds(2)), "pid \(pid) outlived its supervisor by 2 s")
+            #expect(await CLIProcessTable.waitDead(pid, timeout: .seconds(2)),
+                    "pid \(pid) outlived its supervisor by 2 s: \(Self.describe(pid)); overtime's stderr: \(r.stderr)")
         }
     }
 

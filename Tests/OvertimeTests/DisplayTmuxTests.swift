@@ -49,7 +49,8 @@ final class DisplayTmux: @unchecked Sendable {
     /// permit frees.
     @discardableResult
     func tmux(_ arguments: [String]) async throws -> String {
-        let result = try Self.run([Self.executable!, "-S", Self.socket, "-f", "/dev/null"] + arguments)
+        let argv = [Self.executable!, "-S", Self.socket, "-f", "/dev/null"] + arguments
+        let result = try await offThePool { try Self.run(argv) }
         guard result.status == 0 else {
             throw CLIFailure("tmux \(arguments.joined(separator: " ")): exit \(result.status): \(result.error)")
         }

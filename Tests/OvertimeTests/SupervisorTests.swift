@@ -79,10 +79,11 @@ import Testing
 
     @Test func operatorExtendStopsAtMaxRuntimeUnlessPastMax() async throws {
         try await withSupervisor { supervisor, _ in
-            // Budgets long enough that a busy machine cannot expire them before the extends land.
-            let policy = BudgetPolicy(budget: .seconds(3), maxRuntime: .seconds(4), grace: .seconds(1))
-            let capped = supervisor.spawn(sh("sleep 6", policy: policy))
-            let freed = supervisor.spawn(sh("sleep 5", policy: policy))
+            // Budgets long enough that a busy machine (or a test process whose threads are
+            // all taken by other tests for seconds) cannot expire them before the extends land.
+            let policy = BudgetPolicy(budget: .seconds(8), maxRuntime: .seconds(9), grace: .seconds(1))
+            let capped = supervisor.spawn(sh("sleep 14", policy: policy))
+            let freed = supervisor.spawn(sh("sleep 10", policy: policy))
             let cappedResult = await capped.extend(by: .seconds(10))
             guard case .applied(_, clipped: true) = cappedResult else { Issue.record("not clipped: \(cappedResult)"); return }
             let freedResult = await freed.extend(by: .seconds(10), pastMax: true)

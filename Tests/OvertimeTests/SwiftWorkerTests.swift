@@ -116,21 +116,25 @@ import Testing
         #expect(ledger(path) == ["expiring", "rollback"], "\(ledger(path))")
     }
 
-    @Test func workersRunStandaloneOutsideOvertime() throws {
+    @Test func workersRunStandaloneOutsideOvertime() async throws {
         let dir = try TemporaryDirectory()
         let path = dir.path("ledger")
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.worker("process-payment"))
-        process.arguments = ["--ledger", path, "--step-ms", "50", "--extend", "5"]
-        var environment = ProcessInfo.processInfo.environment
-        environment["OVERTIME_FD"] = nil
-        process.environment = environment
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
-        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
+        let worker = Self.worker("process-payment")
+        let (status, output) = try await offThePool { () throws -> (Int32, String) in
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: worker)
+            process.arguments = ["--ledger", path, "--step-ms", "50", "--extend", "5"]
+            var environment = ProcessInfo.processInfo.environment
+            environment["OVERTIME_FD"] = nil
+            process.environment = environment
+            let pipe = Pipe()
+            process.standardOutput = pipe
+            try process.run()
+            let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            return (process.terminationStatus, output)
+        }
+        #expect(status == 0)
         #expect(output.contains("processed successfully"))
         // Outside Overtime an extension is "granted": there is no limit to extend.
         #expect(ledger(path) == ["extension", "initiate", "authorize", "process", "complete"])

@@ -68,12 +68,17 @@ struct overtime_spawn_request {
     unsigned int uid;
     /// The signal the child gets when the supervisor's spawning thread dies; 0 for none.
     int parent_death_signal;
+    /// The group guard's channel (see overtime_start_group_guard), or -1: the child lists
+    /// its own group there first thing, so that nothing it starts can be missed.
+    int guard_channel;
 };
 
 struct overtime_spawn_failure {
     int step;     // enum overtime_spawn_step
     int error;    // errno
     int detail;   // for OVERTIME_SPAWN_LIMIT: the index into `limits`
+    int listed;   // set on success too: the child listed its group with the guard itself
+    int pid;      // the child's pid, also when it failed (and was reaped): to unlist it
 };
 
 /// Starts the child in a session of its own with every signal at its default, an empty
