@@ -109,7 +109,11 @@ final class TaskRunner {
             drain(try ByteStream(loop: supervisor.loop, fd: readEnd), into: sink)
             return writeEnd
         case let .terminal(sizeFrom, sink):
-            let (reader, terminal) = try Descriptors.outputTerminal(sizeFrom: sizeFrom)
+            // Where no pseudo-terminal can be had (a container without /dev/pts), a pipe:
+            // the output still arrives, only buffered as a pipe makes programs buffer it.
+            guard let (reader, terminal) = try? Descriptors.outputTerminal(sizeFrom: sizeFrom) else {
+                return try outputDescriptor(.capture(sink), inherit: fd, &passed)
+            }
             passed.append(terminal)
             let terminalReader = try TerminalReader(loop: supervisor.loop, fd: reader)
             drain(terminalReader, into: sink)

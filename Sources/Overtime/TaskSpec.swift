@@ -14,7 +14,8 @@ public enum OutputTarget: Sendable {
     /// so it line-buffers and colours its output as it would if run directly, with the
     /// window size of the terminal at `sizeFrom` (kept in step when SIGWINCH is passed on).
     /// Set on both stdout and stderr, the two share one terminal, as they would on a real
-    /// one, and everything goes to stdout's handler.
+    /// one, and everything goes to stdout's handler. Where no pseudo-terminal can be opened,
+    /// a pipe as for `capture`.
     case terminal(sizeFrom: Int32, @Sendable ([UInt8]) -> Void)
 }
 

@@ -119,3 +119,33 @@ struct DisplayCLITests {
         #expect(bad.status == 125 && bad.stderr.contains("auto, tty, plain, json or none"), "\(bad)")
     }
 }
+
+/// Whether this machine lets us make a mount namespace (root, or user namespaces).
+private let mountNamespacesWork: Bool = {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/unshare")
+    process.arguments = ["--mount", "true"]
+    process.standardOutput = FileHandle.nullDevice
+    process.standardError = FileHandle.nullDevice
+    guard (try? process.run()) != nil else { return false }
+    process.waitUntilExit()
+    return process.terminationStatus == 0
+}()
+
+@Suite("Display without pseudo-terminals", .enabled(if: mountNamespacesWork, "needs `unshare --mount` (root); not available here"))
+struct DisplayWithoutPseudoTerminalTests {
+    @Test("where no pseudo-terminal can be opened, tty mode captures through a pipe and the task still runs")
+    func fallsBackToAPipe() async throws {
+        let scratch = try CLIScratch()
+        // An empty /dev/pts in a mount namespace of its own: posix_openpt fails there.
+        let script = "mount -t tmpfs tmpfs /dev/pts && exec \"$0\" run --progress tty -- sh -c " +
+                     "'echo hello >&2; test -t 2 || echo not-a-terminal >&2'"
+        let p = CLIProcess(["--mount", "sh", "-c", script, CLIBinary.path], executable: "/usr/bin/unshare",
+                           environment: displayEnvironment, in: scratch)
+        try await p.start()
+        let r = await p.finish(timeout: .seconds(20))
+        #expect(r.status == 0, "\(r)")
+        let lines = displaySettled(r.stderr)
+        #expect(lines.contains("hello") && lines.contains("not-a-terminal"), "\(lines)")
+    }
+}
