@@ -1,9 +1,11 @@
 #ifndef OVERTIME_SPAWN_H
 #define OVERTIME_SPAWN_H
-// Starting a task's process: everything that must happen in the child between fork and
-// exec, which neither posix_spawn nor libuv's uv_spawn can do (a parent-death signal,
-// dropping privileges, resource limits, a nice value). Written in C because that code runs
-// in a vfork child on the supervisor's memory, where only plain system calls are safe.
+// A task's process from the outside in: starting it, with everything that must happen in
+// the child between fork and exec that neither posix_spawn nor libuv's uv_spawn can do (a
+// parent-death signal, dropping privileges, resource limits, a nice value); the group guard
+// that kills its group if the supervisor dies; the pseudo-terminal its output may go
+// through. In C because the first two run as a vfork child or a fork of a multi-threaded
+// supervisor, where only plain system calls are safe. Only OvertimeLoop imports it.
 #include <sys/types.h>
 
 #ifdef __cplusplus
@@ -16,7 +18,7 @@ enum overtime_spawn_step {
     OVERTIME_SPAWN_FORK,              // vfork itself (out of processes or memory)
     OVERTIME_SPAWN_SESSION,           // setsid
     OVERTIME_SPAWN_DESCRIPTORS,       // moving descriptors into place
-    OVERTIME_SPAWN_LIMIT,             // a resource limit (failure_detail: which one)
+    OVERTIME_SPAWN_LIMIT,             // a resource limit (detail: which one)
     OVERTIME_SPAWN_PRIORITY,          // the nice value
     OVERTIME_SPAWN_GROUPS,            // clearing the supplementary groups
     OVERTIME_SPAWN_GROUP,             // switching group
@@ -89,10 +91,10 @@ struct overtime_spawn_failure {
 pid_t overtime_spawn(const struct overtime_spawn_request *request, struct overtime_spawn_failure *failure);
 
 /// Starts the group guard: a small process, forked from the supervisor, that outlives it
-/// only to kill the process groups of the tasks it still had. The supervisor writes each
-/// task's group id to `*channel` (close-on-exec) as a native int32 when the task starts,
-/// and its negation once the group is gone, one record per message of a sequenced-packet
-/// socket. When the channel reaches end of file (the supervisor exited, or was killed, even
+/// only to kill the process groups of the tasks it still had. Each task's group id is
+/// written to `*channel` (close-on-exec) as a native int32 when the task starts (by its
+/// child, see `guard_channel`, or by the supervisor), and its negation once the group is
+/// gone, one record per message of a sequenced-packet socket. When the channel reaches end of file (the supervisor exited, or was killed, even
 /// by SIGKILL) the guard sends SIGKILL to every group still listed and exits. It runs in a
 /// session of its own, with every catchable signal ignored and no other descriptor open,
 /// so neither a terminal's Ctrl-C nor a signal to the supervisor's group stops it early.
