@@ -18,8 +18,9 @@ let package = Package(
             pkgConfig: "libuv",
             providers: [.apt(["libuv1-dev"])]
         ),
-        // The child's side of a spawn, between vfork and exec (C: it runs on the
-        // supervisor's memory, where only plain system calls are safe). OvertimeLoop only.
+        // C for what runs as a vfork child or a fork of the supervisor (the child's side of
+        // a spawn, the group guard), where only plain system calls are safe, and the
+        // pseudo-terminal a task's output may go through. OvertimeLoop only.
         .target(name: "COvertimeSpawn"),
         .target(
             name: "OvertimeLoop",
