@@ -26,13 +26,36 @@
 // but its own stack, errno (the spawning thread's, which the caller does not read after a
 // successful spawn) and the failure record its parent reads, and leaves by exec or _exit.
 //
-// Signals: all are blocked in the parent thread before vfork, so no handler of the
-// supervisor's can run on the child's side. The child then puts every disposition back to
-// its default (the ignored ones too: a task must not inherit an ignored SIGINT or SIGPIPE),
-// and only just before exec empties its mask.
+// Signals: all are blocked in the parent thread before vfork (all glibc lets a program
+// block: not its two internal ones, 32 and 33, which nothing sends to the child), so no
+// handler of the supervisor's can run on the child's side. The child then puts every
+// disposition back to its default (the ignored ones too: a task must not inherit an
+// ignored SIGINT or SIGPIPE), and only just before exec empties its mask.
 
 static long child_call(long number, long a, long b, long c, long d) {
     return syscall(number, a, b, c, d);
+}
+
+// Closes every descriptor from `first` up: close_range, or on kernels before 5.9 (or under
+// a seccomp filter that refuses it) one by one, as far as the descriptor limit allows.
+static void close_from(int first) {
+    if (child_call(SYS_close_range, first, ~0U, 0, 0) == 0) return;
+    struct rlimit limit;
+    long highest = 65536;
+    if (child_call(SYS_prlimit64, 0, RLIMIT_NOFILE, 0, (long)&limit) == 0 && limit.rlim_cur < (rlim_t)highest)
+        highest = (long)limit.rlim_cur;
+    for (long fd = first; fd < highest; fd++) child_call(SYS_close, fd, 0, 0, 0);
+}
+
+// The library functions the vfork child calls, bound once in the parent: a first call from
+// the child would otherwise resolve the symbol there (lazy binding), in the dynamic
+// linker, on memory it shares with the supervisor.
+static void bind_child_functions(void) {
+    static int bound;
+    if (bound) return;
+    char copy[2];
+    memcpy(copy, "a", 2);
+    bound = strchr(copy, 'a') != NULL && strlen(copy) == 1 && syscall(SYS_getpid) > 0;
 }
 
 __attribute__((noreturn)) static void child_fail(volatile struct overtime_spawn_failure *failure,
@@ -87,14 +110,7 @@ static int place_descriptors(const int *descriptors, int count) {
             return errno;
         }
     }
-    if (child_call(SYS_close_range, count, ~0U, 0, 0) < 0) {
-        // Kernels before 5.9: close what the limit allows, one by one.
-        struct rlimit limit;
-        long highest = 65536;
-        if (child_call(SYS_prlimit64, 0, RLIMIT_NOFILE, 0, (long)&limit) == 0 && limit.rlim_cur < (rlim_t)highest)
-            highest = (long)limit.rlim_cur;
-        for (long fd = count; fd < highest; fd++) child_call(SYS_close, fd, 0, 0, 0);
-    }
+    close_from(count);
     return 0;
 }
 
@@ -166,6 +182,9 @@ __attribute__((noreturn, noinline)) static void run_child(const struct overtime_
 
     // Group before user (a dropped user could no longer change group). Every step is
     // checked: a failed drop ends the spawn, it never runs the task with what was left.
+    // (uid_t)-1 would mean "leave it as it is" to setresuid and setresgid: never a target.
+    if (request->set_group && request->gid == (unsigned int)-1) child_fail(failure, OVERTIME_SPAWN_GROUP, EINVAL, 0);
+    if (request->set_user && request->uid == (unsigned int)-1) child_fail(failure, OVERTIME_SPAWN_USER, EINVAL, 0);
     if (request->set_group) {
         if (child_call(SYS_setgroups, 0, 0, 0, 0) < 0) child_fail(failure, OVERTIME_SPAWN_GROUPS, errno, 0);
         if (child_call(SYS_setresgid, request->gid, request->gid, request->gid, 0) < 0)
@@ -196,6 +215,7 @@ __attribute__((noreturn, noinline)) static void run_child(const struct overtime_
 
 pid_t overtime_spawn(const struct overtime_spawn_request *request, struct overtime_spawn_failure *failure) {
     volatile struct overtime_spawn_failure child_failure = {OVERTIME_SPAWN_OK, 0, 0, 0, 0};
+    bind_child_functions();
     sigset_t all, previous;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &previous);
@@ -282,7 +302,7 @@ __attribute__((noreturn)) static void run_group_guard(int channel, pid_t supervi
     child_call(SYS_rt_sigprocmask, SIG_SETMASK, (long)&empty_mask, 0, 8);
     // Only the channel stays open (at fd 0), and no directory is held.
     if (channel != 0 && child_call(SYS_dup3, channel, 0, 0, 0) < 0) _exit(1);
-    child_call(SYS_close_range, 1, ~0U, 0, 0);
+    close_from(1);
     child_call(SYS_chdir, (long)"/", 0, 0, 0);
     retitle_guard(supervisor);
 

@@ -77,7 +77,10 @@ public struct TaskIsolation: Sendable, Equatable {
     /// listed there.
     public static func lookUpGroup(_ text: String) throws(ParseError) -> UInt32 {
         let name = text.trimmingSpaces
-        if let gid = UInt32(name) { return gid }
+        if let gid = UInt32(name) {
+            guard gid != UInt32.max else { throw ParseError("\(gid) is not a group id (it means 'no change' to the kernel)") }
+            return gid
+        }
         guard !name.isEmpty else { throw ParseError("an empty group name") }
         var entry = group()
         var result: UnsafeMutablePointer<group>?
@@ -112,6 +115,7 @@ public struct Account: Sendable, Equatable {
         var result: UnsafeMutablePointer<passwd>?
         var buffer = [CChar](repeating: 0, count: 16_384)
         let uid = UInt32(key)
+        if uid == UInt32.max { throw TaskIsolation.ParseError("\(key) is not a user id (it means 'no change' to the kernel)") }
         let rc = if let uid { getpwuid_r(uid, &entry, &buffer, buffer.count, &result) }
                  else { getpwnam_r(key, &entry, &buffer, buffer.count, &result) }
         if rc == 0, let found = result {

@@ -140,7 +140,7 @@ public final class ChildProcess {
         // The guard exists before the child runs, and the child lists its own group with it
         // before exec (or, when the guard cannot take that now, the parent does it here).
         let groupGuard: GroupGuard? = request.parentDeathSignal != nil ? loop.groupGuard : nil
-        groupGuard?.start()
+        groupGuard?.start(loop: loop)
         let (pid, listed) = try Self.spawn(request, guardChannel: groupGuard?.channelForChild ?? -1) { failedPid in
             groupGuard?.forget(failedPid)
         }

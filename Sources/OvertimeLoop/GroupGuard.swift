@@ -19,15 +19,19 @@ final class GroupGuard {
     private var channel: Int32 = -1
     private var guardPID: Int32 = 0
     private var started = false
-    /// Records the guard has not taken yet (its socket buffer full: it is stopped, say).
-    /// The loop never blocks on the guard, and a record is never dropped.
+    /// Records the guard has not taken yet (its socket buffer full: it is stopped or starved,
+    /// say). The loop never blocks on the guard, and a record is never dropped: they go out
+    /// in order, retried every few milliseconds until the guard takes them.
     private var pending: [Int32] = []
+    private var retryTimer: LoopTimer?
+    private unowned(unsafe) var loop: EventLoop?
 
     /// Starts the guard, once; call before the first guarded spawn. Without a guard (the
     /// fork failed) tasks still get their parent-death signal.
-    func start() {
+    func start(loop: EventLoop) {
         guard !started else { return }
         started = true
+        self.loop = loop
         var fd: Int32 = -1
         let pid = overtime_start_group_guard(&fd)
         if pid > 0 {
@@ -56,18 +60,35 @@ final class GroupGuard {
     private func send(_ record: Int32) {
         guard channel >= 0 else { return }
         pending.append(record)
-        // A sequenced-packet socket: each record goes whole or not at all.
-        while var next = pending.first {
-            let sent = withUnsafeBytes(of: &next) { Descriptors.sendNonBlocking(channel, $0) }
-            guard let sent else {
-                // The guard was killed from outside: carry on without it.
+        flush()
+    }
+
+    /// Sends what waits, in order, as far as the guard takes it now.
+    private func flush() {
+        while channel >= 0, var next = pending.first {
+            // A sequenced-packet socket: each record goes whole or not at all.
+            let sent = withUnsafeBytes(of: &next) { Glibc.send(channel, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT)) }
+            if sent == MemoryLayout<Int32>.size {
+                pending.removeFirst()
+                continue
+            }
+            switch errno {
+            case EPIPE, ECONNRESET, ENOTCONN:
+                // The guard was killed from outside: carry on without it. (Only then: closing
+                // the channel is what makes a guard kill every group it lists.)
                 Descriptors.close(channel)
                 channel = -1
                 pending.removeAll()
-                return
+            case EINTR:
+                continue
+            default:
+                // Full (EAGAIN), or short of kernel memory for a moment (ENOBUFS): later.
+                guard let loop else { return }
+                let timer = retryTimer ?? LoopTimer(loop: loop)
+                retryTimer = timer
+                timer.schedule(inNanoseconds: 5_000_000) { [weak self] in self?.flush() }
             }
-            if sent == 0 { return }  // its buffer is full; the rest goes with the next record
-            pending.removeFirst()
+            return
         }
     }
 
@@ -75,7 +96,11 @@ final class GroupGuard {
     /// child, so it is reaped here; it takes a moment, and one that does not exit within
     /// 100 ms (stopped, say) is left to whoever inherits it.
     func close() {
+        retryTimer?.close()
+        retryTimer = nil
+        loop = nil  // no more retries: the loop is closing
         guard channel >= 0 else { return }
+        flush()  // the last unlistings, if the guard takes them now
         Descriptors.close(channel)
         channel = -1
         _ = overtime_reap_within(guardPID, 100)

@@ -22,7 +22,8 @@ extension ByteStream: OutputReader {}
 /// terminal hands out at most a few KiB a read, while the task's last writes may still be
 /// on their way through the kernel when its side closes; libuv then dropped the tail of a
 /// flood of output (hundreds of lines, seen under load). So this polls for readability and
-/// reads until the kernel says there is nothing more now (EAGAIN) or ever (EIO, end of file).
+/// reads until the kernel says there is nothing more now (EAGAIN) or ever (EIO, end of
+/// file), at most 32 reads a turn.
 public final class TerminalReader: LoopHandleOwner, OutputReader {
     private let fd: Int32
     private let handle: UnsafeMutablePointer<uv_poll_t>
@@ -61,9 +62,14 @@ public final class TerminalReader: LoopHandleOwner, OutputReader {
     }
 
     private func readAvailable() {
-        while !closed, onEnd != nil {
+        // A bounded turn: a task writing without pause could keep a terminal from ever
+        // running dry, and the loop has timers and other tasks to serve. The poll is
+        // level-triggered, so what is left is read on the next turn.
+        var reads = 0
+        while !closed, onEnd != nil, reads < 32 {
             let n = read(fd, buffer, Self.readBufferSize)
             if n > 0 {
+                reads += 1
                 onData?(UnsafeRawBufferPointer(start: buffer, count: n))
                 continue
             }

@@ -211,6 +211,19 @@ import Testing
         }
     }
 
+    @Test func theNoChangeIdIsNeverATarget() async throws {
+        // setresuid(-1, -1, -1) succeeds and changes nothing: built in code past the parsers,
+        // such an account must still fail the spawn, never leave the task as root.
+        try await withSupervisor { supervisor, _ in
+            let account = Account(name: nil, uid: UInt32.max, primaryGroupID: UInt32.max, home: nil)
+            var spec = sh("exit 0")
+            spec.isolation = TaskIsolation(user: account)
+            let outcome = await supervisor.spawn(spec).outcome
+            guard case let .failedToStart(failure) = outcome.termination else { Issue.record("it ran: \(outcome)"); return }
+            #expect(failure.exitCode == 125 && failure.message.hasPrefix("cannot run as user"), "\(failure)")
+        }
+    }
+
     @Test func outputToAFileIsComplete() async throws {
         try await withSupervisor { supervisor, _ in
             let dir = try TemporaryDirectory()

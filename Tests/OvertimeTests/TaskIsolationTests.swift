@@ -48,6 +48,9 @@ import Testing
         #expect(try TaskIsolation.lookUpGroup("root") == 0)
         #expect(try TaskIsolation.lookUpGroup("4000000") == 4_000_000)
         #expect(throws: TaskIsolation.ParseError.self) { try TaskIsolation.lookUpGroup("no-such-group-here") }
+        // (uid_t)-1 tells setresuid "no change": a task asked to run as it would stay root.
+        #expect(throws: TaskIsolation.ParseError.self) { try Account.lookUp("4294967295") }
+        #expect(throws: TaskIsolation.ParseError.self) { try TaskIsolation.lookUpGroup("4294967295") }
     }
 
     @Test func accountEnvironment() throws {
