@@ -1,3 +1,4 @@
+import CLibUV
 import COvertimeSpawn
 #if canImport(Glibc)
 import Glibc
