@@ -327,8 +327,9 @@ final class ChildReaper: LoopHandleOwner {
     func killAdoptedOrphans() {
         for pid in Self.childrenOfThisProcess() where children[pid] == nil {
             kill(pid, SIGKILL)
-            var status: Int32 = 0
-            _ = waitpid(pid, &status, 0)  // SIGKILL is prompt; reap it rather than leave a zombie
+            // SIGKILL is prompt, so reap it rather than leave a zombie; but not forever: a
+            // process stuck in the kernel (a hung network mount) dies only when it returns.
+            _ = overtime_reap_within(pid, 1000)
         }
     }
 
