@@ -47,14 +47,18 @@ static void close_from(int first) {
     for (long fd = first; fd < highest; fd++) child_call(SYS_close, fd, 0, 0, 0);
 }
 
-// The library functions the vfork child calls, bound once in the parent: a first call from
-// the child would otherwise resolve the symbol there (lazy binding), in the dynamic
-// linker, on memory it shares with the supervisor.
+// Every library function the vfork child calls (syscall, errno's __errno_location, memcpy,
+// strchr, strlen), bound once in the parent: a first call from the child would otherwise
+// resolve the symbol there (lazy binding), in the dynamic linker, on memory it shares with
+// the supervisor. Sizes and contents the compiler cannot see keep these real calls.
 static void bind_child_functions(void) {
     static int bound;
     if (bound) return;
     char copy[2];
-    memcpy(copy, "a", 2);
+    volatile size_t size = 2;
+    memcpy(copy, "a", size);
+    int saved = errno;
+    errno = saved;
     bound = strchr(copy, 'a') != NULL && strlen(copy) == 1 && syscall(SYS_getpid) > 0;
 }
 
@@ -63,7 +67,8 @@ __attribute__((noreturn)) static void child_fail(volatile struct overtime_spawn_
     failure->step = step;
     failure->error = error;
     failure->detail = detail;
-    _exit(127);
+    syscall(SYS_exit_group, 127);   // not _exit: nothing the parent has not already bound
+    __builtin_unreachable();
 }
 
 // Every signal to its default disposition. The kernel's sigaction with a zeroed structure

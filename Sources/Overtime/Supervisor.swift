@@ -192,9 +192,8 @@ public final class Supervisor: Sendable {
         if let path {
             socketPath = path
         } else {
-            let directory = ControlSocketPath.defaultDirectory()
-            try ControlSocketPath.prepareDirectory(directory)
-            socketPath = directory + "/" + runID + ".sock"
+            try ControlSocketPath.prepareDirectory(ControlSocketPath.defaultDirectory())
+            socketPath = ControlSocketPath.defaultPath(runID: runID)
         }
         try ControlSocketPath.claim(socketPath)
         let done = Completion<Result<Void, ControlSocketError>>()

@@ -41,12 +41,17 @@ final class TaskRunner {
     }
 
     static func clock() -> MonotonicInstant {
-        MonotonicInstant(nanoseconds: EventLoop.now())
+        .now()
     }
 
     // MARK: Start
 
     func start() {
+        guard !spec.arguments.isEmpty else {
+            // Before anything is opened: a log file must not be truncated for it.
+            failToStart(SpawnError(.exec, errno: ErrorNumber.ENOENT))
+            return
+        }
         var passed: [Int32] = []   // descriptors the child inherits, closed here after spawn
         defer { passed.forEach(Descriptors.close) }
         do {
@@ -75,7 +80,6 @@ final class TaskRunner {
                 descriptors: [stdin, stdout, stderr, theirs]
             )
             isolate(&request)
-            guard !spec.arguments.isEmpty else { throw SpawnError(.exec, errno: ErrorNumber.ENOENT) }
             process = try ChildProcess(loop: supervisor.loop, request: request) { [unowned self] exit in
                 self.processExited(exit)
             }
@@ -183,11 +187,11 @@ final class TaskRunner {
         let message = switch error.step {
         case .exec:
             switch error.errno {
-            case 2: command.isEmpty ? "no command given" : "\(command): command not found"
-            case 13 where command.contains("/") && Descriptors.isDirectory(command): "\(command): is a directory"
-            case 13: "\(command): permission denied"
-            case 8: "\(command): not an executable format"
-            case 21: "\(command): is a directory"
+            case ErrorNumber.ENOENT: command.isEmpty ? "no command given" : "\(command): command not found"
+            case ErrorNumber.EACCES where command.contains("/") && Descriptors.isDirectory(command): "\(command): is a directory"
+            case ErrorNumber.EACCES: "\(command): permission denied"
+            case ErrorNumber.ENOEXEC: "\(command): not an executable format"
+            case ErrorNumber.EISDIR: "\(command): is a directory"
             default: "\(command): \(reason)"
             }
         case .workingDirectory: "cannot use working directory \(spec.workingDirectory ?? ""): \(reason)"
@@ -253,12 +257,7 @@ final class TaskRunner {
             // The drain limit passed: finish with what was read.
             outputs.forEach { $0.close() }
             outputs.removeAll()
-            if channel != nil {
-                framer.finish { item in handleLine(item) }
-                channel?.close()
-                channel = nil
-            }
-            finishIfDrained()
+            if channel != nil { channelEnded() } else { finishIfDrained() }
             return
         }
         machine.tick(now: now, perform)
@@ -271,7 +270,6 @@ final class TaskRunner {
         exitedAt = now
         machine.exited(perform)
         timer.cancel()
-        armedFor = now + Self.drainLimit
         timer.schedule(inNanoseconds: Self.drainLimit.nanoseconds) { [unowned self] in self.timerFired() }
         finishIfDrained()
     }

@@ -30,8 +30,6 @@ public final class ByteStream: LoopHandleOwner {
     private var outgoing: [UInt8] = []
     private var peerGone = false
     public private(set) var isClosed = false
-    /// Messages dropped because the peer was gone or its buffer full.
-    public private(set) var droppedWrites = 0
 
     /// Takes ownership of `fd` (closed with the stream).
     public init(loop: EventLoop, fd: Int32) throws(SystemError) {
@@ -85,11 +83,9 @@ public final class ByteStream: LoopHandleOwner {
     @discardableResult
     public func write(_ message: [UInt8]) -> Bool {
         guard !isClosed, !peerGone else {
-            droppedWrites += 1
             return false
         }
         if !outgoing.isEmpty, outgoing.count + message.count > Self.maxQueuedOutput {
-            droppedWrites += 1
             return false
         }
         outgoing.append(contentsOf: message)

@@ -35,9 +35,6 @@ public struct SpawnRequest {
     /// then the group, then the user. A failed switch is a spawn error.
     public var userID: UInt32?
     public var groupID: UInt32?
-    /// The signal the child gets if the spawning thread (the loop's) dies first, even by
-    /// SIGKILL; nil for none.
-    public var parentDeathSignal: Int32? = SIGKILL
 
     /// Where a command without a slash is looked up when the child's environment has no
     /// `PATH` (as `env -i` would leave it).
@@ -139,14 +136,14 @@ public final class ChildProcess {
         self.onExit = onExit
         // The guard exists before the child runs, and the child lists its own group with it
         // before exec (or, when the guard cannot take that now, the parent does it here).
-        let groupGuard: GroupGuard? = request.parentDeathSignal != nil ? loop.groupGuard : nil
-        groupGuard?.start(loop: loop)
-        let (pid, listed) = try Self.spawn(request, guardChannel: groupGuard?.channelForChild ?? -1) { failedPid in
-            groupGuard?.forget(failedPid)
+        let groupGuard = loop.groupGuard
+        groupGuard.start(loop: loop)
+        let (pid, listed) = try Self.spawn(request, guardChannel: groupGuard.channelForChild) { failedPid in
+            groupGuard.forget(failedPid)
         }
         self.pid = pid
         loop.reaper.watch(self)
-        if !listed { groupGuard?.watch(pid) }
+        if !listed { groupGuard.watch(pid) }
     }
 
     /// - Returns: the pid, and whether the child listed itself with the guard.
@@ -162,7 +159,7 @@ public final class ChildProcess {
         let searchPath = Self.searchPath(in: envp)
         let command = argv.base[0]!
         // Room for the longest "directory/command" the child may try.
-        let bufferSize = searchPath.utf8.count + strlen(command) + 3
+        let bufferSize = strlen(searchPath) + strlen(command) + 3
         let pathBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: bufferSize)
         defer { pathBuffer.deallocate() }
         let limits = request.limits.map { overtime_spawn_limit(resource: $0.resource.code, soft: $0.soft, hard: $0.hard) }
@@ -171,36 +168,34 @@ public final class ChildProcess {
         let pid = envp.withUnsafeMutableBufferPointer { env in
             request.descriptors.withUnsafeBufferPointer { descriptors in
                 limits.withUnsafeBufferPointer { limits in
-                    searchPath.withCString { searchPath in
-                        withOptionalCString(request.workingDirectory) { directory in
-                            var spawn = overtime_spawn_request()
-                            spawn.file = UnsafePointer(command)
-                            spawn.argv = UnsafePointer(argv.base)
-                            spawn.envp = UnsafePointer(env.baseAddress)
-                            spawn.search_path = searchPath
-                            spawn.path_buffer = pathBuffer
-                            spawn.path_buffer_size = bufferSize
-                            spawn.working_directory = directory
-                            spawn.descriptors = descriptors.baseAddress
-                            spawn.descriptor_count = Int32(descriptors.count)
-                            spawn.limits = limits.baseAddress
-                            spawn.limit_count = Int32(limits.count)
-                            if let niceness = request.niceness {
-                                spawn.set_priority = 1
-                                spawn.priority = niceness
-                            }
-                            if let gid = request.groupID {
-                                spawn.set_group = 1
-                                spawn.gid = gid
-                            }
-                            if let uid = request.userID {
-                                spawn.set_user = 1
-                                spawn.uid = uid
-                            }
-                            spawn.parent_death_signal = request.parentDeathSignal ?? 0
-                            spawn.guard_channel = guardChannel
-                            return overtime_spawn(&spawn, &failure)
+                    withOptionalCString(request.workingDirectory) { directory in
+                        var spawn = overtime_spawn_request()
+                        spawn.file = UnsafePointer(command)
+                        spawn.argv = UnsafePointer(argv.base)
+                        spawn.envp = UnsafePointer(env.baseAddress)
+                        spawn.search_path = searchPath
+                        spawn.path_buffer = pathBuffer
+                        spawn.path_buffer_size = bufferSize
+                        spawn.working_directory = directory
+                        spawn.descriptors = descriptors.baseAddress
+                        spawn.descriptor_count = Int32(descriptors.count)
+                        spawn.limits = limits.baseAddress
+                        spawn.limit_count = Int32(limits.count)
+                        if let niceness = request.niceness {
+                            spawn.set_priority = 1
+                            spawn.priority = niceness
                         }
+                        if let gid = request.groupID {
+                            spawn.set_group = 1
+                            spawn.gid = gid
+                        }
+                        if let uid = request.userID {
+                            spawn.set_user = 1
+                            spawn.uid = uid
+                        }
+                        spawn.parent_death_signal = SIGKILL
+                        spawn.guard_channel = guardChannel
+                        return overtime_spawn(&spawn, &failure)
                     }
                 }
             }
@@ -210,12 +205,14 @@ public final class ChildProcess {
         throw SpawnError(Self.step(failure, limits: request.limits), errno: failure.error)
     }
 
-    /// The child's PATH (the last `PATH=` entry wins, as getenv would see it), else the default.
-    private static func searchPath(in envp: [UnsafeMutablePointer<CChar>?]) -> String {
-        var found: UnsafeMutablePointer<CChar>?
-        for case let entry? in envp where strncmp(entry, "PATH=", 5) == 0 { found = entry }
-        guard let found else { return SpawnRequest.defaultSearchPath }
-        return String(cString: found + 5)
+    // Never freed or written: a constant C string.
+    nonisolated(unsafe) private static let defaultSearchPath = strdup(SpawnRequest.defaultSearchPath)!
+
+    /// The child's PATH (the first `PATH=` entry, as getenv reads it), else the default;
+    /// valid while `envp`'s strings are.
+    private static func searchPath(in envp: [UnsafeMutablePointer<CChar>?]) -> UnsafePointer<CChar> {
+        for case let entry? in envp where strncmp(entry, "PATH=", 5) == 0 { return UnsafePointer(entry + 5) }
+        return UnsafePointer(defaultSearchPath)
     }
 
     private static func step(_ failure: overtime_spawn_failure, limits: [ResourceLimit]) -> SpawnError.Step {
@@ -295,10 +292,12 @@ final class ChildReaper: LoopHandleOwner {
     }
 
     private func reapExited() {
-        for pid in children.keys { reapOwn(pid) }
-        guard reapsOrphans else { return }
-        // Orphans: look at each exited child without reaping it, and reap it only when it is
-        // not one of ours (ours go through reapOwn, so their exits are never lost).
+        guard reapsOrphans else {
+            for pid in Array(children.keys) { reapOwn(pid) }
+            return
+        }
+        // Every exited child, ours and orphans alike: look at each without reaping it, and
+        // reap ours through reapOwn (so their exits are never lost), the others directly.
         for _ in 0..<100_000 {
             let pid = overtime_peek_exited_child()
             guard pid > 0 else { return }
@@ -342,9 +341,9 @@ final class ChildReaper: LoopHandleOwner {
             defer { closedir(tasks) }
             while let entry = readdir(tasks) {
                 let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self) }
-                guard Int32(name) != nil, let text = readSmallFile("/proc/self/task/\(name)/children") else { continue }
+                guard Int32(name) != nil, let text = Descriptors.readWholeFile("/proc/self/task/\(name)/children") else { continue }
                 listed = true
-                found += text.split(whereSeparator: { $0 == " " || $0 == "\n" }).compactMap { Int32($0) }
+                found += String(decoding: text, as: UTF8.self).split(whereSeparator: { $0 == " " || $0 == "\n" }).compactMap { Int32($0) }
             }
         }
         if listed { return found }
@@ -356,21 +355,6 @@ final class ChildReaper: LoopHandleOwner {
             if let pid = Int32(name), pid != me, parent(of: pid) == me { found.append(pid) }
         }
         return found
-    }
-
-    private static func readSmallFile(_ path: String) -> String? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var text: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n < 0, errno == EINTR { continue }
-            if n <= 0 { break }
-            text += buffer[0..<n]
-        }
-        return String(decoding: text, as: UTF8.self)
     }
 
     /// The parent pid from /proc/PID/stat (the field after the parenthesised command).

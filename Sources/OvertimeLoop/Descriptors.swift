@@ -56,6 +56,22 @@ public enum Descriptors {
         return stat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFDIR
     }
 
+    /// A whole file's bytes (a journal, a /proc file), or nil when it cannot be opened.
+    public static func readWholeFile(_ path: String) -> [UInt8]? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var result: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n < 0, errno == EINTR { continue }
+            if n <= 0 { break }
+            result.append(contentsOf: chunk[0..<n])
+        }
+        return result
+    }
+
     public static func close(_ fd: Int32) {
         _ = Glibc.close(fd)  // after close, even EINTR leaves fd closed on Linux: never retry
     }

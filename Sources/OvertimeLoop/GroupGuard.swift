@@ -9,7 +9,7 @@ import Musl
 /// Kills the loop's tasks if the supervisor dies without doing it itself — even by SIGKILL,
 /// which no handler sees. Loop-thread only.
 ///
-/// The parent-death signal each child gets (`SpawnRequest.parentDeathSignal`) reaches only
+/// The parent-death signal (SIGKILL) each child gets reaches only
 /// the task's leader; a shell script's children, or a trainer's data loaders, would live
 /// on. So a small process forked before the first spawn (`overtime_start_group_guard`) holds
 /// the list of live task groups, told over a socket; when the socket closes it SIGKILLs

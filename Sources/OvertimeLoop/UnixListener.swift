@@ -75,15 +75,13 @@ public final class UnixListener: LoopHandleOwner {
         var info = stat()
         guard lstat(path, &info) == 0 else { return .free }
         guard info.st_mode & S_IFMT == S_IFSOCK else { return .notASocket }
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { return .live }
-        defer { Descriptors.close(fd) }
-        var address = address(path)
-        let rc = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        do {
+            Descriptors.close(try clientSocket(connectedTo: path))
+            return .live
+        } catch {
+            // Only a refusal proves nobody listens; anything else may be a busy listener.
+            return error.errno == ECONNREFUSED ? .stale : .live
         }
-        if rc == 0 { return .live }
-        return errno == ECONNREFUSED ? .stale : .live
     }
 
     /// Connects a blocking client socket (close-on-exec) to the listener at `path`.

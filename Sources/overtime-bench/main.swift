@@ -58,12 +58,6 @@ struct Options {
     }
 }
 
-/// Seconds as a plain number, for the script's arithmetic.
-func seconds(_ d: Duration) -> Double {
-    let (s, atto) = d.components
-    return Double(s) + Double(atto) * 1e-18
-}
-
 /// Spawn+reap throughput: `count` tasks, never more than `concurrency` alive at once, each
 /// awaited through `TaskHandle.outcome` the way an embedding program would.
 func benchSpawn(_ options: Options) async {
@@ -94,7 +88,7 @@ func benchSpawn(_ options: Options) async {
         }
         return failures
     }
-    let elapsed = seconds(start.duration(to: clock.now))
+    let elapsed = start.duration(to: clock.now).seconds
     supervisor.shutdown()
     print("count=\(options.count) concurrency=\(options.concurrency) failures=\(failures)"
         + " seconds=\(elapsed) tasks_per_sec=\(Double(options.count) / elapsed)")
@@ -126,7 +120,7 @@ func benchProtocol(_ options: Options) async {
     let clock = ContinuousClock()
     let start = clock.now
     let outcome = await supervisor.spawn(spec).outcome
-    let elapsed = seconds(start.duration(to: clock.now))
+    let elapsed = start.duration(to: clock.now).seconds
     supervisor.shutdown()
     // The outcome is completed after the `exited` event, the last one, so every count is in.
     let messages = counts.progress.load(ordering: .relaxed)

@@ -25,7 +25,7 @@ final class ProgressOutput: Sendable {
                                                  isInit: TerminalDevice.isInit)
         self.encoder = encoder
         self.environment = environment
-        plain = self.mode == .plain ? PlainOutput(model: DisplayModel(), progressInterval: Self.plainInterval) : nil
+        plain = self.mode == .plain ? PlainOutput(progressInterval: Self.plainInterval) : nil
     }
 
     /// The task as it should be spawned: in `tty` mode its stderr (and its stdout, when that

@@ -80,19 +80,12 @@ final class CLICtlSpawn: @unchecked Sendable {
         while !hasExited {
             if clock.now >= end {
                 timedOut = true
-                _ = kill(pid, SIGKILL)
-                var status: Int32 = 0
-                while waitpid(pid, &status, 0) == -1, errno == EINTR {}
-                waitStatus = status
+                waitStatus = CLIResult.killAndReap(pid)
                 break
             }
             try? await Task.sleep(for: .milliseconds(5))
         }
-        let status = waitStatus ?? -1
-        let signalNumber = status & 0x7f
-        let diedOfSignal = status != -1 && signalNumber != 0 && signalNumber != 0x7f
-        let code: Int32 = status == -1 ? -1 : (diedOfSignal ? 128 + signalNumber : (status >> 8) & 0xff)
-        return CLIResult(status: code, diedOfSignal: diedOfSignal,
+        return CLIResult(waitStatus: waitStatus ?? -1,
                          stdoutData: FileManager.default.contents(atPath: stdoutPath) ?? Data(),
                          stderrData: FileManager.default.contents(atPath: stderrPath) ?? Data(),
                          wall: clock.now - startedAt, timedOut: timedOut)

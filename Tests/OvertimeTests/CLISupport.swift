@@ -230,6 +230,27 @@ struct CLIResult: Sendable, CustomStringConvertible {
     var stdout: String { String(decoding: stdoutData, as: UTF8.self) }
     var stderr: String { String(decoding: stderrData, as: UTF8.self) }
 
+    /// From a `waitpid` status (-1: lost), as a shell reports it: the exit code, or 128 + N
+    /// for a death by signal N (WIFSIGNALED / WTERMSIG / WEXITSTATUS, spelled out: they are
+    /// C macros).
+    init(waitStatus status: Int32, stdoutData: Data, stderrData: Data, wall: Duration, timedOut: Bool) {
+        let signalNumber = status & 0x7f
+        diedOfSignal = status != -1 && signalNumber != 0 && signalNumber != 0x7f
+        self.status = status == -1 ? -1 : (diedOfSignal ? 128 + signalNumber : (status >> 8) & 0xff)
+        self.stdoutData = stdoutData
+        self.stderrData = stderrData
+        self.wall = wall
+        self.timedOut = timedOut
+    }
+
+    /// SIGKILLs `pid` and reaps it (a test gave up waiting); its wait status.
+    static func killAndReap(_ pid: Int32) -> Int32 {
+        _ = kill(pid, SIGKILL)
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) == -1, errno == EINTR {}
+        return status
+    }
+
     var stderrLines: [String] {
         stderr.split(separator: "\n", omittingEmptySubsequences: true).map(String.init)
     }
@@ -478,20 +499,12 @@ final class CLIProcess: @unchecked Sendable {
         while !poll() {
             if clock.now >= end {
                 timedOut = true
-                _ = kill(pid, SIGKILL)
-                var status: Int32 = 0
-                while waitpid(pid, &status, 0) == -1, errno == EINTR {}
-                waitStatus = status
+                waitStatus = CLIResult.killAndReap(pid)
                 break
             }
             try? await Task.sleep(for: .milliseconds(10))
         }
         let wall = clock.now - startedAt
-        let status = waitStatus ?? -1
-        // WIFSIGNALED / WTERMSIG / WEXITSTATUS, spelled out (they are C macros).
-        let signalNumber = status & 0x7f
-        let diedOfSignal = status != -1 && signalNumber != 0 && signalNumber != 0x7f
-        let code: Int32 = status == -1 ? -1 : (diedOfSignal ? 128 + signalNumber : (status >> 8) & 0xff)
         let out: Data, err: Data
         switch output {
         case .files:
@@ -502,8 +515,7 @@ final class CLIProcess: @unchecked Sendable {
             err = await stderrDrain?.finish(timeout: .seconds(10)) ?? Data()
         }
         await releaseGate()
-        return CLIResult(status: code, diedOfSignal: diedOfSignal, stdoutData: out, stderrData: err,
-                         wall: wall, timedOut: timedOut)
+        return CLIResult(waitStatus: waitStatus ?? -1, stdoutData: out, stderrData: err, wall: wall, timedOut: timedOut)
     }
 }
 

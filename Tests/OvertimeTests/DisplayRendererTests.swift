@@ -527,3 +527,17 @@ struct CtlStatusTableTests {
         #expect(Set(starts).count == 1, "the STATE column starts at one place on every line: \(lines)")
     }
 }
+
+@Suite("Display: cutting output into lines")
+struct DisplayLineCutTests {
+    @Test("complete lines are taken with their newlines, an unfinished one is held, an endless one is not held without bound")
+    func takeCompleteLines() {
+        var buffer = Array("one\ntwo\nthr".utf8)
+        #expect(LiveDisplay.takeCompleteLines(&buffer) == Array("one\ntwo\n".utf8))
+        #expect(buffer == Array("thr".utf8))
+        #expect(LiveDisplay.takeCompleteLines(&buffer) == nil, "nothing complete yet")
+        buffer += [UInt8](repeating: UInt8(ascii: "x"), count: LiveDisplay.outputBacklogLimit)
+        #expect(LiveDisplay.takeCompleteLines(&buffer)?.count == 3 + LiveDisplay.outputBacklogLimit)
+        #expect(buffer.isEmpty)
+    }
+}

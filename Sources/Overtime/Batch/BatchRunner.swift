@@ -320,8 +320,6 @@ final class BatchCore {
                 guard let runner = supervisor.runnerOnLoop(id: id) else { return }
                 _ = runner.cancel(reason: reason, grace: limit.map { min(runner.grace, $0) })
             }
-        case let .skip(index, reason):
-            _ = (index, reason)  // reported with `.finished`, which follows at once
         case let .retry(index, nextAttempt, at):
             let name = job.tasks[index].name
             let because = lastOutcome[index].map(Self.failureReason) ?? "failed"

@@ -223,7 +223,13 @@ public struct RetryPolicy: Sendable, Equatable {
     ///   - outcome: how the attempt ended.
     ///   - attempt: that attempt's number, from 1 (the value of `OVERTIME_ATTEMPT`).
     public func shouldRetry(after outcome: TaskOutcome, attempt: Int) -> Bool {
-        guard attempt <= maxRetries, let condition = RetryCondition(outcome: outcome) else { return false }
+        shouldRetry(RetryCondition(outcome: outcome), attempt: attempt)
+    }
+
+    /// Whether attempt number `attempt`, which ended in `condition` (nil: not retryable at
+    /// all), is followed by another.
+    public func shouldRetry(_ condition: RetryCondition?, attempt: Int) -> Bool {
+        guard attempt <= maxRetries, let condition else { return false }
         return on.contains(condition)
     }
 }

@@ -57,8 +57,6 @@ public struct QueueMachine: Sendable {
         case start(index: Int, attempt: Int, slots: [String: [String]], amounts: [String: Int], maxRuntime: Duration?)
         /// Cancel the running task `index` with this reason.
         case cancel(index: Int, reason: CancelReasonWord)
-        /// Task `index` was skipped.
-        case skip(index: Int, reason: SkipReason)
         /// Task `index` failed an attempt and will be retried at `at`.
         case retry(index: Int, nextAttempt: Int, at: MonotonicInstant)
         /// Task `index` reached a final state after `attempts` attempts.
@@ -204,13 +202,12 @@ public struct QueueMachine: Sendable {
         release(index)
         runningCount -= 1
         let task = job.tasks[index]
+        let delay = task.retry.delay(beforeRetry: attempts[index])
         if result.succeeded {
             ready[index] = true
             finish(index, .succeeded, perform)
-        } else if stopping == nil, let condition = result.retryCondition, task.retry.on.contains(condition),
-                  attempts[index] <= task.retry.maxRetries,
-                  deadline.map({ now + task.retry.delay(beforeRetry: attempts[index]) <= $0 - task.policy.minStart }) ?? true {
-            let delay = task.retry.delay(beforeRetry: attempts[index])
+        } else if stopping == nil, task.retry.shouldRetry(result.retryCondition, attempt: attempts[index]),
+                  deadline.map({ now + delay <= $0 - task.policy.minStart }) ?? true {
             states[index] = .retryWait(until: now + delay)
             perform(.retry(index: index, nextAttempt: attempts[index] + 1, at: now + delay))
         } else {
@@ -317,7 +314,6 @@ public struct QueueMachine: Sendable {
 
     private mutating func finish(_ index: Int, _ state: State, _ perform: (Action) -> Void) {
         states[index] = state
-        if case let .skipped(reason) = state { perform(.skip(index: index, reason: reason)) }
         perform(.finished(index: index, state: state, attempts: attempts[index]))
     }
 }

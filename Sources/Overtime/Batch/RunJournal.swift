@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
+import OvertimeLoop
 import OvertimeProtocol
 
 /// A batch's run directory: `events.jsonl` (every state change, appended and written through
@@ -66,7 +67,7 @@ public final class RunJournal: @unchecked Sendable {
     /// The tasks that succeeded in a run directory's journal: the names whose last
     /// `finished` line says `succeeded`. Lines that are not valid JSON are passed over.
     public static func succeededTasks(in directory: String) throws(BatchError) -> Set<String> {
-        guard let bytes = readFile(directory + "/events.jsonl") else {
+        guard let bytes = Descriptors.readWholeFile(directory + "/events.jsonl") else {
             throw BatchError("\(directory) is not a run directory: no events.jsonl")
         }
         var last: [String: Bool] = [:]
@@ -84,23 +85,8 @@ public final class RunJournal: @unchecked Sendable {
     /// The directory the run's job file resolved relative `cwd`s against (its
     /// `job-directory` file), or nil for a run directory that has none.
     public static func jobFileDirectory(in directory: String) -> String? {
-        guard let bytes = readFile(directory + "/job-directory"), !bytes.isEmpty else { return nil }
+        guard let bytes = Descriptors.readWholeFile(directory + "/job-directory"), !bytes.isEmpty else { return nil }
         return String(decoding: bytes, as: UTF8.self)
-    }
-
-    static func readFile(_ path: String) -> [UInt8]? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var result: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
-        while true {
-            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n < 0, errno == EINTR { continue }
-            if n <= 0 { break }
-            result.append(contentsOf: chunk[0..<n])
-        }
-        return result
     }
 
     private static func writeAll(_ fd: Int32, _ bytes: [UInt8]) {

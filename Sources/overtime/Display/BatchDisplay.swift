@@ -34,7 +34,7 @@ final class BatchDisplay: Sendable {
         self.job = job
         self.follow = follow
         self.environment = environment
-        plain = self.mode == .plain ? PlainOutput(model: DisplayModel(), progressInterval: Self.plainInterval) : nil
+        plain = self.mode == .plain ? PlainOutput(progressInterval: Self.plainInterval) : nil
     }
 
     func begin(runID: String, directory: String, tasks: Int) {
@@ -45,7 +45,7 @@ final class BatchDisplay: Sendable {
         case .tty:
             var model = DisplayModel()
             for task in job.tasks { model.policies[task.name] = task.policy }
-            model.batch = .init(runID: runID, total: tasks, startedAt: MonotonicInstant(nanoseconds: TerminalDevice.now()))
+            model.batch = .init(runID: runID, total: tasks, startedAt: .now())
             let display = LiveDisplay(model: model, capabilities: DisplayCapabilities.detect(environment: environment),
                                       environment: environment) { [weak self] in self?.pollFollowedLog() }
             display.note(.note(header))
@@ -108,9 +108,8 @@ final class BatchDisplay: Sendable {
         case .plain:
             let lines = plainFollow.withLock { state -> [String] in
                 state.partial += bytes
-                guard let last = state.partial.lastIndex(of: 0x0A) else { return [] }
-                let complete = state.partial[..<last]
-                state.partial.removeSubrange(...last)
+                guard var complete = LiveDisplay.takeCompleteLines(&state.partial) else { return [] }
+                if complete.last == 0x0A { complete.removeLast() }
                 return complete.split(separator: 0x0A, omittingEmptySubsequences: false).map { String(decoding: $0, as: UTF8.self) }
             }
             for line in lines { Terminal.error("\(name) | \(line)") }

@@ -5,7 +5,6 @@ struct DisplayCapabilities: Sendable, Equatable {
     /// Unicode blocks and braille spinners (off without a UTF-8 locale: ASCII instead).
     var unicode: Bool
 
-    static let plainASCII = DisplayCapabilities(color: false, unicode: false)
 
     /// - `NO_COLOR` set to anything but the empty string turns colour off (no-color.org).
     /// - The locale is the first set of `LC_ALL`, `LC_CTYPE`, `LANG` (POSIX precedence);

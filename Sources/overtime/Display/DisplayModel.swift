@@ -28,9 +28,7 @@ struct LiveTask: Sendable, Equatable {
         self.name = name
         self.policy = policy
         self.startedAt = startedAt
-        // Until the start's budget event (the next one) says it: the first budget.
-        let budget = policy.budget.map { startedAt + $0 }, hardLimit = policy.maxRuntime.map { startedAt + $0 }
-        deadline = [budget, hardLimit].compactMap { $0 }.min()
+        // The deadline comes with the start's budget event, which follows at once.
     }
 
     /// How the budget column reads at a moment.

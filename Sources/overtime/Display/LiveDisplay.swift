@@ -48,18 +48,18 @@ final class LiveDisplay: Sendable {
 
     let renderer: DisplayRenderer
     private let environment: [String: String]
-    private let fd: Int32
+    /// The display draws on stderr.
+    private let fd: Int32 = 2
     private let state: Mutex<State>
     private let screen = Mutex<Screen>(Screen())
     private let ticker = Mutex<Ticker?>(nil)
     /// Runs on the draw thread before each frame (`batch --follow` reads the log here).
     private let beforeFrame: @Sendable () -> Void
 
-    init(model: DisplayModel, capabilities: DisplayCapabilities, environment: [String: String], fd: Int32 = 2,
+    init(model: DisplayModel, capabilities: DisplayCapabilities, environment: [String: String],
          beforeFrame: @escaping @Sendable () -> Void = {}) {
         renderer = DisplayRenderer(capabilities: capabilities)
         self.environment = environment
-        self.fd = fd
         self.beforeFrame = beforeFrame
         state = Mutex(State(model: model))
     }
@@ -105,17 +105,9 @@ final class LiveDisplay: Sendable {
             if state.finished { return (0, true) }
             var buffer = state.partial[target] ?? []
             buffer += bytes
-            if let lastNewline = buffer.lastIndex(of: 0x0A) {
-                let complete = Array(buffer[...lastNewline])
+            if let complete = Self.takeCompleteLines(&buffer) {
                 state.pending.append(.output(fd: target, bytes: complete))
                 state.pendingBytes += complete.count
-                buffer.removeSubrange(...lastNewline)
-            }
-            if buffer.count > Self.outputBacklogLimit {
-                // One endless line: show it as it is rather than hold it.
-                state.pending.append(.output(fd: target, bytes: buffer))
-                state.pendingBytes += buffer.count
-                buffer.removeAll()
             }
             state.partial[target] = buffer.isEmpty ? nil : buffer
             return (state.pendingBytes, false)
@@ -125,6 +117,22 @@ final class LiveDisplay: Sendable {
         } else if backlog > Self.outputBacklogLimit {
             draw()
         }
+    }
+
+    /// Takes what can be shown of `buffer` out of it: every complete line (newlines kept),
+    /// and the unfinished rest too once it passes `outputBacklogLimit` (one endless line is
+    /// shown as it is rather than held without bound). Nil when nothing is ready.
+    static func takeCompleteLines(_ buffer: inout [UInt8]) -> [UInt8]? {
+        var taken: [UInt8] = []
+        if let lastNewline = buffer.lastIndex(of: 0x0A) {
+            taken = Array(buffer[...lastNewline])
+            buffer.removeSubrange(...lastNewline)
+        }
+        if buffer.count > outputBacklogLimit {
+            taken += buffer
+            buffer.removeAll()
+        }
+        return taken.isEmpty ? nil : taken
     }
 
     private static func flushPartials(_ state: inout State) -> [Chunk] {
@@ -167,7 +175,7 @@ final class LiveDisplay: Sendable {
     func draw(final: Bool = false) {
         screen.withLock { screen in
             let (columns, lines) = TerminalDevice.size(fd, environment: environment)
-            let now = MonotonicInstant(nanoseconds: TerminalDevice.now())
+            let now = MonotonicInstant.now()
             let (model, pending, partial) = state.withLock { state -> (DisplayModel, [Chunk], [String]) in
                 let pending = state.pending
                 state.pending.removeAll()

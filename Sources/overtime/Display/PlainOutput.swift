@@ -13,14 +13,10 @@ final class PlainOutput: Sendable {
     }
 
     let progressInterval: Duration
-    private let state: Mutex<State>
-    private let write: @Sendable (String) -> Void
+    private let state = Mutex(State(model: DisplayModel()))
 
-    /// - Parameter write: where a finished line goes (default: stderr).
-    init(model: DisplayModel, progressInterval: Duration, write: @escaping @Sendable (String) -> Void = { Terminal.error($0) }) {
+    init(progressInterval: Duration) {
         self.progressInterval = progressInterval
-        state = Mutex(State(model: model))
-        self.write = write
     }
 
     /// `14:03:07 overtime: TEXT`
@@ -41,7 +37,7 @@ final class PlainOutput: Sendable {
             if case .exited = event.kind { state.lastProgressShown[event.task.id] = nil }
             return lines
         }
-        for line in lines { write(Self.line(line)) }
+        for line in lines { Terminal.error(Self.line(line)) }
     }
 
     func handle(_ update: BatchUpdate) {
@@ -50,10 +46,10 @@ final class PlainOutput: Sendable {
             return
         }
         let lines = state.withLock { $0.model.apply(update).map(\.text) }
-        for line in lines { write(Self.line(line)) }
+        for line in lines { Terminal.error(Self.line(line)) }
     }
 
     func note(_ text: String) {
-        write(Self.line(text))
+        Terminal.error(Self.line(text))
     }
 }

@@ -84,10 +84,4 @@ enum TerminalDevice {
         return "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec))"
     }
 
-    /// The monotonic clock the supervisor stamps events with.
-    static func now() -> Int64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
-    }
 }
