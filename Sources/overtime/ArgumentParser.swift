@@ -72,25 +72,9 @@ struct ArgumentCursor {
     }
 }
 
-/// "did you mean --budget?" for a mistyped option, when one known option is close.
+/// "; did you mean --budget?" for a mistyped option, when one known option is close.
 func suggestion(for typo: String, among known: [String]) -> String {
-    func distance(_ a: String, _ b: String) -> Int {
-        let a = Array(a), b = Array(b)
-        var row = Array(0...b.count)
-        for i in 1...max(a.count, 1) where !a.isEmpty {
-            var previous = row[0]
-            row[0] = i
-            for j in stride(from: 1, through: b.count, by: 1) {
-                let current = row[j]
-                row[j] = min(row[j] + 1, row[j - 1] + 1, previous + (a[i - 1] == b[j - 1] ? 0 : 1))
-                previous = current
-            }
-        }
-        return row[b.count]
-    }
-    let best = known.map { ($0, distance(typo, $0)) }.min { $0.1 < $1.1 }
-    guard let best, best.1 <= 2 else { return "" }
-    return "; did you mean \(best.0)?"
+    Spelling.closest(to: typo, among: known).map { "; did you mean \($0)?" } ?? ""
 }
 
 /// `--shutdown-grace DUR`, else `OVERTIME_SHUTDOWN_GRACE` (set it from Kubernetes'

@@ -304,7 +304,7 @@ struct JobFileDecoder {
                 let owner = isDefaults ? "'defaults'" : "a task"
                 if Self.topFields.contains(key) {
                     add(scope, key, "is a field of the job file itself, not of \(owner); move it to the top level")
-                } else if let meant = JobFileText.closest(to: key, among: known, synonyms: Self.taskSynonyms) {
+                } else if let meant = Spelling.closest(to: key, among: known, synonyms: Self.taskSynonyms) {
                     add(scope, key, "is not a field of \(owner); did you mean '\(meant)'?")
                 } else {
                     add(scope, key, "is not a field of \(owner) (its fields: \(known.joined(separator: ", ")))")
@@ -357,7 +357,7 @@ struct JobFileDecoder {
         for (key, item) in members {
             let path = "limits.\(key)"
             guard let resource = ResourceLimit.Resource(rawValue: key) else {
-                let meant = JobFileText.closest(to: key, among: names, synonyms: Self.limitSynonyms).map { "; did you mean '\($0)'?" }
+                let meant = Spelling.closest(to: key, among: names, synonyms: Self.limitSynonyms).map { "; did you mean '\($0)'?" }
                 add(scope, path, "is not a resource Overtime limits\(meant ?? " (they are: \(names.joined(separator: ", ")))")")
                 continue
             }
