@@ -310,6 +310,9 @@ __attribute__((noreturn)) static void run_group_guard(int channel, pid_t supervi
     close_from(1);
     child_call(SYS_chdir, (long)"/", 0, 0, 0);
     retitle_guard(supervisor);
+    // Set up: the supervisor, waiting for this byte, may start its first task now.
+    char ready = 1;
+    if (child_call(SYS_write, 0, (long)&ready, 1, 0) != 1) _exit(1);
 
     // One bit per possible group id: 512 KiB of address space, touched only where used.
     unsigned long *groups = (unsigned long *)syscall(SYS_mmap, 0, GUARD_PID_LIMIT / 8, PROT_READ | PROT_WRITE,
@@ -360,7 +363,18 @@ pid_t overtime_start_group_guard(int *channel) {
         errno = fork_error;
         return -1;
     }
-    // The guard only reads; the supervisor only writes.
+    // Wait for the guard to be set up (its own session and name, signals ignored) before
+    // any task starts: a task and its guard are never seen the other way round.
+    char ready = 0;
+    ssize_t got;
+    while ((got = recv(ends[0], &ready, 1, 0)) < 0 && errno == EINTR) {}
+    if (got != 1) {
+        close(ends[0]);
+        overtime_reap_within(pid, 100);
+        errno = ECHILD;
+        return -1;
+    }
+    // From here the guard only reads; the supervisor only writes.
     shutdown(ends[0], SHUT_RD);
     *channel = ends[0];
     return pid;

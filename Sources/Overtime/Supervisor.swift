@@ -241,16 +241,11 @@ final class SupervisorCore {
     /// The control socket of `overtime run`, and what its watchers have seen lately.
     var control: ControlServer?
     private lazy var controlEncoder = EventEncoder(runID: runID)
-    private var lastProgressBroadcast: [Int: MonotonicInstant] = [:]
+    private var broadcastThrottle = FrequentEventThrottle(interval: .milliseconds(100))
 
     /// Passes an event to control-socket watchers, progress at most 10 a second per task.
     func broadcast(_ event: TaskEvent) {
-        guard let control else { return }
-        if event.kind.isFrequent {
-            if let last = lastProgressBroadcast[event.task.id], event.time - last < .milliseconds(100) { return }
-            lastProgressBroadcast[event.task.id] = event.time
-        }
-        if case .exited = event.kind { lastProgressBroadcast[event.task.id] = nil }
+        guard let control, broadcastThrottle.admits(event) else { return }
         control.broadcast(controlEncoder.line(for: event))
     }
     /// Variables a supervisor sets for its own tasks; a value inherited from an outer

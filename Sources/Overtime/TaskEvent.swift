@@ -74,3 +74,26 @@ extension TaskEvent.Kind {
         }
     }
 }
+
+/// Thins what a consumer writes out of progress and heartbeats: at most one per task per
+/// `interval`; every other event passes. A task is forgotten once it has exited.
+public struct FrequentEventThrottle: Sendable {
+    public let interval: Duration
+    private var lastAdmitted: [Int: MonotonicInstant] = [:]
+
+    public init(interval: Duration) {
+        self.interval = interval
+    }
+
+    /// Whether to write `event` out.
+    public mutating func admits(_ event: TaskEvent) -> Bool {
+        if case .exited = event.kind {
+            lastAdmitted[event.task.id] = nil
+            return true
+        }
+        guard event.kind.isFrequent else { return true }
+        if let last = lastAdmitted[event.task.id], event.time - last < interval { return false }
+        lastAdmitted[event.task.id] = event.time
+        return true
+    }
+}

@@ -15,7 +15,7 @@ final class ProgressOutput: Sendable {
     let mode: ResolvedProgressMode
     let encoder: EventEncoder
     private let environment: [String: String]
-    private let lastJSONProgress = Mutex<[Int: MonotonicInstant]>([:])
+    private let jsonThrottle = Mutex(FrequentEventThrottle(interval: ProgressOutput.jsonInterval))
     private let plain: PlainOutput?
     private let live = Mutex<LiveDisplay?>(nil)
 
@@ -95,14 +95,7 @@ final class ProgressOutput: Sendable {
     }
 
     private func json(_ event: TaskEvent) {
-        if event.kind.isFrequent {
-            let due = lastJSONProgress.withLock { last in
-                if let shown = last[event.task.id], event.time - shown < Self.jsonInterval { return false }
-                last[event.task.id] = event.time
-                return true
-            }
-            if !due { return }
-        }
+        guard jsonThrottle.withLock({ $0.admits(event) }) else { return }
         Terminal.writeOut(encoder.line(for: event))
     }
 }

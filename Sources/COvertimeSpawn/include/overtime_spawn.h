@@ -98,7 +98,7 @@ pid_t overtime_spawn(const struct overtime_spawn_request *request, struct overti
 /// by SIGKILL) the guard sends SIGKILL to every group still listed and exits. It runs in a
 /// session of its own, with every catchable signal ignored and no other descriptor open,
 /// so neither a terminal's Ctrl-C nor a signal to the supervisor's group stops it early.
-/// Returns the guard's pid, or -1 with errno set.
+/// Returns once the guard is set up: the guard's pid, or -1 with errno set.
 pid_t overtime_start_group_guard(int *channel);
 
 /// Opens a pseudo-terminal for a task's output: the task gets `*terminal` (its side, so it

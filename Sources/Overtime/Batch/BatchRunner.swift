@@ -207,7 +207,7 @@ final class BatchCore {
     private(set) var taskIDByIndex: [Int: Int] = [:]
     private var lastOutcome: [Int: TaskOutcome] = [:]
     private(set) var reports: [Int: TaskReport] = [:]
-    private var lastProgressLogged: [Int: MonotonicInstant] = [:]
+    private var journalThrottle = FrequentEventThrottle(interval: BatchCore.journalProgressInterval)
     private let resumed: Set<String>
     private var timer: LoopTimer?
     private var armedFor: MonotonicInstant?
@@ -275,10 +275,7 @@ final class BatchCore {
     func handle(_ event: TaskEvent) {
         guard let index = indexByTaskID[event.task.id] else { return }
         onUpdate(.taskEvent(event))
-        if event.kind.isFrequent {
-            if let last = lastProgressLogged[index], event.time - last < Self.journalProgressInterval { return }
-            lastProgressLogged[index] = event.time
-        }
+        guard journalThrottle.admits(event) else { return }
         let line = encoder.line(for: event)
         journal.append(line)
         onUpdate(.journalLine(line))

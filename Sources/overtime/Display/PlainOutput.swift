@@ -8,15 +8,14 @@ import Synchronization
 /// `overtime run` and `overtime batch`, so one grep serves both.
 final class PlainOutput: Sendable {
     private struct State: Sendable {
-        var model: DisplayModel
-        var lastProgressShown: [Int: MonotonicInstant] = [:]
+        var model = DisplayModel()
+        var progressThrottle: FrequentEventThrottle
     }
 
-    let progressInterval: Duration
-    private let state = Mutex(State(model: DisplayModel()))
+    private let state: Mutex<State>
 
     init(progressInterval: Duration) {
-        self.progressInterval = progressInterval
+        state = Mutex(State(progressThrottle: FrequentEventThrottle(interval: progressInterval)))
     }
 
     /// `14:03:07 overtime: TEXT`
@@ -27,14 +26,15 @@ final class PlainOutput: Sendable {
     func handle(_ event: TaskEvent, standalone: Bool = true) {
         let lines = state.withLock { state -> [String] in
             var lines = state.model.apply(event, standalone: standalone).map(\.text)
-            if case let .progress(progress, _) = event.kind {
-                let id = event.task.id
-                if state.lastProgressShown[id].map({ event.time - $0 >= progressInterval }) ?? true {
-                    state.lastProgressShown[id] = event.time
-                    lines.append("\(event.task.name): \(EventText.describe(progress))")
-                }
+            // Heartbeats print nothing, so only progress is offered to the throttle.
+            switch event.kind {
+            case let .progress(progress, _) where state.progressThrottle.admits(event):
+                lines.append("\(event.task.name): \(EventText.describe(progress))")
+            case .exited:
+                _ = state.progressThrottle.admits(event)  // forgets the task
+            default:
+                break
             }
-            if case .exited = event.kind { state.lastProgressShown[event.task.id] = nil }
             return lines
         }
         for line in lines { Terminal.error(Self.line(line)) }
