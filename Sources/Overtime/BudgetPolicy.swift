@@ -4,7 +4,9 @@ public struct BudgetPolicy: Sendable, Equatable {
     /// `maxRuntime`.
     public var budget: Duration?
     /// How far each progress or heartbeat message moves the deadline ahead of now; nil
-    /// means "the same as `budget`".
+    /// means "the same as `budget`", and `unlimitedWindow` (zero, as the CLI's `--window 0`
+    /// or `none`) that the first report lifts the soft deadline: only `maxRuntime` is left,
+    /// the shape of a start-up timeout.
     public var window: Duration?
     /// A hard ceiling from start that no progress and no child request passes.
     public var maxRuntime: Duration?
@@ -38,6 +40,16 @@ public struct BudgetPolicy: Sendable, Equatable {
     /// The defaults of DESIGN §1: 30 s budget, window = budget, 10 s grace.
     public static let `default` = BudgetPolicy()
 
-    /// The window in force: the explicit one, else the budget.
-    public var effectiveWindow: Duration? { window ?? budget }
+    /// The window that means "no limit once the task has reported".
+    public static let unlimitedWindow = Duration.zero
+
+    /// The window in force: the explicit one, else the budget; nil when progress lifts the
+    /// deadline instead of moving it (an unlimited window, or a budget of `none`).
+    public var effectiveWindow: Duration? {
+        let window = self.window ?? budget
+        return window == Self.unlimitedWindow ? nil : window
+    }
+
+    /// Whether a report takes the soft deadline away (an explicit unlimited window).
+    public var reportsLiftDeadline: Bool { window == Self.unlimitedWindow && budget != nil }
 }

@@ -14,7 +14,8 @@ public enum DurationText {
     /// every deadline arithmetic far from overflow.
     public static let maximum = Duration.seconds(100 * 365 * 24 * 3600)
 
-    /// Parses a duration; `none` (when `allowNone`) yields nil.
+    /// Parses a duration; `none` (when `allowNone`) yields nil, and so does any zero (`0`,
+    /// `0s`): as with GNU `timeout 0`, a limit of nothing is no limit.
     /// - Throws: `ParseError` naming what was wrong.
     public static func parse(_ text: String, allowNone: Bool = false) throws(ParseError) -> Duration? {
         let trimmed = text.trimmingSpaces
@@ -62,7 +63,8 @@ public enum DurationText {
         guard totalNanoseconds.isFinite, totalNanoseconds <= Double(maximum.nanoseconds) else {
             throw ParseError(message: "'\(text)' is too long; the longest duration is 100 years")
         }
-        return .nanoseconds(Int64(totalNanoseconds.rounded()))
+        let result = Duration.nanoseconds(Int64(totalNanoseconds.rounded()))
+        return allowNone && result == .zero ? nil : result
     }
 
     /// A short human form: `850ms`, `12.5s`, `4m05s`, `2h00m`.

@@ -79,16 +79,13 @@ public final class Supervisor: Sendable {
         let core = self.core
         onSignals([SIGINT, SIGTERM]) { signal in
             onSignal(signal)
-            core.value.terminationSignals += 1
-            let runners = core.value.runners.values
-            if core.value.terminationSignals > 1 {
-                for runner in runners { runner.escalate() }
-                return
+            let core = core.value
+            core.terminationSignals += 1
+            if core.termination == nil {
+                core.termination = (signal == SIGINT ? .user : .shutdown, shutdownGrace)
+                core.interrupted = signal == SIGINT
             }
-            let reason: CancelReason = signal == SIGINT ? .user : .shutdown
-            for runner in runners {
-                _ = runner.cancel(reason: reason, grace: shutdownGrace.map { min(runner.grace, Self.grace(within: $0)) })
-            }
+            for runner in core.runners.values { core.applyTermination(to: runner) }
         }
     }
 
@@ -238,6 +235,23 @@ final class SupervisorCore {
     var signalWatchers: [SignalWatcher] = []
     /// SIGINTs and SIGTERMs received: the second one escalates.
     var terminationSignals = 0
+    /// The cancel the first of them asked for, with the orchestrator's shutdown grace. It
+    /// holds for every task, also one whose spawn was under way when the signal came: a
+    /// signal answered and then forgotten would leave that task running unsupervised.
+    var termination: (reason: CancelReason, shutdownGrace: Duration?)?
+    /// The first of them was SIGINT (its `user` cancel is a Ctrl-C: exit 130).
+    var interrupted = false
+
+    /// Cancels `runner` as the termination signals so far ask (nothing before the first;
+    /// SIGKILL now after the second). Called for the running tasks when a signal comes and
+    /// for each task as it starts.
+    func applyTermination(to runner: TaskRunner) {
+        guard let (reason, shutdownGrace) = termination else { return }
+        if runner.cancel(reason: reason, grace: shutdownGrace.map { min(runner.grace, Supervisor.grace(within: $0)) }) == .cancelling {
+            runner.interrupted = interrupted
+        }
+        if terminationSignals > 1 { runner.escalate() }
+    }
     /// The control socket of `overtime run`, and what its watchers have seen lately.
     var control: ControlServer?
     private lazy var controlEncoder = EventEncoder(runID: runID)

@@ -182,6 +182,10 @@ public struct TaskMachine: Sendable {
         killAt = now + grace
         perform(.send(.cancel(reason: reason, grace: grace.seconds)))
         perform(.signalGroup(SIGTERM_NUMBER))
+        // A stopped process keeps a caught SIGTERM pending until it runs again: without
+        // this its handler never runs and grace always ends in SIGKILL (as GNU timeout and
+        // systemd do).
+        perform(.signalGroup(SIGCONT_NUMBER))
         perform(.emit(.cancelSent(reason: reason, grace: grace)))
         return .cancelling
     }
@@ -261,9 +265,15 @@ public struct TaskMachine: Sendable {
         return advanced
     }
 
-    /// Progress or heartbeat: deadline = max(deadline, now + window), unless revoked.
+    /// Progress or heartbeat: deadline = max(deadline, now + window), unless revoked; with an
+    /// unlimited window the soft deadline goes (max-runtime still holds).
     private mutating func heartbeat(now: MonotonicInstant) {
-        guard phase == .running, !revoked, let d = deadline, let window = policy.effectiveWindow else { return }
+        guard phase == .running, !revoked, let d = deadline else { return }
+        if policy.reportsLiftDeadline {
+            deadline = nil
+            return
+        }
+        guard let window = policy.effectiveWindow else { return }
         let candidate = now + window
         if candidate > d {
             deadline = candidate
@@ -299,3 +309,4 @@ public struct TaskMachine: Sendable {
 let SIGTERM_NUMBER: Int32 = 15
 let SIGKILL_NUMBER: Int32 = 9
 let SIGWINCH_NUMBER: Int32 = 28
+let SIGCONT_NUMBER: Int32 = 18

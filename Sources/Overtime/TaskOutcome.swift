@@ -63,9 +63,12 @@ public struct TaskOutcome: Sendable, Equatable {
     public var protocolErrors: Int
     /// Whether it reported `ready`.
     public var wasReady: Bool
+    /// Its `user` cancel came from Ctrl-C (SIGINT to the supervisor).
+    public var interrupted: Bool
 
     public init(task: TaskRef, pid: Int32?, termination: Termination, cancelReason: CancelReason?, killed: Bool,
-                elapsed: Duration, lastProgress: Progress?, result: JSONValue?, protocolErrors: Int, wasReady: Bool) {
+                elapsed: Duration, lastProgress: Progress?, result: JSONValue?, protocolErrors: Int, wasReady: Bool,
+                interrupted: Bool = false) {
         self.task = task
         self.pid = pid
         self.termination = termination
@@ -76,6 +79,7 @@ public struct TaskOutcome: Sendable, Equatable {
         self.result = result
         self.protocolErrors = protocolErrors
         self.wasReady = wasReady
+        self.interrupted = interrupted
     }
 
     /// Exited 0 and was not cancelled.
@@ -86,10 +90,12 @@ public struct TaskOutcome: Sendable, Equatable {
     /// The exit code of DESIGN §4, the one GNU `timeout` users expect:
     /// 137 when SIGKILLed, 124 when cancelled for time (timeout, deadline, revoked), the
     /// child's own status otherwise (128+N for a death by signal N), 126/127 when it could
-    /// not be started.
+    /// not be started. After Ctrl-C, a task that died of the SIGTERM of its cancel gives
+    /// 130, as a shell user expects of Ctrl-C, rather than 143.
     public var exitCode: Int32 {
         if case let .failedToStart(failure) = termination { return failure.exitCode }
         if killed { return 128 + SIGKILL_NUMBER }
+        if interrupted, cancelReason == .user, termination == .signaled(SIGTERM_NUMBER) { return 128 + SIGINT_NUMBER }
         switch cancelReason {
         case .timeout?, .deadline?, .revoked?: return 124
         default: return preservedStatus

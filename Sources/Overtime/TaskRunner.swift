@@ -21,6 +21,8 @@ final class TaskRunner {
     private var exit: ChildExit?
     private var exitedAt: MonotonicInstant?
     private var finished = false
+    /// Cancelled by Ctrl-C (see `TaskOutcome.interrupted`).
+    var interrupted = false
     /// The time of the input being handled, stamped on the events it causes.
     private var now: MonotonicInstant
 
@@ -96,6 +98,8 @@ final class TaskRunner {
         )
         machine.start(pid: process!.pid, now: now, perform)
         rearm()
+        // A SIGTERM or SIGINT that came while this task was being spawned.
+        core.applyTermination(to: self)
     }
 
     private func outputDescriptor(_ target: OutputTarget, inherit fd: Int32, _ passed: inout [Int32]) throws(SystemError) -> Int32 {
@@ -108,29 +112,42 @@ final class TaskRunner {
         case let .file(path, append):
             return try Descriptors.openForWriting(path, append: append).also { passed.append($0) }
         case let .capture(sink):
-            let (readEnd, writeEnd) = try Descriptors.pipe()
-            passed.append(writeEnd)
-            drain(try ByteStream(loop: supervisor.loop, fd: readEnd), into: sink)
-            return writeEnd
-        case let .terminal(sizeFrom, sink):
+            return try capturePipe(into: sink, valve: nil, &passed)
+        case let .terminal(sizeFrom, valve, sink):
             // Where no pseudo-terminal can be had (a container without /dev/pts), a pipe:
             // the output still arrives, only buffered as a pipe makes programs buffer it.
             guard let (reader, terminal) = try? Descriptors.outputTerminal(sizeFrom: sizeFrom) else {
-                return try outputDescriptor(.capture(sink), inherit: fd, &passed)
+                return try capturePipe(into: sink, valve: valve, &passed)
             }
             passed.append(terminal)
             let terminalReader = try TerminalReader(loop: supervisor.loop, fd: reader)
-            drain(terminalReader, into: sink)
+            drain(terminalReader, into: sink, valve: valve)
             terminals.append((terminalReader, sizeFrom))
             return terminal
         }
     }
 
-    /// Reads the task's output to its end into `sink`, before its `exited` event.
-    private func drain(_ reader: OutputReader, into sink: @escaping @Sendable ([UInt8]) -> Void) {
+    private func capturePipe(into sink: @escaping @Sendable ([UInt8]) -> Void, valve: OutputValve?, _ passed: inout [Int32]) throws(SystemError) -> Int32 {
+        let (readEnd, writeEnd) = try Descriptors.pipe()
+        passed.append(writeEnd)
+        drain(try ByteStream(loop: supervisor.loop, fd: readEnd), into: sink, valve: valve)
+        return writeEnd
+    }
+
+    /// Reads the task's output to its end into `sink`, before its `exited` event; while
+    /// `valve` is held, reads nothing (the task then waits on its own output, never the loop).
+    private func drain(_ reader: OutputReader, into sink: @escaping @Sendable ([UInt8]) -> Void, valve: OutputValve?) {
         outputs.append(reader)
+        let loop = supervisor.loop
         reader.startReading(
-            onData: { bytes in sink(Array(bytes)) },
+            onData: { [unowned reader] bytes in
+                sink(Array(bytes))
+                guard let valve, valve.isHeld else { return }
+                reader.pauseReading()
+                let paused = UncheckedBox(reader)
+                let registered = valve.whenReleased { loop.execute { paused.value.resumeReading() } }
+                if !registered { reader.resumeReading() }  // released in between
+            },
             onEnd: { [unowned self, unowned reader] _ in
                 reader.close()
                 self.outputs.removeAll { $0 === reader }
@@ -254,6 +271,13 @@ final class TaskRunner {
         armedFor = nil
         now = Self.clock()
         if exit != nil {
+            if outputs.contains(where: \.isPaused) {
+                // Held back by our own consumer (a terminal that does not take our output),
+                // not by a descendant holding the pipe: what is in the kernel is the task's
+                // output, still to be shown. Wait on.
+                timer.schedule(inNanoseconds: Self.drainLimit.nanoseconds) { [unowned self] in self.timerFired() }
+                return
+            }
             // The drain limit passed: finish with what was read.
             outputs.forEach { $0.close() }
             outputs.removeAll()
@@ -392,7 +416,8 @@ final class TaskRunner {
             lastProgress: machine.lastProgress,
             result: machine.result,
             protocolErrors: machine.protocolErrors,
-            wasReady: machine.isReady
+            wasReady: machine.isReady,
+            interrupted: interrupted
         )
         supervisor.emit(TaskEvent(task: ref, time: Self.clock(), kind: .exited(outcome)))
         handle.complete(outcome)

@@ -1,3 +1,5 @@
+import Synchronization
+
 /// Where a task's standard output or error goes.
 public enum OutputTarget: Sendable {
     /// The supervisor's own descriptor (what `overtime run` does).
@@ -15,8 +17,47 @@ public enum OutputTarget: Sendable {
     /// window size of the terminal at `sizeFrom` (kept in step when SIGWINCH is passed on).
     /// Set on both stdout and stderr, the two share one terminal, as they would on a real
     /// one, and everything goes to stdout's handler. Where no pseudo-terminal can be opened,
-    /// a pipe as for `capture`.
-    case terminal(sizeFrom: Int32, @Sendable ([UInt8]) -> Void)
+    /// a pipe as for `capture`. While `valve` is held, no more is read (see `OutputValve`).
+    case terminal(sizeFrom: Int32, valve: OutputValve? = nil, @Sendable ([UInt8]) -> Void)
+}
+
+/// A consumer's hold on the output it is handed (`OutputTarget.terminal`): while held, the
+/// supervisor reads no more of the task's output, so the task waits on its own full
+/// terminal or pipe — as it would writing to a slow terminal directly — and the
+/// supervisor's loop, with every deadline and signal, goes on. A display that cannot write
+/// as fast as a task prints holds it, and releases it once it has caught up.
+/// Hold and release from any thread.
+public final class OutputValve: Sendable {
+    private let state = Mutex<(held: Bool, onRelease: [@Sendable () -> Void])>((false, []))
+
+    public init() {}
+
+    /// Stops the reading at the next chunk.
+    public func hold() {
+        state.withLock { $0.held = true }
+    }
+
+    /// Lets reading go on.
+    public func release() {
+        let waiting = state.withLock { state -> [@Sendable () -> Void] in
+            guard state.held else { return [] }
+            state.held = false
+            defer { state.onRelease.removeAll() }
+            return state.onRelease
+        }
+        for resume in waiting { resume() }
+    }
+
+    public var isHeld: Bool { state.withLock { $0.held } }
+
+    /// Calls `resume` at the next release; false (and nothing registered) when not held.
+    func whenReleased(_ resume: @escaping @Sendable () -> Void) -> Bool {
+        state.withLock { state in
+            guard state.held else { return false }
+            state.onRelease.append(resume)
+            return true
+        }
+    }
 }
 
 /// Where a task's standard input comes from.

@@ -30,6 +30,7 @@ public final class ByteStream: LoopHandleOwner {
     private var outgoing: [UInt8] = []
     private var peerGone = false
     public private(set) var isClosed = false
+    public private(set) var isPaused = false
 
     /// Takes ownership of `fd` (closed with the stream).
     public init(loop: EventLoop, fd: Int32) throws(SystemError) {
@@ -56,6 +57,10 @@ public final class ByteStream: LoopHandleOwner {
         guard !isClosed else { return }
         self.onData = onData
         self.onEnd = onEnd
+        read()
+    }
+
+    private func read() {
         uv_read_start(uvStream, { h, _, buf in
             let stream = Unmanaged<ByteStream>.fromOpaque(h!.pointee.data).takeUnretainedValue()
             buf!.pointee = uv_buf_init(stream.buffer.assumingMemoryBound(to: CChar.self), UInt32(ByteStream.readBufferSize))
@@ -63,6 +68,19 @@ public final class ByteStream: LoopHandleOwner {
             let stream = Unmanaged<ByteStream>.fromOpaque(h!.pointee.data).takeUnretainedValue()
             stream.didRead(nread)
         })
+    }
+
+    /// Stops reading until `resumeReading` (the consumer of the data is behind).
+    public func pauseReading() {
+        guard !isClosed, onEnd != nil, !isPaused else { return }
+        isPaused = true
+        uv_read_stop(uvStream)
+    }
+
+    public func resumeReading() {
+        guard isPaused else { return }
+        isPaused = false
+        if !isClosed, onEnd != nil { read() }
     }
 
     private func didRead(_ nread: Int) {

@@ -323,14 +323,33 @@ final class ChildReaper: LoopHandleOwner {
 
     /// Kills every process whose parent is this one and that is not a task being watched:
     /// orphans adopted as a subreaper, at shutdown, so nothing is left running.
+    ///
+    /// An orphan's own children are reparented to us only as it dies, and theirs after
+    /// them (`setsid sh -c 'sleep 1000 & wait'`: the `sleep` lands here once its shell is
+    /// killed). So it sweeps again until a sweep finds no one, each orphan's group with it
+    /// (a daemon's children usually share its group and go in the same sweep). Bounded, so
+    /// that a process forking as fast as it is killed cannot hold the shutdown: at most
+    /// `orphanSweepLimit`, then what is left is left.
     func killAdoptedOrphans() {
-        for pid in Self.childrenOfThisProcess() where children[pid] == nil {
-            kill(pid, SIGKILL)
-            // SIGKILL is prompt, so reap it rather than leave a zombie; but not forever: a
-            // process stuck in the kernel (a hung network mount) dies only when it returns.
-            _ = overtime_reap_within(pid, 1000)
+        let end = EventLoop.now() + Self.orphanSweepNanoseconds
+        while EventLoop.now() < end {
+            let orphans = Self.childrenOfThisProcess().filter { children[$0] == nil }
+            if orphans.isEmpty { return }
+            for pid in orphans {
+                // It is alive (or a zombie) and not reaped, so its group id is still its own.
+                if getpgid(pid) == pid { kill(-pid, SIGKILL) }
+                kill(pid, SIGKILL)
+            }
+            for pid in orphans {
+                // SIGKILL is prompt, so reap it rather than leave a zombie; but not forever: a
+                // process stuck in the kernel (a hung network mount) dies only when it returns.
+                _ = overtime_reap_within(pid, 1000)
+            }
         }
     }
+
+    /// The longest the shutdown sweeps for adopted orphans: 3 s.
+    static let orphanSweepNanoseconds: Int64 = 3_000_000_000
 
     /// The children of this process: from each thread's /proc/self/task/TID/children (an
     /// orphan is adopted by one of the threads), else by scanning /proc for our pid as parent.

@@ -11,6 +11,11 @@ public protocol OutputReader: AnyObject {
     func startReading(onData: @escaping ByteStream.DataHandler, onEnd: @escaping ByteStream.EndHandler)
     /// Stops reading and closes the descriptor. Idempotent.
     func close()
+    /// Reads nothing more until `resumeReading` (the consumer is behind); what the writer
+    /// sends meanwhile waits in the kernel, and then the writer waits.
+    func pauseReading()
+    func resumeReading()
+    var isPaused: Bool { get }
 }
 
 extension ByteStream: OutputReader {}
@@ -31,6 +36,7 @@ public final class TerminalReader: LoopHandleOwner, OutputReader {
     private var onData: ByteStream.DataHandler?
     private var onEnd: ByteStream.EndHandler?
     private var closed = false
+    public private(set) var isPaused = false
 
     static let readBufferSize = 64 * 1024
 
@@ -55,10 +61,26 @@ public final class TerminalReader: LoopHandleOwner, OutputReader {
         guard !closed else { return }
         self.onData = onData
         self.onEnd = onEnd
+        poll()
+    }
+
+    private func poll() {
         uv_poll_start(handle, Int32(UV_READABLE.rawValue)) { h, _, _ in
             // Whatever woke us (data, a hang-up, an error), reading says which it is.
             Unmanaged<TerminalReader>.fromOpaque(h!.pointee.data).takeUnretainedValue().readAvailable()
         }
+    }
+
+    public func pauseReading() {
+        guard !closed, onEnd != nil, !isPaused else { return }
+        isPaused = true
+        uv_poll_stop(handle)
+    }
+
+    public func resumeReading() {
+        guard isPaused else { return }
+        isPaused = false
+        if !closed, onEnd != nil { poll() }
     }
 
     private func readAvailable() {
@@ -66,7 +88,7 @@ public final class TerminalReader: LoopHandleOwner, OutputReader {
         // running dry, and the loop has timers and other tasks to serve. The poll is
         // level-triggered, so what is left is read on the next turn.
         var reads = 0
-        while !closed, onEnd != nil, reads < 32 {
+        while !closed, !isPaused, onEnd != nil, reads < 32 {
             let n = read(fd, buffer, Self.readBufferSize)
             if n > 0 {
                 reads += 1

@@ -160,7 +160,7 @@ struct BatchCommand {
         runner.forwardSignals()
         let signals = TerminationCount()
         runner.stopOnTerminationSignals(shutdownGrace: shutdownGrace) { signal in
-            display.note(signals.first()
+            display.note(signals.record(signal)
                 ? "received \(SignalNames.name(signal)); cancelling running tasks, starting nothing new; another one kills at once"
                 : "received \(SignalNames.name(signal)) again; killing what still runs")
         }

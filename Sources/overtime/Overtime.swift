@@ -34,7 +34,9 @@ enum OvertimeCLI {
         signal(SIGPIPE, SIG_IGN)
         openMissingStandardDescriptors()
         let arguments = CommandLine.arguments.dropFirst()
-        exit(run(arguments))
+        let code = run(arguments)
+        Terminal.flush()
+        exit(code)
     }
 
     /// Started with stdin, stdout or stderr closed (`overtime run ... >&-`), the next

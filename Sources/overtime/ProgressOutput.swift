@@ -41,10 +41,10 @@ final class ProgressOutput: Sendable {
                                   environment: environment)
         var spec = spec
         if case .inherit = spec.stderr {
-            spec.stderr = .terminal(sizeFrom: 2) { bytes in display.output(bytes, fd: 2) }
+            spec.stderr = .terminal(sizeFrom: 2, valve: display.valve) { bytes in display.output(bytes, fd: 2) }
         }
         if case .inherit = spec.stdout, TerminalDevice.sameTerminal(1, 2) {
-            spec.stdout = .terminal(sizeFrom: 2) { bytes in display.output(bytes, fd: 1) }
+            spec.stdout = .terminal(sizeFrom: 2, valve: display.valve) { bytes in display.output(bytes, fd: 1) }
         }
         live.withLock { $0 = display }
         display.start()
@@ -96,6 +96,6 @@ final class ProgressOutput: Sendable {
 
     private func json(_ event: TaskEvent) {
         guard jsonThrottle.withLock({ $0.admits(event) }) else { return }
-        Terminal.writeOut(encoder.line(for: event))
+        Terminal.writeOut(encoder.line(for: event), .of(event))
     }
 }

@@ -30,11 +30,12 @@ struct RunCommand {
     group, waits the grace period, then sends SIGKILL.
 
     Budget (durations: 250ms, 30s, 1.5s, 5m, 1h30m; a bare number is seconds):
-      --budget DUR         first deadline, from start (default 30s; 'none': no limit but
-                           --max-runtime)
+      --budget DUR         first deadline, from start (default 30s; 'none' or 0, as with
+                           GNU timeout: no limit but --max-runtime)
       --window DUR         each progress or heartbeat moves the deadline to now + DUR
-                           (default: the budget)
-      --max-runtime DUR    hard ceiling from start that progress cannot pass (default none)
+                           (default: the budget; 'none' or 0: the first report lifts it)
+      --max-runtime DUR    hard ceiling from start that progress cannot pass (default
+                           none; 0 is none too)
       --grace DUR          time between SIGTERM and SIGKILL (default 10s)
       --warn-before DUR    send 'expiring' this long before the deadline (default off)
       --require-advance    progress extends only if 'completed' grew or 'fraction' rose
@@ -143,7 +144,7 @@ struct RunCommand {
                 case "--budget":
                     policy.budget = try duration(option, try value(), allowNone: true)
                 case "--window":
-                    policy.window = try duration(option, try value())
+                    policy.window = try duration(option, try value(), allowNone: true) ?? BudgetPolicy.unlimitedWindow
                 case "--max-runtime":
                     policy.maxRuntime = try duration(option, try value(), allowNone: true)
                 case "--grace":
@@ -202,9 +203,6 @@ struct RunCommand {
         guard let first = argv.first, !first.isEmpty else {
             throw UsageError(message: "overtime run: no command given; usage: overtime run [options] -- CMD [ARG...]")
         }
-        if let window = policy.window, window <= .zero {
-            throw UsageError(message: "overtime run: --window must be longer than 0")
-        }
         if let groupText {
             isolation.groupID = try isolationValue("--group", groupText, TaskIsolation.lookUpGroup)
         }
@@ -227,7 +225,7 @@ struct RunCommand {
         }
         let signals = TerminationCount()
         supervisor.cancelAllOnTerminationSignals(shutdownGrace: shutdownGrace) { signal in
-            output.note(signals.first()
+            output.note(signals.record(signal)
                 ? "received \(SignalNames.name(signal)); cancelling (\(signal == SIGINT ? "user" : "shutdown")); another one kills at once"
                 : "received \(SignalNames.name(signal)) again; killing now")
         }

@@ -4,22 +4,40 @@ import Glibc
 import Musl
 #endif
 
-/// Writes to the CLI's stdout and stderr with plain `write(2)`: no buffering to lose when a
-/// signal ends the process, and whole lines from the loop thread never interleave.
+/// The CLI's stdout and stderr. Everything goes through an `OutputChannel` per descriptor:
+/// whole lines, in order, written by a thread of its own, so a reader that stops reading
+/// never holds up the loop thread (where most lines come from). `flush` before exit.
 enum Terminal {
-    static func error(_ line: String) {
-        write(2, Array((line + "\n").utf8))
+    static let stdout: OutputChannel = OutputChannel(fd: 1) { lines, bytes in
+        Terminal.stderr.write(Array((dropMessage("stdout", lines, bytes) + "\n").utf8), .kept)
+    }
+    static let stderr: OutputChannel = OutputChannel(fd: 2) { lines, bytes in
+        // Said on stderr itself, in the form of the lines around it.
+        Terminal.stderr.write(Array((PlainOutput.line(dropMessage("stderr", lines, bytes)) + "\n").utf8), .kept)
     }
 
-    static func writeOut(_ bytes: [UInt8]) {
-        write(1, bytes)
+    /// `output on stderr was blocked; 12 lines (240 KiB) of progress and events were dropped`
+    static func dropMessage(_ stream: String, _ lines: Int, _ bytes: Int) -> String {
+        let size = bytes >= 1024 ? "\(bytes / 1024) KiB" : "\(bytes) bytes"
+        return "output on \(stream) was blocked; \(lines) line\(lines == 1 ? "" : "s") (\(size)) of progress and events were dropped, none of the ends"
+    }
+
+    static func error(_ line: String, _ importance: OutputChannel.Importance = .kept) {
+        stderr.write(Array((line + "\n").utf8), importance)
+    }
+
+    static func writeOut(_ bytes: [UInt8], _ importance: OutputChannel.Importance = .kept) {
+        stdout.write(bytes, importance)
     }
 
     static func out(_ line: String) {
-        write(1, Array((line + "\n").utf8))
+        stdout.write(Array((line + "\n").utf8), .kept)
     }
 
-    private static func write(_ fd: Int32, _ bytes: [UInt8]) {
-        TerminalDevice.write(fd, bytes)
+    /// Waits until both are written (however long the reader takes: what is kept must
+    /// reach it). Before exit.
+    static func flush() {
+        stdout.flush()
+        stderr.flush()
     }
 }

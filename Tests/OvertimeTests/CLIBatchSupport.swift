@@ -242,9 +242,9 @@ final class CLIBatchFixture: @unchecked Sendable {
     }
 
     /// The same, started but not waited for (to signal it).
-    func start(_ extra: [String] = []) async throws -> CLIProcess {
+    func start(_ extra: [String] = [], output: CLIOutputMode = .files) async throws -> CLIProcess {
         let process = CLIProcess(["batch", jobPath, "--run-dir", runDirectory] + extra,
-                                 environment: Self.environment, in: scratch)
+                                 environment: Self.environment, output: output, in: scratch)
         try await process.start()
         return process
     }

@@ -135,7 +135,7 @@ struct CLIUsageErrorTests {
         CLIUsageCase(arguments: ["--budget", ""], mentions: ["--budget"]),
         CLIUsageCase(arguments: ["--budget=-5"], mentions: ["--budget"]),
         CLIUsageCase(arguments: ["--grace", "none"], mentions: ["--grace", "none"]),
-        CLIUsageCase(arguments: ["--window", "0s"], mentions: ["--window"]),
+        CLIUsageCase(arguments: ["--window", "-2s"], mentions: ["--window", "-2s"]),
         CLIUsageCase(arguments: ["--max-runtime", "5x"], mentions: ["--max-runtime"]),
         CLIUsageCase(arguments: ["--budgt", "1s"], mentions: ["--budgt", "did you mean --budget"]),
         CLIUsageCase(arguments: ["--grace-period", "1s"], mentions: ["--grace-period"]),

@@ -212,6 +212,12 @@ enum CLISpawn {
 enum CLIOutputMode: Sendable {
     case files
     case pipes
+    /// Pipes nobody reads until `finish` (a paused pager, `| (sleep 30; cat)`): overtime's
+    /// writes fill them and would block.
+    case stalledPipes
+    /// stdout and stderr on one pseudo-terminal whose screen nobody reads until `finish`
+    /// (Ctrl-S, a suspended ssh client).
+    case stalledTerminal
 }
 
 /// What a finished run of the binary showed.
@@ -313,7 +319,14 @@ final class CLIDrain: @unchecked Sendable {
 
     init(_ handle: FileHandle) {
         Thread.detachNewThread { [self] in
-            let bytes = handle.readDataToEndOfFile()
+            // read(2) to 0, or to an error: a pseudo-terminal's controller reads EIO once
+            // the other side is closed, where Foundation's readDataToEndOfFile would trap.
+            var bytes = Data()
+            var chunk = [UInt8](repeating: 0, count: 65536)
+            while true {
+                let n = read(handle.fileDescriptor, &chunk, chunk.count)
+                if n > 0 { bytes.append(contentsOf: chunk[0..<n]) } else if n < 0, errno == EINTR { continue } else { break }
+            }
             lock.withLock {
                 data = bytes
                 done = true
@@ -379,6 +392,8 @@ final class CLIProcess: @unchecked Sendable {
     private let stderrPath: String
     private var stdoutDrain: CLIDrain?
     private var stderrDrain: CLIDrain?
+    /// The read ends of a stalled run, drained only from `finish`.
+    private var stalledEnds: [Int32] = []
     private var startedAt = ContinuousClock.now
     private var holdsGate = false
     private(set) var pid: Int32 = 0
@@ -433,7 +448,15 @@ final class CLIProcess: @unchecked Sendable {
                 guard fd >= 0 else { throw CLIFailure("open \(path): errno \(errno)") }
                 childEnds.append(fd)
             }
-        case .pipes:
+        case .stalledTerminal:
+            var controller: Int32 = -1
+            var device: Int32 = -1
+            guard openpty(&controller, &device, nil, nil, nil) == 0 else { throw CLIFailure("openpty: errno \(errno)") }
+            for fd in [controller, device] { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+            parentEnds.append(controller)
+            childEnds += [device, dup(device)]
+            _ = fcntl(childEnds[1], F_SETFD, FD_CLOEXEC)
+        case .pipes, .stalledPipes:
             for _ in 0..<2 {
                 var fds: [Int32] = [-1, -1]
                 guard pipe(&fds) == 0 else { throw CLIFailure("pipe: errno \(errno)") }
@@ -453,7 +476,9 @@ final class CLIProcess: @unchecked Sendable {
             throw error
         }
         pid = child
-        if output == .pipes {
+        if output == .stalledPipes || output == .stalledTerminal {
+            stalledEnds = parentEnds
+        } else if output == .pipes {
             stdoutDrain = CLIDrain(FileHandle(fileDescriptor: parentEnds[0], closeOnDealloc: true))
             stderrDrain = CLIDrain(FileHandle(fileDescriptor: parentEnds[1], closeOnDealloc: true))
         }
@@ -491,8 +516,15 @@ final class CLIProcess: @unchecked Sendable {
         }
     }
 
-    /// Waits for exit (killing it after `timeout`) and collects what it wrote.
+    /// Waits for exit (killing it after `timeout`) and collects what it wrote. A stalled
+    /// run's output starts to be read here.
     func finish(timeout: Duration = .seconds(30)) async -> CLIResult {
+        if !stalledEnds.isEmpty {
+            stdoutDrain = CLIDrain(FileHandle(fileDescriptor: stalledEnds[0], closeOnDealloc: true))
+            // A terminal has one screen: stdout and stderr are both on it, read as stdout.
+            stderrDrain = stalledEnds.count > 1 ? CLIDrain(FileHandle(fileDescriptor: stalledEnds[1], closeOnDealloc: true)) : nil
+            stalledEnds = []
+        }
         let clock = ContinuousClock()
         let end = clock.now + timeout
         var timedOut = false
@@ -510,7 +542,7 @@ final class CLIProcess: @unchecked Sendable {
         case .files:
             out = FileManager.default.contents(atPath: stdoutPath) ?? Data()
             err = FileManager.default.contents(atPath: stderrPath) ?? Data()
-        case .pipes:
+        case .pipes, .stalledPipes, .stalledTerminal:
             out = await stdoutDrain?.finish(timeout: .seconds(10)) ?? Data()
             err = await stderrDrain?.finish(timeout: .seconds(10)) ?? Data()
         }

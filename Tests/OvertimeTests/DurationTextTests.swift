@@ -22,6 +22,10 @@ import Testing
 
     @Test func noneOnlyWhereAllowed() throws {
         #expect(try DurationText.parse("none", allowNone: true) == nil)
+        // A limit of nothing is no limit, as `timeout 0`; where no limit is not allowed, 0 is 0.
+        #expect(try DurationText.parse("0", allowNone: true) == nil)
+        #expect(try DurationText.parse("0s", allowNone: true) == nil)
+        #expect(try DurationText.parse("0ms", allowNone: false) == .zero)
         #expect(throws: DurationText.ParseError.self) { try DurationText.parse("none") }
     }
 

@@ -182,6 +182,15 @@ private let repositoryRoot = URL(fileURLWithPath: #filePath)
         #expect(job.tasks[0].policy.maxRuntime == nil)
     }
 
+    @Test func zeroIsNoLimitAsWithGNUTimeout() throws {
+        let job = try JobFile.parse(Array(oneTask(#""budget": "0s", "window": 0, "max-runtime": "0""#, top: #""deadline": 0"#).utf8),
+                                    origin: "j.json")
+        #expect(job.deadline == nil)
+        #expect(job.tasks[0].policy.budget == nil)
+        #expect(job.tasks[0].policy.maxRuntime == nil)
+        #expect(job.tasks[0].policy.window == BudgetPolicy.unlimitedWindow)
+    }
+
     @Test func defaultsMergeUnderTheTasksOwnFields() throws {
         let json = tasks("""
             {"name": "a", "command": ["a"]},
@@ -415,8 +424,8 @@ struct JobFileCase: Sendable, CustomTestStringConvertible {
                     mentions: ["task 't'", "field 'max-runtime'", "is not a duration; write \"1h30m\""]),
         JobFileCase(name: "a long unit", json: oneTask(#""budget": "5mins""#), mentions: ["task 't'", "field 'budget'", "write \"5m\""]),
         JobFileCase(name: "none where not allowed", json: oneTask(#""grace": "none""#), mentions: ["task 't'", "field 'grace'", "'none' is not allowed"]),
-        JobFileCase(name: "zero budget", json: oneTask(#""budget": "0s""#), mentions: ["task 't'", "field 'budget'", "longer than 0", "\"none\""]),
-        JobFileCase(name: "zero deadline", json: oneTask(top: #""deadline": 0"#), mentions: ["field 'deadline'", "longer than 0"]),
+        JobFileCase(name: "zero min-start is fine, zero concurrency is not", json: oneTask(#""min-start": 0"#, top: #""concurrency": 0"#),
+                    mentions: ["field 'concurrency'"]),
         JobFileCase(name: "null duration", json: oneTask(#""max-runtime": null"#),
                     mentions: ["task 't'", "field 'max-runtime'", "null", "leave the field out", "\"none\""]),
         JobFileCase(name: "duration of the wrong type", json: oneTask(#""budget": true"#), mentions: ["task 't'", "field 'budget'", "got true"]),

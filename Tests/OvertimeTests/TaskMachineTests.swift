@@ -62,7 +62,7 @@ import Testing
         h.run(for: .milliseconds(200))
         #expect(h.machine.phase == .cancelling(.timeout))
         #expect(h.sent == [.cancel(reason: .timeout, grace: 10)])
-        #expect(h.signals == [15])
+        #expect(h.signals == [15, 18])
         _ = h.take()
         h.run(for: .seconds(9.9))
         #expect(h.signals.isEmpty)
@@ -236,7 +236,7 @@ import Testing
         var h = Harness(BudgetPolicy(budget: .seconds(60)))
         _ = h.machine.revoke(now: h.now) { h.actions.append($0) }
         #expect(h.machine.phase == .cancelling(.revoked))
-        #expect(h.signals == [15])
+        #expect(h.signals == [15, 18])
     }
 
     @Test func warnBeforeSendsExpiringOncePerDeadline() {
@@ -263,7 +263,7 @@ import Testing
         _ = h.take()
         #expect(h.machine.cancel(reason: .user, now: h.now) { h.actions.append($0) } == .cancelling)
         #expect(h.machine.cancel(reason: .shutdown, now: h.now) { h.actions.append($0) } == .alreadyCancelling(.user))
-        #expect(h.signals == [15], "a second cancel must not signal again")
+        #expect(h.signals == [15, 18], "a second cancel must not signal again")
         h.machine.exited { h.actions.append($0) }
         #expect(h.machine.cancel(reason: .user, now: h.now) { h.actions.append($0) } == .alreadyFinished)
     }
@@ -294,7 +294,7 @@ import Testing
         _ = h.machine.cancel(reason: .shutdown, grace: .seconds(2), now: h.now) { h.actions.append($0) }
         #expect(h.sent == [.cancel(reason: .shutdown, grace: 2)])
         h.run(for: .seconds(2.1))
-        #expect(h.signals == [15, 9])
+        #expect(h.signals == [15, 18, 9])
     }
 
     @Test func escalationKillsAtOnceDuringGraceOnly() {
@@ -303,10 +303,10 @@ import Testing
         _ = h.take()
         _ = h.machine.cancel(reason: .shutdown, now: h.now) { h.actions.append($0) }
         #expect(h.machine.escalate(now: h.now) { h.actions.append($0) })
-        #expect(h.signals == [15, 9])
+        #expect(h.signals == [15, 18, 9])
         #expect(!h.machine.escalate(now: h.now) { h.actions.append($0) }, "killed once")
         h.run(for: .seconds(60))
-        #expect(h.signals == [15, 9])
+        #expect(h.signals == [15, 18, 9])
     }
 
     @Test func zeroGraceKillsOnTheNextTick() {
@@ -314,7 +314,7 @@ import Testing
         _ = h.take()
         _ = h.machine.cancel(reason: .user, now: h.now) { h.actions.append($0) }
         h.run(for: .zero)
-        #expect(h.signals == [15, 9])
+        #expect(h.signals == [15, 18, 9])
     }
 
     @Test func resultReadyAndProtocolErrorsAreRecorded() {

@@ -32,7 +32,8 @@ public enum BatchUpdate: Sendable {
     case taskEvent(TaskEvent)
     /// A line just written to the journal (`events.jsonl`): task events, progress throttled
     /// to one a second per task, and the batch's own (`attempt`, `retry`, `finished`).
-    case journalLine([UInt8])
+    /// `event` is the task event it records (nil for the batch's own records).
+    case journalLine([UInt8], event: TaskEvent?)
 }
 
 /// The end of a batch.
@@ -278,7 +279,7 @@ final class BatchCore {
         guard journalThrottle.admits(event) else { return }
         let line = encoder.line(for: event)
         journal.append(line)
-        onUpdate(.journalLine(line))
+        onUpdate(.journalLine(line, event: event))
         control?.broadcast(line)
         let now = event.time
         switch event.kind {
@@ -444,7 +445,7 @@ final class BatchCore {
         w.endObject()
         w.raw("\n")
         journal.append(w.bytes)
-        onUpdate(.journalLine(w.bytes))
+        onUpdate(.journalLine(w.bytes, event: nil))
         control?.broadcast(w.bytes)
     }
 

@@ -271,7 +271,8 @@ struct JobFileDecoder {
             case "budget":
                 f.budget = duration(value, scope, key, allowNone: true, positive: true)
             case "window":
-                f.window = duration(value, scope, key, allowNone: false, positive: true)?.duration
+                // `none` (or 0): after the first report the task runs without a soft deadline.
+                f.window = duration(value, scope, key, allowNone: true, positive: true).map { $0.duration ?? BudgetPolicy.unlimitedWindow }
             case "max-runtime":
                 f.maxRuntime = duration(value, scope, key, allowNone: true, positive: true)
             case "grace":
@@ -783,6 +784,8 @@ struct JobFileDecoder {
                 return nil
             }
             result = .nanoseconds(Int64((seconds * 1e9).rounded()))
+            // 0 is no limit, as with GNU `timeout 0` (and "0s" in the string form).
+            if allowNone, result == .zero { return Limit(duration: nil) }
         case .null:
             add(scope, path, nullAdvice(allowNone: allowNone))
             return nil

@@ -88,7 +88,10 @@ final class BatchDisplay: Sendable {
         case .none: return
         case .json:
             // The journal as it is written: every event, progress throttled.
-            if case let .journalLine(line) = update { Terminal.writeOut(line) }
+            if case let .journalLine(line, event) = update {
+                // The batch's own records (attempts, retries, ends) are few and all kept.
+                Terminal.writeOut(line, event.map(OutputChannel.Importance.of) ?? .kept)
+            }
         case .plain:
             plain?.handle(update)
         case .tty:

@@ -19,10 +19,14 @@ import Musl
 final class LiveDisplay: Sendable {
     /// The draw thread's period: at most ten frames a second however fast events come.
     static let tick = Duration.milliseconds(100)
-    /// Output held for the next frame beyond this is written at once by the thread that
-    /// produced it, so a flooding task is slowed to the terminal's pace, not buffered
-    /// without bound.
+    /// Output held for the next frame beyond this holds `valve` and draws at once (on the
+    /// draw thread), so a flooding task is slowed to the terminal's pace, not buffered
+    /// without bound, and the loop thread that reads it never waits for the terminal.
     static let outputBacklogLimit = 256 * 1024
+
+    /// Held while the task's output waits here past `outputBacklogLimit`; the supervisor
+    /// reads no more of it until the draw thread has written it.
+    let valve = OutputValve()
 
     private enum Chunk: Sendable {
         case notice(Notice)
@@ -94,7 +98,7 @@ final class LiveDisplay: Sendable {
             if !state.finished { state.pending.append(.notice(notice)) }
             return state.finished
         }
-        if done { TerminalDevice.write(fd, Array((renderer.notice(notice).text + "\n").utf8)) }
+        if done { Terminal.error(renderer.notice(notice).text) }
     }
 
     /// Output of a task, to be shown on `fd` (1 or 2) above the rows. Complete lines go up
@@ -113,9 +117,10 @@ final class LiveDisplay: Sendable {
             return (state.pendingBytes, false)
         }
         if done {
-            TerminalDevice.write(target, bytes)
+            (target == 1 ? Terminal.stdout : Terminal.stderr).write(bytes)
         } else if backlog > Self.outputBacklogLimit {
-            draw()
+            valve.hold()
+            ticker.withLock { $0 }?.wakeNow()
         }
     }
 
@@ -211,6 +216,7 @@ final class LiveDisplay: Sendable {
             }
             segments.append(fd, Array(tail.utf8))
             segments.write()
+            if state.withLock({ $0.pendingBytes <= Self.outputBacklogLimit }) { valve.release() }
             if final { CursorGuard.hidden.store(false, ordering: .relaxed) }
             screen.rowTexts = rowTexts
             screen.rowWidths = rows.map(\.width)

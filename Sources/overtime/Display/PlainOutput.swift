@@ -24,20 +24,23 @@ final class PlainOutput: Sendable {
     }
 
     func handle(_ event: TaskEvent, standalone: Bool = true) {
-        let lines = state.withLock { state -> [String] in
-            var lines = state.model.apply(event, standalone: standalone).map(\.text)
+        let (lines, progressLine) = state.withLock { state -> ([String], String?) in
+            let lines = state.model.apply(event, standalone: standalone).map(\.text)
             // Heartbeats print nothing, so only progress is offered to the throttle.
             switch event.kind {
             case let .progress(progress, _) where state.progressThrottle.admits(event):
-                lines.append("\(event.task.name): \(EventText.describe(progress))")
+                return (lines, "\(event.task.name): \(EventText.describe(progress))")
             case .exited:
                 _ = state.progressThrottle.admits(event)  // forgets the task
             default:
                 break
             }
-            return lines
+            return (lines, nil)
         }
-        for line in lines { Terminal.error(Self.line(line)) }
+        // A task's end is always shown; its progress, when stderr is blocked, as its latest.
+        let importance: OutputChannel.Importance = .of(event)
+        for line in lines { Terminal.error(Self.line(line), importance) }
+        if let progressLine { Terminal.error(Self.line(progressLine), importance) }
     }
 
     func handle(_ update: BatchUpdate) {
@@ -46,7 +49,8 @@ final class PlainOutput: Sendable {
             return
         }
         let lines = state.withLock { $0.model.apply(update).map(\.text) }
-        for line in lines { Terminal.error(Self.line(line)) }
+        let importance: OutputChannel.Importance = if case .finished = update { .kept } else { .event }
+        for line in lines { Terminal.error(Self.line(line), importance) }
     }
 
     func note(_ text: String) {

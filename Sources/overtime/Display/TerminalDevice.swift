@@ -52,8 +52,14 @@ enum TerminalDevice {
     }
 
     /// Writes all of `bytes` to `fd`, retrying short writes and EINTR; gives up quietly on
-    /// a closed descriptor (nothing more can be shown).
+    /// a closed descriptor (nothing more can be shown). It blocks while the reader does not
+    /// read: call it on a thread of the display's or the output's own, never the loop's.
     static func write(_ fd: Int32, _ bytes: [UInt8]) {
+        _ = writeAll(fd, bytes)
+    }
+
+    /// `write`, saying whether everything was written.
+    static func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
         bytes.withUnsafeBytes { buffer in
             var offset = 0
             while offset < buffer.count {
@@ -67,9 +73,10 @@ enum TerminalDevice {
                     var entry = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
                     _ = poll(&entry, 1, 100)
                 } else {
-                    return
+                    return false
                 }
             }
+            return true
         }
     }
 

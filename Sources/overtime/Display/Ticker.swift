@@ -70,7 +70,19 @@ final class Ticker: Sendable {
             return
         }
         var entry = pollfd(fd: wake.read, events: Int16(POLLIN), revents: 0)
-        _ = poll(&entry, 1, ms)  // a signal (EINTR) only makes the next call early
+        // A signal (EINTR) only makes the next call early.
+        if poll(&entry, 1, ms) > 0, entry.revents & Int16(POLLIN) != 0 {
+            // Take the wake-ups (`wake`), or every later pause would end at once.
+            var bytes = [UInt8](repeating: 0, count: 64)
+            _ = read(wake.read, &bytes, bytes.count)
+        }
+    }
+
+    /// Makes the thread call `body` now rather than at the end of its pause.
+    func wakeNow() {
+        guard let wake else { return }
+        var byte: UInt8 = 1
+        _ = write(wake.write, &byte, 1)
     }
 
     /// Stops the thread and waits for it. Idempotent.
