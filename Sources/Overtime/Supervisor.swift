@@ -140,6 +140,19 @@ public final class Supervisor: Sendable {
         loop.execute { [loop] in _ = loop.adoptOrphans() }
     }
 
+    /// Tells `handler`, on the loop thread, of what befalls the supervisor itself rather than
+    /// a task: today, that the task guard (which kills the tasks' groups should the
+    /// supervisor be killed) died, and whether a new one took its place.
+    public func onNotice(_ handler: @escaping @Sendable (String) -> Void) {
+        loop.execute { [loop] in
+            loop.onGuardLost { replaced in
+                handler(replaced
+                    ? "the task guard died; a new one guards every running task"
+                    : "the task guard died and no new one could be started: if Overtime is killed now, tasks' children may outlive it")
+            }
+        }
+    }
+
     /// The signals an entrypoint passes on rather than acting on: SIGHUP, SIGQUIT, SIGUSR1,
     /// SIGUSR2, SIGWINCH.
     public static let forwardedSignals: [Int32] = [SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH]

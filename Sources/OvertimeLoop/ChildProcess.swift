@@ -294,6 +294,7 @@ final class ChildReaper: LoopHandleOwner {
     private func reapExited() {
         guard reapsOrphans else {
             for pid in Array(children.keys) { reapOwn(pid) }
+            _ = groupGuard.checkAlive(live: Array(children.keys))
             return
         }
         // Every exited child, ours and orphans alike: look at each without reaping it, and
@@ -303,6 +304,11 @@ final class ChildReaper: LoopHandleOwner {
             guard pid > 0 else { return }
             if children[pid] != nil {
                 reapOwn(pid)
+            } else if pid == groupGuard.pid {
+                if !groupGuard.checkAlive(live: Array(children.keys)) {
+                    var status: Int32 = 0
+                    _ = waitpid(pid, &status, WNOHANG)
+                }
             } else {
                 var status: Int32 = 0
                 _ = waitpid(pid, &status, WNOHANG)

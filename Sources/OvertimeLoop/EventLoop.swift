@@ -77,6 +77,12 @@ public final class EventLoop: @unchecked Sendable {
         return getpid() == 1 || overtime_become_subreaper() == 0
     }
 
+    /// Tells `handler` (on the loop thread) when the task guard died and whether a new one
+    /// took its place, every live task's group listed with it. Call on the loop thread.
+    public func onGuardLost(_ handler: @escaping (_ replaced: Bool) -> Void) {
+        groupGuard.onLost = handler
+    }
+
     /// Monotonic time now (CLOCK_MONOTONIC, nanoseconds).
     public static func now() -> Int64 {
         Int64(bitPattern: uv_hrtime())

@@ -26,6 +26,8 @@ final class GroupGuard {
     private var pending: [Int32] = []
     private var retryTimer: LoopTimer?
     private unowned(unsafe) var loop: EventLoop?
+    /// Told when the guard died and whether a new one took its place (see `checkAlive`).
+    var onLost: ((_ replaced: Bool) -> Void)?
 
     /// Starts the guard, once; call before the first guarded spawn. Without a guard (the
     /// fork failed) tasks still get their parent-death signal.
@@ -75,8 +77,9 @@ final class GroupGuard {
             }
             switch errno {
             case EPIPE, ECONNRESET, ENOTCONN:
-                // The guard was killed from outside: carry on without it. (Only then: closing
-                // the channel is what makes a guard kill every group it lists.)
+                // The guard was killed from outside; its SIGCHLD brings a new one
+                // (`checkAlive`). Until then, carry on without. (Only then: closing the
+                // channel is what makes a guard kill every group it lists.)
                 Descriptors.close(channel)
                 channel = -1
                 pending.removeAll()
@@ -93,6 +96,37 @@ final class GroupGuard {
         }
     }
 
+    /// After a SIGCHLD: if the guard itself has died (killed from outside, out of memory),
+    /// reaps it, starts a new one and lists every group in `live` with it, so the promise
+    /// holds again, and says so through `onLost`. True when it had died.
+    func checkAlive(live: [Int32]) -> Bool {
+        guard guardPID > 0 else { return false }
+        var status: Int32 = 0
+        guard waitpid(guardPID, &status, WNOHANG) == guardPID else { return false }
+        replaceLost(live: live)
+        return true
+    }
+
+    /// The guard's pid (0: none), for a reaper that takes every child.
+    var pid: Int32 { guardPID }
+
+    /// The guard is gone (reaped by the caller or here): a new one, and every live group
+    /// listed with it.
+    func replaceLost(live: [Int32]) {
+        if channel >= 0 { Descriptors.close(channel) }
+        channel = -1
+        guardPID = 0
+        pending.removeAll()
+        guard let loop else {
+            onLost?(false)
+            return
+        }
+        started = false
+        start(loop: loop)
+        for group in live { watch(group) }
+        onLost?(channel >= 0)
+    }
+
     /// Closes the channel: the guard kills whatever is still listed and exits. It is our
     /// child, so it is reaped here; it takes a moment, and one that does not exit within
     /// 100 ms (stopped, say) is left to whoever inherits it.
@@ -105,5 +139,6 @@ final class GroupGuard {
         Descriptors.close(channel)
         channel = -1
         _ = overtime_reap_within(guardPID, 100)
+        guardPID = 0
     }
 }

@@ -164,8 +164,12 @@ struct BatchCommand {
                 ? "received \(SignalNames.name(signal)); cancelling running tasks, starting nothing new; another one kills at once"
                 : "received \(SignalNames.name(signal)) again; killing what still runs")
         }
+        runner.onNotice { text in display.warn(text) }
+        let refusals = RepeatLimiter()
         do {
-            _ = try runner.serveControl(at: controlPath) { refusal in Terminal.error("overtime batch: \(refusal)") }
+            _ = try runner.serveControl(at: controlPath) { refusal in
+                if let text = refusals.admit(refusal) { display.warn(text) }
+            }
         } catch where controlPath == nil {
             // The batch matters more than the default socket (an unwritable /tmp, say).
             Terminal.error("overtime batch: no control socket (\(error)); running without one")

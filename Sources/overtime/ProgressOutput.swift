@@ -94,6 +94,15 @@ final class ProgressOutput: Sendable {
         }
     }
 
+    /// A remark that must be seen in every mode (a refused control client, the task guard
+    /// lost): like `note`, and on stderr where `note` shows nothing.
+    func warn(_ text: String) {
+        switch mode {
+        case .plain, .tty: note(text)
+        case .json, .none: Terminal.error("overtime: \(text)")
+        }
+    }
+
     private func json(_ event: TaskEvent) {
         guard jsonThrottle.withLock({ $0.admits(event) }) else { return }
         Terminal.writeOut(encoder.line(for: event), .of(event))

@@ -231,8 +231,12 @@ struct RunCommand {
         }
         supervisor.forwardSignals()
         supervisor.adoptOrphans()
+        supervisor.onNotice { text in output.warn(text) }
+        let refusals = RepeatLimiter()
         do {
-            _ = try supervisor.serveControl(at: controlPath) { refusal in Terminal.error("overtime: \(refusal)") }
+            _ = try supervisor.serveControl(at: controlPath) { refusal in
+                if let text = refusals.admit(refusal) { output.warn(text) }
+            }
         } catch where controlPath == nil {
             // The task matters more than the default socket (an unwritable /tmp, say).
             Terminal.error("overtime: no control socket (\(error)); running without one")

@@ -171,6 +171,11 @@ public final class BatchRunner: Sendable {
         supervisor.forwardSignals()
     }
 
+    /// Tells `handler` of the supervisor's own remarks (`Supervisor.onNotice`).
+    public func onNotice(_ handler: @escaping @Sendable (String) -> Void) {
+        supervisor.onNotice(handler)
+    }
+
     /// Gives up on a batch that was never started: stops its supervisor's loop.
     public func abandon() {
         supervisor.shutdown()

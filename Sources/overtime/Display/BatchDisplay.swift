@@ -83,6 +83,15 @@ final class BatchDisplay: Sendable {
         }
     }
 
+    /// A remark that must be seen in every mode (a refused control client, the task guard
+    /// lost): like `note`, and on stderr where `note` shows nothing.
+    func warn(_ text: String) {
+        switch mode {
+        case .tty, .plain: note(text)
+        case .json, .none: Terminal.error("overtime batch: \(text)")
+        }
+    }
+
     func show(_ update: BatchUpdate) {
         switch mode {
         case .none: return
