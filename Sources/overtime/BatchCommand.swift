@@ -28,8 +28,8 @@ struct BatchCommand {
 
     Options:
       --concurrency N      run at most N tasks at once (overrides the job file)
-      --fail-fast          on the first failure, cancel running tasks (reason 'user') and
-                           start nothing more
+      --fail-fast          on the first failure, cancel running tasks (reason 'fail-fast')
+                           and start nothing more
       --run-dir DIR        the run directory (default: overtime-runs/<run id>)
       --resume DIR         run again only what did not succeed in run directory DIR
                            (its job.json unless FILE is given), journaling into DIR

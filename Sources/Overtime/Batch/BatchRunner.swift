@@ -10,7 +10,7 @@ public struct TaskReport: Sendable, Equatable {
     public var name: String
     public var outcome: Outcome
     /// Why it failed or was skipped: a cancel reason (`timeout`, …), `exit`, `signal`,
-    /// `dependency`, `deadline`, `user`, `shutdown`, or nil.
+    /// `dependency`, `deadline`, `user`, `shutdown`, `fail-fast`, or nil.
     public var reason: String?
     /// More about the reason: the dependency that failed, the error that stopped a start.
     public var detail: String?
@@ -51,7 +51,7 @@ public struct BatchSummary: Sendable {
 public struct BatchOptions: Sendable {
     /// The run directory; nil: `overtime-runs/<run id>`.
     public var runDirectory: String?
-    /// On the first failure, cancel what runs (reason `user`) and start nothing more.
+    /// On the first failure, cancel what runs (reason `fail-fast`) and start nothing more.
     public var failFast: Bool
     /// Resume from this run directory: what succeeded there is not run again, and the
     /// journal goes on in the same directory.
@@ -425,7 +425,11 @@ final class BatchCore {
                 report.detail = "less than its min-start left before the batch deadline"
             case let .stopped(word):
                 report.reason = word
-                report.detail = "the batch was stopped"
+                report.detail = word == CancelReason.failFast.rawValue
+                    ? "the batch stopped at the first failure (--fail-fast)" : "the batch was stopped"
+            case .cancelled:
+                report.reason = CancelReason.user.rawValue
+                report.detail = "cancelled by an operator before it started"
             }
         case .waiting, .retryWait, .running:
             break

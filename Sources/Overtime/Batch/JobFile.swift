@@ -248,7 +248,7 @@ public enum RetryCondition: String, Sendable, Hashable, CaseIterable {
     case signal
 
     /// The condition an attempt's outcome falls under; nil when it is not retryable at all:
-    /// it succeeded, a `user`/`shutdown` cancel ended it (those are final), it was skipped,
+    /// it succeeded, a `user`/`shutdown`/`fail-fast` cancel ended it (those are final), it was skipped,
     /// or its command could not be started (127 or 126: another attempt would fail the same way).
     public init?(outcome: TaskOutcome) {
         if let reason = outcome.cancelReason {
@@ -256,7 +256,7 @@ public enum RetryCondition: String, Sendable, Hashable, CaseIterable {
             case .timeout: self = .timeout
             case .deadline: self = .deadline
             case .revoked: self = .revoked
-            case .user, .shutdown, .dependency: return nil
+            case .user, .shutdown, .dependency, .failFast: return nil
             }
             return
         }

@@ -666,7 +666,7 @@ struct JobFileDecoder {
             }
             valid = false
             switch word {
-            case "user", "shutdown":
+            case "user", "shutdown", "fail-fast":
                 add(scope, itemPath, "a '\(word)' cancel is never retried: it is final; expected \(JobFileText.list(known))")
             case "dependency":
                 add(scope, itemPath, "a task skipped for a dependency never ran, so it cannot be retried; expected \(JobFileText.list(known))")

@@ -104,6 +104,7 @@ enum EventText {
         case .user: "cancelled by user"
         case .shutdown: "supervisor shutting down"
         case .dependency: "a dependency failed"
+        case .failFast: "another task failed (--fail-fast)"
         }
     }
 
