@@ -30,7 +30,9 @@ struct BatchCommand {
       --concurrency N      run at most N tasks at once (overrides the job file)
       --fail-fast          on the first failure, cancel running tasks (reason 'fail-fast')
                            and start nothing more
-      --run-dir DIR        the run directory (default: overtime-runs/<run id>)
+      --run-dir DIR        the run directory (default: overtime-runs/<run id>); it must be
+                           new or empty: one that holds a run is refused (exit 125), resume
+                           it with --resume DIR instead
       --resume DIR         run again only what did not succeed in run directory DIR
                            (its job.json unless FILE is given), journaling into DIR
       --shutdown-grace DUR the time an orchestrator gives the whole shutdown (default:

@@ -101,6 +101,9 @@ public final class BatchRunner: Sendable {
             directory = resume
         } else {
             directory = options.runDirectory ?? "overtime-runs/\(runID)"
+            // A second run appended to a first one's journal would mix two runs in one record
+            // and overwrite its summary: a run directory is new (or empty) unless resumed.
+            try RunJournal.checkFresh(directory)
         }
         self.runID = runID
         journal = try RunJournal(directory: directory)

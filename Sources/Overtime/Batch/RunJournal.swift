@@ -82,6 +82,27 @@ public final class RunJournal: @unchecked Sendable {
         return Set(last.filter(\.value).keys)
     }
 
+    /// Refuses a directory that already holds something: an earlier run (resume it instead)
+    /// or anything else (a run would scatter its files among them). A directory that does
+    /// not exist yet, or is empty, is fine.
+    /// - Throws: `BatchError` saying what is there and what to do instead.
+    public static func checkFresh(_ directory: String) throws(BatchError) {
+        guard let entries = opendir(directory) else { return }  // missing: it will be made
+        defer { closedir(entries) }
+        var found: String?
+        while let entry = readdir(entries) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            if name == "." || name == ".." { continue }
+            found = name
+            if name == "events.jsonl" { break }
+        }
+        guard let found else { return }
+        if found == "events.jsonl" {
+            throw BatchError("\(directory) already holds a run (events.jsonl); a second run would append to its journal and overwrite its summary. Rerun what did not succeed there with --resume \(directory), or give a new --run-dir")
+        }
+        throw BatchError("\(directory) is not empty (it holds '\(found)'); give --run-dir a new or empty directory")
+    }
+
     /// The directory the run's job file resolved relative `cwd`s against (its
     /// `job-directory` file), or nil for a run directory that has none.
     public static func jobFileDirectory(in directory: String) -> String? {
