@@ -33,6 +33,10 @@ public enum BatchUpdate: Sendable {
     /// A line just written to the journal (`events.jsonl`): task events, progress throttled
     /// to one a second per task, and the batch's own (`attempt`, `retry`, `finished`).
     case journalLine([UInt8])
+    /// Part of the run's record (the journal, the summary, a log marker) could not be
+    /// written: the message says which file and why. Said once per file and cause, at
+    /// once; the batch goes on, and its summary says the record is incomplete.
+    case recordFailed(String)
 }
 
 /// The end of a batch.
@@ -43,8 +47,15 @@ public struct BatchSummary: Sendable {
     public var elapsed: Duration
     /// Set when SIGINT/SIGTERM (or `stop`) ended the batch early.
     public var stoppedBy: CancelReason?
+    /// What of the run's record could not be written (`RunJournal.failures`), the summary
+    /// included; empty when the record is whole.
+    public var recordFailures: [String] = []
+    /// Journal lines lost to those failures.
+    public var lostJournalLines = 0
 
     public var succeeded: Bool { tasks.allSatisfy { $0.outcome == .succeeded } }
+    /// The run directory holds the whole record of the run.
+    public var recordComplete: Bool { recordFailures.isEmpty }
 }
 
 /// Options of a batch besides its job file.
@@ -108,8 +119,11 @@ public final class BatchRunner: Sendable {
         self.runID = runID
         journal = try RunJournal(directory: directory)
         if let jobFileText, options.resume == nil {
-            journal.writeFile("job.json", jobFileText)
-            if let base = options.jobFileDirectory { journal.writeFile("job-directory", Array(base.utf8)) }
+            // Without them `--resume` has nothing to go on: better to run nothing.
+            if let failure = journal.writeFile("job.json", jobFileText) { throw BatchError(failure) }
+            if let base = options.jobFileDirectory, let failure = journal.writeFile("job-directory", Array(base.utf8)) {
+                throw BatchError(failure)
+            }
         }
         let slot = CoreSlot()
         core = slot
@@ -280,7 +294,7 @@ final class BatchCore {
         onUpdate(.taskEvent(event))
         guard journalThrottle.admits(event) else { return }
         let line = encoder.line(for: event)
-        journal.append(line)
+        writeJournal(line)
         onUpdate(.journalLine(line))
         control?.broadcast(line)
         let now = event.time
@@ -357,7 +371,7 @@ final class BatchCore {
         }
         var policy = task.policy
         policy.maxRuntime = maxRuntime
-        journal.markAttempt(task.name, attempt: attempt)
+        if let failure = journal.markAttempt(task.name, attempt: attempt) { onUpdate(.recordFailed(failure)) }
         let log = journal.logPath(for: task.name)
         let spec = TaskSpec(name: task.name, arguments: task.command, environment: environment,
                             inheritEnvironment: task.inheritEnvironment,
@@ -450,9 +464,14 @@ final class BatchCore {
         fields(&w)
         w.endObject()
         w.raw("\n")
-        journal.append(w.bytes)
+        writeJournal(w.bytes)
         onUpdate(.journalLine(w.bytes))
         control?.broadcast(w.bytes)
+    }
+
+    /// Appends to the journal; a failure is said at once (`BatchUpdate.recordFailed`).
+    private func writeJournal(_ line: [UInt8]) {
+        if let failure = journal.append(line) { onUpdate(.recordFailed(failure)) }
     }
 
     /// After each input: re-arm the retry timer, or wrap up when everything is final.
@@ -480,10 +499,15 @@ final class BatchCore {
         timer = nil
         control?.close()
         control = nil
-        let summary = BatchSummary(runID: runID, runDirectory: journal.directory,
+        var summary = BatchSummary(runID: runID, runDirectory: journal.directory,
                                    tasks: job.tasks.indices.compactMap { reports[$0] },
                                    elapsed: now - startedAt, stoppedBy: stoppedBy)
-        journal.writeFile("summary.json", Self.summaryJSON(summary, encoder: encoder, now: now))
+        summary.recordFailures = journal.failures
+        summary.lostJournalLines = journal.lostLines
+        if let failure = journal.writeFile("summary.json", Self.summaryJSON(summary, encoder: encoder, now: now)) {
+            onUpdate(.recordFailed(failure))
+            summary.recordFailures = journal.failures
+        }
         onDone(summary)
     }
 
@@ -496,6 +520,15 @@ final class BatchCore {
         w.key("succeeded"); w.bool(summary.succeeded)
         w.key("stopped_by")
         if let reason = summary.stoppedBy { w.string(reason.rawValue) } else { w.null() }
+        // Written only when the journal failed and the summary still could be: it says the
+        // journal beside it is not the whole story.
+        if !summary.recordFailures.isEmpty {
+            w.key("record_errors")
+            w.beginArray()
+            for failure in summary.recordFailures { w.string(failure) }
+            w.endArray()
+            w.key("lost_journal_lines"); w.int(summary.lostJournalLines)
+        }
         w.key("tasks")
         w.beginArray()
         for report in summary.tasks {

@@ -188,7 +188,7 @@ struct DisplayModel: Sendable, Equatable {
             return [.finished(report)]
         case let .taskEvent(event):
             return apply(event, standalone: false)
-        case .journalLine:
+        case .journalLine, .recordFailed:
             return []
         }
     }
