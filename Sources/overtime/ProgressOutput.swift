@@ -95,7 +95,8 @@ final class ProgressOutput: Sendable {
     }
 
     private func json(_ event: TaskEvent) {
-        guard jsonThrottle.withLock({ $0.admits(event) }) else { return }
-        Terminal.writeOut(encoder.line(for: event))
+        // Thinned as the journal is: a task flooding its channel must not flood stdout.
+        let lines = jsonThrottle.withLock { encoder.lines(for: event, through: &$0) }
+        for line in lines { Terminal.writeOut(line) }
     }
 }

@@ -21,6 +21,8 @@ public struct TaskReport: Sendable, Equatable {
     public var result: JSONValue?
     /// Succeeded in the run being resumed, not run again.
     public var resumed: Bool
+    /// Bad lines its last attempt wrote on its channel (the journal keeps only some).
+    public var protocolErrors = 0
 }
 
 /// What a batch reports as it goes, on the supervisor's loop thread.
@@ -235,7 +237,9 @@ final class BatchCore {
     /// The batch's control socket; its watchers get the journal's lines.
     var control: ControlServer?
 
-    /// Progress goes to the journal at most this often per task.
+    /// Progress, and the other events a task can cause at any rate (protocol errors past
+    /// the first ten, replies to its extends, results, expiring warnings), go to the journal
+    /// at most this often per task and kind; what is held back is counted in `thinned` lines.
     static let journalProgressInterval = Duration.seconds(1)
 
     init(job: JobFile, runID: String, succeeded: Set<String>, failFast: Bool, supervisor: Supervisor, journal: RunJournal,
@@ -292,11 +296,13 @@ final class BatchCore {
     func handle(_ event: TaskEvent) {
         guard let index = indexByTaskID[event.task.id] else { return }
         onUpdate(.taskEvent(event))
-        guard journalThrottle.admits(event) else { return }
-        let line = encoder.line(for: event)
-        writeJournal(line)
-        onUpdate(.journalLine(line))
-        control?.broadcast(line)
+        let lines = encoder.lines(for: event, through: &journalThrottle)
+        guard !lines.isEmpty else { return }
+        for line in lines {
+            writeJournal(line)
+            onUpdate(.journalLine(line))
+            control?.broadcast(line)
+        }
         let now = event.time
         switch event.kind {
         case let .started(pid):
@@ -413,7 +419,8 @@ final class BatchCore {
         let task = job.tasks[index]
         let outcome = lastOutcome[index]
         var report = TaskReport(name: task.name, outcome: .failed, reason: nil, detail: nil, exitCode: outcome?.exitCode,
-                                attempts: attempts, duration: outcome?.elapsed, result: outcome?.result, resumed: false)
+                                attempts: attempts, duration: outcome?.elapsed, result: outcome?.result, resumed: false,
+                                protocolErrors: outcome?.protocolErrors ?? 0)
         switch state {
         case .succeeded:
             report.outcome = .succeeded
@@ -542,6 +549,7 @@ final class BatchCore {
             w.key("duration"); if let d = report.duration { w.seconds(d.seconds) } else { w.null() }
             w.key("result"); if let r = report.result { w.value(r) } else { w.null() }
             w.key("resumed"); w.bool(report.resumed)
+            w.key("protocol_errors"); w.int(report.protocolErrors)
             w.endObject()
         }
         w.endArray()
