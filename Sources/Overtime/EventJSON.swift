@@ -37,8 +37,36 @@ public struct EventEncoder: Sendable {
             + "\(pad(Int(parts.tm_hour), 2)):\(pad(Int(parts.tm_min), 2)):\(pad(Int(parts.tm_sec), 2)).\(pad(millis, 3))Z"
     }
 
+    /// The lines to write for `event` under `throttle`: none when it is thinned, else the
+    /// `thinned` summaries it is owed, then the event (an `exited` one with its totals).
+    public func lines(for event: TaskEvent, through throttle: inout FrequentEventThrottle) -> [[UInt8]] {
+        let admission = throttle.admit(event)
+        guard admission.write else { return [] }
+        var lines = admission.summaries.map { thinnedLine(task: event.task, time: event.time, kind: $0.kind, count: $0.count) }
+        lines.append(line(for: event, thinned: admission.totals))
+        return lines
+    }
+
+    /// `{"event":"thinned","kind":"protocol-error","count":N}`: N events of a kind were not
+    /// written since the last one that was.
+    public func thinnedLine(task: TaskRef, time: MonotonicInstant, kind: ThinnedKind, count: Int) -> [UInt8] {
+        var w = JSONWriter(capacity: 160)
+        w.beginObject()
+        w.key("time"); w.string(timestamp(time))
+        w.key("run"); w.string(runID)
+        w.key("task"); w.string(task.name)
+        w.key("event"); w.string("thinned")
+        w.key("kind"); w.string(kind.rawValue)
+        w.key("count"); w.int(count)
+        w.endObject()
+        w.raw("\n")
+        return w.bytes
+    }
+
     /// One event as a JSON line (newline included).
-    public func line(for event: TaskEvent) -> [UInt8] {
+    /// - Parameter thinned: for an `exited` event, what a consumer held back of the task's
+    ///   events over its life, by kind (written as `thinned` when not empty).
+    public func line(for event: TaskEvent, thinned: [ThinnedKind: Int] = [:]) -> [UInt8] {
         var w = JSONWriter(capacity: 160)
         w.beginObject()
         w.key("time"); w.string(timestamp(event.time))
@@ -103,6 +131,12 @@ public struct EventEncoder: Sendable {
         case let .exited(outcome):
             w.string("exited")
             Self.writeOutcomeFields(outcome, into: &w)
+            if !thinned.isEmpty {
+                w.key("thinned")
+                w.beginObject()
+                for kind in ThinnedKind.allCases { if let n = thinned[kind] { w.key(kind.rawValue); w.int(n) } }
+                w.endObject()
+            }
         }
         w.endObject()
         w.raw("\n")

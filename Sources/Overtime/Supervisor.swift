@@ -270,10 +270,11 @@ final class SupervisorCore {
     private lazy var controlEncoder = EventEncoder(runID: runID)
     private var broadcastThrottle = FrequentEventThrottle(interval: .milliseconds(100))
 
-    /// Passes an event to control-socket watchers, progress at most 10 a second per task.
+    /// Passes an event to control-socket watchers, progress (and the other kinds a task
+    /// can cause at any rate) at most 10 a second per task.
     func broadcast(_ event: TaskEvent) {
-        guard let control, broadcastThrottle.admits(event) else { return }
-        control.broadcast(controlEncoder.line(for: event))
+        guard let control else { return }
+        for line in controlEncoder.lines(for: event, through: &broadcastThrottle) { control.broadcast(line) }
     }
     /// Variables a supervisor sets for its own tasks; a value inherited from an outer
     /// supervisor (Overtime run under Overtime) must not leak through. Others, such as

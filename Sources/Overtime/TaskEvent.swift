@@ -73,27 +73,117 @@ extension TaskEvent.Kind {
         default: false
         }
     }
+
+    /// The kinds a task can cause as often as it writes lines, and so that a consumer
+    /// writing events out thins (nil: bounded by nature, always written: a start, a cancel,
+    /// an operator's request, the end).
+    public var thinnedKind: ThinnedKind? {
+        switch self {
+        case .progress, .heartbeat: .progress
+        case .protocolError: .protocolError
+        case let .budgetChanged(_, cause):
+            if case .childExtend = cause { .extendReply } else { nil }
+        case .result: .result
+        case .expiring: .expiring
+        default: nil
+        }
+    }
 }
 
-/// Thins what a consumer writes out of progress and heartbeats: at most one per task per
-/// `interval`; every other event passes. A task is forgotten once it has exited.
+/// What a consumer thins, by the word it is reported under.
+public enum ThinnedKind: String, Sendable, CaseIterable, Hashable {
+    /// Progress and heartbeats (summarised only in the task's totals: thinning them is
+    /// the normal case, not news).
+    case progress
+    /// Bad lines on the channel.
+    case protocolError = "protocol-error"
+    /// `budget` replies to the task's own `extend` requests.
+    case extendReply = "extend"
+    /// `result` messages (the last one is in the task's `exited` record whatever happens).
+    case result
+    /// `expiring` warnings (a task that keeps extending just past `warn-before` gets one
+    /// each time).
+    case expiring
+}
+
+/// Thins what a consumer writes out of the events a task can cause at any rate (progress,
+/// heartbeats, protocol errors, replies to its extends, results, expiring warnings): per
+/// task and kind, the first `burst` pass, then at most one per `interval`. Every other event
+/// passes. It counts what it held back, so the consumer can say so: before the next event
+/// of a kind that is written, and in the task's end (`Admission`). A task is forgotten once
+/// it has exited.
 public struct FrequentEventThrottle: Sendable {
     public let interval: Duration
-    private var lastAdmitted: [Int: MonotonicInstant] = [:]
+    /// Events of each kind written freely at a task's start before the interval applies
+    /// (progress has none: its first event each interval is the one that counts).
+    public let burst: Int
+    private var tasks: [Int: TaskCounts] = [:]
 
-    public init(interval: Duration) {
-        self.interval = interval
+    private struct Counts: Sendable {
+        var lastAdmitted: MonotonicInstant?
+        var admitted = 0
+        /// Held back since the last one admitted.
+        var pending = 0
+        var total = 0
     }
 
-    /// Whether to write `event` out.
-    public mutating func admits(_ event: TaskEvent) -> Bool {
-        if case .exited = event.kind {
-            lastAdmitted[event.task.id] = nil
-            return true
+    private struct TaskCounts: Sendable {
+        var kinds: [ThinnedKind: Counts] = [:]
+    }
+
+    /// What to write for one event.
+    public struct Admission: Sendable, Equatable {
+        /// Write the event.
+        public var write: Bool
+        /// Write, before it, a `thinned` line for each of these: how many events of the
+        /// kind were held back since the last one written (for a task's end: every kind
+        /// still owed one). Never progress.
+        public var summaries: [(kind: ThinnedKind, count: Int)]
+        /// For a task's end: everything held back over its life, by kind (empty: nothing).
+        public var totals: [ThinnedKind: Int]
+
+        public static func == (a: Admission, b: Admission) -> Bool {
+            a.write == b.write && a.totals == b.totals
+                && a.summaries.map(\.kind) == b.summaries.map(\.kind) && a.summaries.map(\.count) == b.summaries.map(\.count)
         }
-        guard event.kind.isFrequent else { return true }
-        if let last = lastAdmitted[event.task.id], event.time - last < interval { return false }
-        lastAdmitted[event.task.id] = event.time
-        return true
+    }
+
+    public init(interval: Duration, burst: Int = 10) {
+        self.interval = interval
+        self.burst = burst
+    }
+
+    /// Whether to write `event` out (and nothing to say about what was thinned).
+    public mutating func admits(_ event: TaskEvent) -> Bool {
+        admit(event).write
+    }
+
+    /// Whether to write `event` out, and what to say first about what was held back.
+    public mutating func admit(_ event: TaskEvent) -> Admission {
+        let id = event.task.id
+        if case .exited = event.kind {
+            guard let counts = tasks.removeValue(forKey: id) else { return Admission(write: true, summaries: [], totals: [:]) }
+            let summaries = ThinnedKind.allCases.compactMap { kind -> (kind: ThinnedKind, count: Int)? in
+                guard kind != .progress, let c = counts.kinds[kind], c.pending > 0 else { return nil }
+                return (kind, c.pending)
+            }
+            return Admission(write: true, summaries: summaries, totals: counts.kinds.compactMapValues { $0.total > 0 ? $0.total : nil })
+        }
+        guard let kind = event.kind.thinnedKind else { return Admission(write: true, summaries: [], totals: [:]) }
+        var c = tasks[id]?.kinds[kind] ?? Counts()
+        let free = kind == .progress ? 0 : burst
+        if c.admitted >= free, let last = c.lastAdmitted, event.time - last < interval {
+            c.pending += 1
+            c.total += 1
+            tasks[id, default: TaskCounts()].kinds[kind] = c
+            return Admission(write: false, summaries: [], totals: [:])
+        }
+        var summaries: [(kind: ThinnedKind, count: Int)] = []
+        if c.pending > 0, kind != .progress { summaries.append((kind, c.pending)) }
+        c.pending = 0
+        c.admitted += 1
+        c.lastAdmitted = event.time
+        tasks[id, default: TaskCounts()].kinds[kind] = c
+        return Admission(write: true, summaries: summaries, totals: [:])
     }
 }

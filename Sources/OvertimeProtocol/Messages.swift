@@ -12,6 +12,8 @@ public enum CancelReason: String, Sendable, CaseIterable, Hashable {
     case shutdown
     /// It never started: something it depends on failed (queues only).
     case dependency
+    /// A sibling failed under `--fail-fast` (queues only).
+    case failFast = "fail-fast"
 }
 
 /// A progress report: units done and total, or a fraction, with an optional title and detail.

@@ -13,15 +13,18 @@ public enum CancellationReason: Sendable, Equatable, CustomStringConvertible {
     case userCancelled(grace: Duration)
     /// The supervisor itself is stopping (a container stop, SIGTERM to Overtime).
     case shutdown(grace: Duration)
+    /// Another task of the batch failed under `overtime batch --fail-fast`.
+    case failFast(grace: Duration)
 
     /// Time left before SIGKILL, as the supervisor said when it cancelled.
     public var grace: Duration {
         switch self {
-        case let .timeout(g), let .deadline(g), let .revoked(g), let .userCancelled(g), let .shutdown(g): g
+        case let .timeout(g), let .deadline(g), let .revoked(g), let .userCancelled(g), let .shutdown(g), let .failFast(g): g
         }
     }
 
-    /// The reason's word on the wire: `timeout`, `deadline`, `revoked`, `user`, `shutdown`.
+    /// The reason's word on the wire: `timeout`, `deadline`, `revoked`, `user`, `shutdown`,
+    /// `fail-fast`.
     public var wireName: String {
         switch self {
         case .timeout: "timeout"
@@ -29,6 +32,7 @@ public enum CancellationReason: Sendable, Equatable, CustomStringConvertible {
         case .revoked: "revoked"
         case .userCancelled: "user"
         case .shutdown: "shutdown"
+        case .failFast: "fail-fast"
         }
     }
 
@@ -41,6 +45,7 @@ public enum CancellationReason: Sendable, Equatable, CustomStringConvertible {
         case "revoked": self = .revoked(grace: grace)
         case "user": self = .userCancelled(grace: grace)
         case "shutdown": self = .shutdown(grace: grace)
+        case "fail-fast": self = .failFast(grace: grace)
         default: return nil
         }
     }

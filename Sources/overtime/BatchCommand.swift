@@ -28,9 +28,11 @@ struct BatchCommand {
 
     Options:
       --concurrency N      run at most N tasks at once (overrides the job file)
-      --fail-fast          on the first failure, cancel running tasks (reason 'user') and
-                           start nothing more
-      --run-dir DIR        the run directory (default: overtime-runs/<run id>)
+      --fail-fast          on the first failure, cancel running tasks (reason 'fail-fast')
+                           and start nothing more
+      --run-dir DIR        the run directory (default: overtime-runs/<run id>); it must be
+                           new or empty: one that holds a run is refused (exit 125), resume
+                           it with --resume DIR instead
       --resume DIR         run again only what did not succeed in run directory DIR
                            (its job.json unless FILE is given), journaling into DIR
       --shutdown-grace DUR the time an orchestrator gives the whole shutdown (default:
@@ -46,7 +48,8 @@ struct BatchCommand {
       --follow NAME        also show task NAME's output (from its log) as it is written
 
     Exit status: 0 when every task succeeded, 1 otherwise, 125 for an invalid job file or
-    option, 130 after SIGINT, 143 after SIGTERM (running tasks are cancelled with reason
+    option, a run directory that cannot be used, or a run whose record (events.jsonl,
+    summary.json) could not be wholly written, whatever its tasks did; 130 after SIGINT, 143 after SIGTERM (running tasks are cancelled with reason
     'user' or 'shutdown', nothing new starts, the summary is written; a second one kills at
     once). SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 and SIGWINCH are passed on to every running
     task's process group. A signal Overtime was started with ignored stays ignored.
@@ -181,6 +184,13 @@ struct BatchCommand {
         runner.start()
         let summary = runner.waitForSummary()
         display.end(summary)
+        if !summary.recordComplete {
+            // The tasks' outcomes are known only from what the run directory kept: a script
+            // that trusts a 0 (or a 1) would resume from, or report, a record with holes.
+            let lost = summary.lostJournalLines > 0 ? "\(summary.lostJournalLines) journal lines lost; " : ""
+            Terminal.error("overtime batch: the record of run \(summary.runID) in \(summary.runDirectory) is incomplete (\(lost)\(summary.recordFailures.joined(separator: "; "))); exit 125")
+            return 125
+        }
         switch summary.stoppedBy {
         case .user?: return 130
         case .shutdown?: return 143

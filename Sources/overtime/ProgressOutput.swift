@@ -104,7 +104,11 @@ final class ProgressOutput: Sendable {
     }
 
     private func json(_ event: TaskEvent) {
-        guard jsonThrottle.withLock({ $0.admits(event) }) else { return }
-        Terminal.writeOut(encoder.line(for: event), .of(event))
+        // Thinned as the journal is: a task flooding its channel must not flood stdout.
+        let lines = jsonThrottle.withLock { encoder.lines(for: event, through: &$0) }
+        for (i, line) in lines.enumerated() {
+            // The last line is the event's own; any before it are `thinned` counts.
+            Terminal.writeOut(line, i == lines.count - 1 ? .of(event) : .event)
+        }
     }
 }

@@ -137,6 +137,7 @@ struct SupervisorDecodeTests {
         #expect(try decodeSupervisor(utf8(#"{"type":"budget","remaining":null,"granted":null}"#)) == .budget(remaining: nil, granted: nil))
         #expect(try decodeSupervisor(utf8(#"{"remaining":3,"type":"expiring"}"#)) == .expiring(remaining: 3))
         #expect(try decodeSupervisor(utf8("{\"type\":\"cancel\",\"reason\":\"shutdown\",\"grace\":2}\r")) == .cancel(reason: .shutdown, grace: 2))
+        #expect(try decodeSupervisor(utf8(#"{"type":"cancel","reason":"fail-fast","grace":2}"#)) == .cancel(reason: .failFast, grace: 2))
         // grace is optional: a missing one means no grace at all.
         #expect(try decodeSupervisor(utf8(#"{"type":"cancel","reason":"user"}"#)) == .cancel(reason: .user, grace: 0))
         #expect(try decodeSupervisor(utf8(#"{"type":"c\u0061ncel","reason":"us\u0065r"}"#)) == .cancel(reason: .user, grace: 0))

@@ -112,8 +112,10 @@ struct CLIBatchRetryTests {
     @Test("a command that cannot be started is never retried (127)")
     func notFoundNotRetried() async throws {
         let f = try CLIBatchFixture()
+        // "build" was to make it and did not: the file says so, so it is not refused up front.
         try f.writeJob(["tasks": [
-            ["name": "missing", "command": [f.path("no-such-program")],
+            ["name": "build", "command": ["true"]],
+            ["name": "missing", "command": [f.path("no-such-program")], "after": ["build"], "command-made-by": "build",
              "retries": ["max": 3, "backoff": "50ms", "on": ["exit", "signal", "timeout"]]],
         ]])
         let r = try await f.run()

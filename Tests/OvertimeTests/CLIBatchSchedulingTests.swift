@@ -235,7 +235,7 @@ struct CLIBatchSchedulingTests {
         #expect(CLIJSON.bool(try f.summary()["succeeded"]) == false)
     }
 
-    @Test("--fail-fast: the first failure cancels running tasks (reason user) and skips the queue; exit 1")
+    @Test("--fail-fast: the first failure cancels running tasks (reason fail-fast) and skips the queue; exit 1")
     func failFast() async throws {
         let f = try CLIBatchFixture()
         let slowStarted = f.path("rec/slow.1.start")
@@ -243,7 +243,7 @@ struct CLIBatchSchedulingTests {
             "concurrency": 2,
             "defaults": ["grace": "5s"],
             "tasks": [
-                // Retries everything it could: a user cancel must still not be retried.
+                // Retries everything it could: a fail-fast cancel must still not be retried.
                 f.task("slow", ["wait-cancel=20", "exit=0"],
                        ["retries": ["max": 3, "backoff": "100ms", "on": ["timeout", "exit", "signal", "deadline"]]]),
                 f.task("failer", ["wait-file=\(slowStarted)", "sleep=0.2", "exit=2"]),
@@ -254,8 +254,8 @@ struct CLIBatchSchedulingTests {
         let r = try await f.run(["--fail-fast"])
         #expect(r.status == 1, "\(r)")
         let slow = f.records(of: "slow")
-        #expect(slow.count == 1, "a user cancel is never retried: \(slow)")
-        #expect(slow.first?.cancel == .some("user"), "slow saw cancel reason \(String(describing: slow.first?.cancel))")
+        #expect(slow.count == 1, "a fail-fast cancel is never retried: \(slow)")
+        #expect(slow.first?.cancel == .some("fail-fast"), "slow saw cancel reason \(String(describing: slow.first?.cancel))")
         #expect(f.records(of: "queued1").isEmpty && f.records(of: "queued2").isEmpty,
                 "nothing starts after the failure: \(f.loadRecords())")
 
@@ -263,14 +263,15 @@ struct CLIBatchSchedulingTests {
         #expect(summary["failer"]?["outcome"] as? String == "failed")
         // Exiting 0 after a cancel is not a success.
         #expect(summary["slow"]?["outcome"] as? String == "failed", "\(summary["slow"] ?? [:])")
-        #expect(summary["slow"]?["reason"] as? String == "user", "\(summary["slow"] ?? [:])")
+        #expect(summary["slow"]?["reason"] as? String == "fail-fast", "\(summary["slow"] ?? [:])")
         #expect(CLIJSON.int(summary["slow"]?["attempts"]) == 1)
         for name in ["queued1", "queued2"] {
             #expect(summary[name]?["outcome"] as? String == "skipped", "\(name): \(summary[name] ?? [:])")
         }
-        #expect(summary["queued1"]?["reason"] as? String == "user", "\(summary["queued1"] ?? [:])")
+        #expect(summary["queued1"]?["reason"] as? String == "fail-fast", "\(summary["queued1"] ?? [:])")
+        #expect((summary["queued1"]?["detail"] as? String)?.contains("--fail-fast") == true, "\(summary["queued1"] ?? [:])")
         let cancels = try f.events(of: "slow", "cancel")
-        #expect(cancels.map { $0["reason"] as? String } == ["user"], "journal: \(cancels)")
+        #expect(cancels.map { $0["reason"] as? String } == ["fail-fast"], "journal: \(cancels)")
         #expect(try f.events(of: "slow", "retry").isEmpty)
         #expect(r.wall < .seconds(15), "\(r)")
     }

@@ -4,6 +4,9 @@
 
 import Foundation
 import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A bad job file: `MARKER` in its text becomes a command that creates the marker file.
 struct CLIBatchBadJob: Sendable, CustomStringConvertible {
@@ -153,6 +156,37 @@ struct CLIBatchValidationTests {
         #expect(r.status == 125, "\(extra): \(r)")
         #expect(r.stderr.contains(mention), "\(extra): stderr lacks \(mention): \(r.stderr)")
         #expect(!FileManager.default.fileExists(atPath: marker), "\(extra): the task ran")
+    }
+
+    @Test("a misspelt command in a later task is refused before anything runs, with the file's other problems and a suggestion")
+    func commandsFoundUpFront() async throws {
+        let f = try CLIBatchFixture()
+        let marker = f.path("marker")
+        let bin = f.path("bin")
+        try FileManager.default.createDirectory(atPath: bin, withIntermediateDirectories: true)
+        let tool = bin + "/resize-images"
+        try Data("#!/bin/sh\nexit 0\n".utf8).write(to: URL(fileURLWithPath: tool))
+        chmod(tool, 0o755)
+        try f.writeJob(["tasks": [
+            ["name": "first", "command": ["sh", "-c", "touch '\(marker)'"]],
+            ["name": "later", "command": ["pyhton3", "train.py"], "after": ["first"]],
+            ["name": "own-path", "command": ["resize-imgaes"], "env": ["PATH": bin]],
+            ["name": "relative", "command": ["./no-such-script.sh"]],
+            ["name": "made", "command": ["./built-by-first"], "command-made-by": "first"],
+            ["name": "typo", "command": ["true"], "command-made-by": "frist"],
+            ["name": "bad", "command": ["true"], "grace": "-1s"],
+        ]])
+        let r = try await f.run()
+        #expect(r.status == 125, "\(r)")
+        let lines = r.stderr.split(separator: "\n").map(String.init)
+        #expect(lines.contains { $0.contains("task 'later'") && $0.contains("field 'command'") && $0.contains("\"pyhton3\" is not found")
+                && $0.contains("did you mean \"python3\"") }, "\(r.stderr)")
+        #expect(lines.contains { $0.contains("task 'own-path'") && $0.contains("did you mean \"resize-images\"") && $0.contains(bin) }, "\(r.stderr)")
+        #expect(lines.contains { $0.contains("task 'relative'") && $0.contains("does not exist") }, "\(r.stderr)")
+        #expect(!lines.contains { $0.contains("task 'made'") }, "a command an earlier task makes is not looked up: \(r.stderr)")
+        #expect(lines.contains { $0.contains("task 'typo'") && $0.contains("command-made-by") && $0.contains("did you mean") && $0.contains("first") }, "\(r.stderr)")
+        #expect(lines.contains { $0.contains("task 'bad'") && $0.contains("'grace'") }, "the other problems come too: \(r.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: marker), "a task ran")
     }
 
     @Test("a missing job file, a directory, a missing resume directory: 125")

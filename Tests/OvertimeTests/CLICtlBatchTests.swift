@@ -160,6 +160,8 @@ struct CLICtlBatchTests {
         let summary = try f.summaryTasks()
         func outcome(_ name: String) -> String { "\(summary[name]?["outcome"] as? String ?? "?")/\(summary[name]?["reason"] as? String ?? "-")" }
         #expect(outcome("victim") == "skipped/user", "\(summary["victim"] ?? [:])")
+        // Nothing stopped the batch: the words must not say it was.
+        #expect(summary["victim"]?["detail"] as? String == "cancelled by an operator before it started", "\(summary["victim"] ?? [:])")
         #expect(outcome("child") == "skipped/dependency", "\(summary["child"] ?? [:])")
         #expect(outcome("grandchild") == "skipped/dependency", "\(summary["grandchild"] ?? [:])")
         #expect(outcome("holder") == "succeeded/-", "\(summary["holder"] ?? [:])")

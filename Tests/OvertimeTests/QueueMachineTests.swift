@@ -135,8 +135,8 @@ import Testing
         var h = Harness(JobFile(concurrency: 2, tasks: ["a", "b", "c"].map { Self.task($0) }), failFast: true)
         _ = h.started()
         h.end("a", ok: false)
-        #expect(h.actions.contains(.cancel(index: 1, reason: "user")))
-        #expect(h.state("c") == .skipped(.stopped("user")))
+        #expect(h.actions.contains(.cancel(index: 1, reason: "fail-fast")))
+        #expect(h.state("c") == .skipped(.stopped("fail-fast")))
         h.end("b", ok: false, condition: nil)
         #expect(h.machine.isDone)
     }

@@ -10,7 +10,7 @@ public struct TaskReport: Sendable, Equatable {
     public var name: String
     public var outcome: Outcome
     /// Why it failed or was skipped: a cancel reason (`timeout`, …), `exit`, `signal`,
-    /// `dependency`, `deadline`, `user`, `shutdown`, or nil.
+    /// `dependency`, `deadline`, `user`, `shutdown`, `fail-fast`, or nil.
     public var reason: String?
     /// More about the reason: the dependency that failed, the error that stopped a start.
     public var detail: String?
@@ -21,6 +21,8 @@ public struct TaskReport: Sendable, Equatable {
     public var result: JSONValue?
     /// Succeeded in the run being resumed, not run again.
     public var resumed: Bool
+    /// Bad lines its last attempt wrote on its channel (the journal keeps only some).
+    public var protocolErrors = 0
 }
 
 /// What a batch reports as it goes, on the supervisor's loop thread.
@@ -32,8 +34,13 @@ public enum BatchUpdate: Sendable {
     case taskEvent(TaskEvent)
     /// A line just written to the journal (`events.jsonl`): task events, progress throttled
     /// to one a second per task, and the batch's own (`attempt`, `retry`, `finished`).
-    /// `event` is the task event it records (nil for the batch's own records).
+    /// `event` is the task event it records (nil for the batch's own records and the
+    /// `thinned` counts).
     case journalLine([UInt8], event: TaskEvent?)
+    /// Part of the run's record (the journal, the summary, a log marker) could not be
+    /// written: the message says which file and why. Said once per file and cause, at
+    /// once; the batch goes on, and its summary says the record is incomplete.
+    case recordFailed(String)
 }
 
 /// The end of a batch.
@@ -44,15 +51,22 @@ public struct BatchSummary: Sendable {
     public var elapsed: Duration
     /// Set when SIGINT/SIGTERM (or `stop`) ended the batch early.
     public var stoppedBy: CancelReason?
+    /// What of the run's record could not be written (`RunJournal.failures`), the summary
+    /// included; empty when the record is whole.
+    public var recordFailures: [String] = []
+    /// Journal lines lost to those failures.
+    public var lostJournalLines = 0
 
     public var succeeded: Bool { tasks.allSatisfy { $0.outcome == .succeeded } }
+    /// The run directory holds the whole record of the run.
+    public var recordComplete: Bool { recordFailures.isEmpty }
 }
 
 /// Options of a batch besides its job file.
 public struct BatchOptions: Sendable {
     /// The run directory; nil: `overtime-runs/<run id>`.
     public var runDirectory: String?
-    /// On the first failure, cancel what runs (reason `user`) and start nothing more.
+    /// On the first failure, cancel what runs (reason `fail-fast`) and start nothing more.
     public var failFast: Bool
     /// Resume from this run directory: what succeeded there is not run again, and the
     /// journal goes on in the same directory.
@@ -102,12 +116,18 @@ public final class BatchRunner: Sendable {
             directory = resume
         } else {
             directory = options.runDirectory ?? "overtime-runs/\(runID)"
+            // A second run appended to a first one's journal would mix two runs in one record
+            // and overwrite its summary: a run directory is new (or empty) unless resumed.
+            try RunJournal.checkFresh(directory)
         }
         self.runID = runID
         journal = try RunJournal(directory: directory)
         if let jobFileText, options.resume == nil {
-            journal.writeFile("job.json", jobFileText)
-            if let base = options.jobFileDirectory { journal.writeFile("job-directory", Array(base.utf8)) }
+            // Without them `--resume` has nothing to go on: better to run nothing.
+            if let failure = journal.writeFile("job.json", jobFileText) { throw BatchError(failure) }
+            if let base = options.jobFileDirectory, let failure = journal.writeFile("job-directory", Array(base.utf8)) {
+                throw BatchError(failure)
+            }
         }
         let slot = CoreSlot()
         core = slot
@@ -224,7 +244,9 @@ final class BatchCore {
     /// The batch's control socket; its watchers get the journal's lines.
     var control: ControlServer?
 
-    /// Progress goes to the journal at most this often per task.
+    /// Progress, and the other events a task can cause at any rate (protocol errors past
+    /// the first ten, replies to its extends, results, expiring warnings), go to the journal
+    /// at most this often per task and kind; what is held back is counted in `thinned` lines.
     static let journalProgressInterval = Duration.seconds(1)
 
     init(job: JobFile, runID: String, succeeded: Set<String>, failFast: Bool, supervisor: Supervisor, journal: RunJournal,
@@ -281,11 +303,14 @@ final class BatchCore {
     func handle(_ event: TaskEvent) {
         guard let index = indexByTaskID[event.task.id] else { return }
         onUpdate(.taskEvent(event))
-        guard journalThrottle.admits(event) else { return }
-        let line = encoder.line(for: event)
-        journal.append(line)
-        onUpdate(.journalLine(line, event: event))
-        control?.broadcast(line)
+        let lines = encoder.lines(for: event, through: &journalThrottle)
+        guard !lines.isEmpty else { return }
+        for (i, line) in lines.enumerated() {
+            writeJournal(line)
+            // The last line is the event's own; any before it are `thinned` counts.
+            onUpdate(.journalLine(line, event: i == lines.count - 1 ? event : nil))
+            control?.broadcast(line)
+        }
         let now = event.time
         switch event.kind {
         case let .started(pid):
@@ -360,7 +385,7 @@ final class BatchCore {
         }
         var policy = task.policy
         policy.maxRuntime = maxRuntime
-        journal.markAttempt(task.name, attempt: attempt)
+        if let failure = journal.markAttempt(task.name, attempt: attempt) { onUpdate(.recordFailed(failure)) }
         let log = journal.logPath(for: task.name)
         let spec = TaskSpec(name: task.name, arguments: task.command, environment: environment,
                             inheritEnvironment: task.inheritEnvironment,
@@ -402,7 +427,8 @@ final class BatchCore {
         let task = job.tasks[index]
         let outcome = lastOutcome[index]
         var report = TaskReport(name: task.name, outcome: .failed, reason: nil, detail: nil, exitCode: outcome?.exitCode,
-                                attempts: attempts, duration: outcome?.elapsed, result: outcome?.result, resumed: false)
+                                attempts: attempts, duration: outcome?.elapsed, result: outcome?.result, resumed: false,
+                                protocolErrors: outcome?.protocolErrors ?? 0)
         switch state {
         case .succeeded:
             report.outcome = .succeeded
@@ -431,7 +457,11 @@ final class BatchCore {
                 report.detail = "less than its min-start left before the batch deadline"
             case let .stopped(word):
                 report.reason = word
-                report.detail = "the batch was stopped"
+                report.detail = word == CancelReason.failFast.rawValue
+                    ? "the batch stopped at the first failure (--fail-fast)" : "the batch was stopped"
+            case .cancelled:
+                report.reason = CancelReason.user.rawValue
+                report.detail = "cancelled by an operator before it started"
             }
         case .waiting, .retryWait, .running:
             break
@@ -449,9 +479,14 @@ final class BatchCore {
         fields(&w)
         w.endObject()
         w.raw("\n")
-        journal.append(w.bytes)
+        writeJournal(w.bytes)
         onUpdate(.journalLine(w.bytes, event: nil))
         control?.broadcast(w.bytes)
+    }
+
+    /// Appends to the journal; a failure is said at once (`BatchUpdate.recordFailed`).
+    private func writeJournal(_ line: [UInt8]) {
+        if let failure = journal.append(line) { onUpdate(.recordFailed(failure)) }
     }
 
     /// After each input: re-arm the retry timer, or wrap up when everything is final.
@@ -479,10 +514,15 @@ final class BatchCore {
         timer = nil
         control?.close()
         control = nil
-        let summary = BatchSummary(runID: runID, runDirectory: journal.directory,
+        var summary = BatchSummary(runID: runID, runDirectory: journal.directory,
                                    tasks: job.tasks.indices.compactMap { reports[$0] },
                                    elapsed: now - startedAt, stoppedBy: stoppedBy)
-        journal.writeFile("summary.json", Self.summaryJSON(summary, encoder: encoder, now: now))
+        summary.recordFailures = journal.failures
+        summary.lostJournalLines = journal.lostLines
+        if let failure = journal.writeFile("summary.json", Self.summaryJSON(summary, encoder: encoder, now: now)) {
+            onUpdate(.recordFailed(failure))
+            summary.recordFailures = journal.failures
+        }
         onDone(summary)
     }
 
@@ -495,6 +535,15 @@ final class BatchCore {
         w.key("succeeded"); w.bool(summary.succeeded)
         w.key("stopped_by")
         if let reason = summary.stoppedBy { w.string(reason.rawValue) } else { w.null() }
+        // Written only when the journal failed and the summary still could be: it says the
+        // journal beside it is not the whole story.
+        if !summary.recordFailures.isEmpty {
+            w.key("record_errors")
+            w.beginArray()
+            for failure in summary.recordFailures { w.string(failure) }
+            w.endArray()
+            w.key("lost_journal_lines"); w.int(summary.lostJournalLines)
+        }
         w.key("tasks")
         w.beginArray()
         for report in summary.tasks {
@@ -508,6 +557,7 @@ final class BatchCore {
             w.key("duration"); if let d = report.duration { w.seconds(d.seconds) } else { w.null() }
             w.key("result"); if let r = report.result { w.value(r) } else { w.null() }
             w.key("resumed"); w.bool(report.resumed)
+            w.key("protocol_errors"); w.int(report.protocolErrors)
             w.endObject()
         }
         w.endArray()

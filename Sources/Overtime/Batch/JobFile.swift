@@ -44,8 +44,12 @@ public struct JobFile: Sendable, Equatable {
     /// Parses and validates a job file's text, resolving a relative `cwd` against
     /// `directory` rather than the directory of `origin`.
     /// - Throws: `JobFileError` listing every problem found.
-    public static func parse(_ bytes: [UInt8], origin: String, directory: String) throws(JobFileError) -> JobFile {
-        var decoder = JobFileDecoder(baseDirectory: directory)
+    /// - Parameter commandEnvironment: the environment tasks inherit; when given, every
+    ///   command is looked up on its task's `PATH` now (`command-made-by` aside), and one
+    ///   that is not there is a problem of the file.
+    public static func parse(_ bytes: [UInt8], origin: String, directory: String,
+                             commandEnvironment: [String: String]? = nil) throws(JobFileError) -> JobFile {
+        var decoder = JobFileDecoder(baseDirectory: directory, commandEnvironment: commandEnvironment)
         let file = decoder.decode(bytes)
         let problems = decoder.problems
         guard problems.isEmpty, let file else {
@@ -116,6 +120,9 @@ public struct JobTask: Sendable, Equatable {
     public var policy: BudgetPolicy
     /// What must happen to other tasks before this one starts, in file order.
     public var after: [Dependency]
+    /// The earlier task that makes this task's command (`command-made-by`): its command is
+    /// not looked up when the file is checked.
+    public var commandMadeBy: String?
     /// How much of each pool it needs while it runs, e.g. `["gpu": 2]`.
     public var resources: [String: Int]
     /// Whether and when a failed attempt is tried again.
@@ -132,6 +139,7 @@ public struct JobTask: Sendable, Equatable {
         workingDirectory: String? = nil,
         policy: BudgetPolicy = .default,
         after: [Dependency] = [],
+        commandMadeBy: String? = nil,
         resources: [String: Int] = [:],
         retry: RetryPolicy = .none,
         inheritEnvironment: Bool = true,
@@ -143,6 +151,7 @@ public struct JobTask: Sendable, Equatable {
         self.workingDirectory = workingDirectory
         self.policy = policy
         self.after = after
+        self.commandMadeBy = commandMadeBy
         self.resources = resources
         self.retry = retry
         self.inheritEnvironment = inheritEnvironment
@@ -248,7 +257,7 @@ public enum RetryCondition: String, Sendable, Hashable, CaseIterable {
     case signal
 
     /// The condition an attempt's outcome falls under; nil when it is not retryable at all:
-    /// it succeeded, a `user`/`shutdown` cancel ended it (those are final), it was skipped,
+    /// it succeeded, a `user`/`shutdown`/`fail-fast` cancel ended it (those are final), it was skipped,
     /// or its command could not be started (127 or 126: another attempt would fail the same way).
     public init?(outcome: TaskOutcome) {
         if let reason = outcome.cancelReason {
@@ -256,7 +265,7 @@ public enum RetryCondition: String, Sendable, Hashable, CaseIterable {
             case .timeout: self = .timeout
             case .deadline: self = .deadline
             case .revoked: self = .revoked
-            case .user, .shutdown, .dependency: return nil
+            case .user, .shutdown, .dependency, .failFast: return nil
             }
             return
         }

@@ -14,8 +14,13 @@ struct JobFileDecoder {
     /// Pools that could not be read whole: requests are not measured against them.
     private var unreadablePools: Set<String> = []
 
-    init(baseDirectory: String) {
+    /// The environment tasks inherit, to find each command on its task's `PATH` before
+    /// anything runs; nil: commands are not looked up (a file parsed only to be read).
+    let commandEnvironment: [String: String]?
+
+    init(baseDirectory: String, commandEnvironment: [String: String]? = nil) {
         self.baseDirectory = baseDirectory
+        self.commandEnvironment = commandEnvironment
     }
 
     var problems: [String] { checker.problems }
@@ -29,9 +34,9 @@ struct JobFileDecoder {
     static let topFields = ["concurrency", "deadline", "defaults", "resources", "tasks"]
     static let taskFields = ["name", "command", "env", "cwd", "budget", "window", "max-runtime", "grace",
                              "warn-before", "require-advance", "min-start", "after", "resources", "retries",
-                             "clean-env", "user", "group", "limits", "nice"]
+                             "clean-env", "user", "group", "limits", "nice", "command-made-by"]
     /// Fields every task gives for itself.
-    static let ownFields: Set = ["name", "command", "after"]
+    static let ownFields: Set = ["name", "command", "after", "command-made-by"]
     static let defaultsFields = taskFields.filter { !ownFields.contains($0) }
     static let retryFields = ["max", "backoff", "max-backoff", "on"]
     static let dependencyFields = ["task", "when"]
@@ -153,8 +158,30 @@ struct JobFileDecoder {
             skips.emptyTasks = true
         }
 
+        checkCommands(file)
         checker.check(file, skips: skips)
         return checker.report.isEmpty ? file : nil
+    }
+
+    /// Each command must be found now, not hours in when its task is reached; a task whose
+    /// command an earlier task makes names that task (`command-made-by`) instead.
+    private mutating func checkCommands(_ file: JobFile) {
+        let names = file.tasks.map(\.name)
+        for (index, task) in file.tasks.enumerated() {
+            let scope = JobFileScope.task(index, named: task.name)
+            if let maker = task.commandMadeBy {
+                if maker == task.name {
+                    add(scope, "command-made-by", "names the task itself; name the earlier task that makes the command")
+                } else if !names.contains(maker) {
+                    add(scope, "command-made-by", "there is no task named \(JobFileText.quote(maker))\(JobFileText.aside(for: maker, among: names))")
+                }
+                continue
+            }
+            guard let environment = commandEnvironment, let program = task.command.first else { continue }
+            if let problem = CommandLookup.problem(program, task: task, inherited: environment) {
+                add(scope, "command", problem)
+            }
+        }
     }
 
     /// Each field may appear once; JSON readers disagree on which of two copies wins.
@@ -174,6 +201,7 @@ struct JobFileDecoder {
     /// The fields of a task or of `defaults`, as given (nil: not given, or not valid).
     struct TaskFields {
         var command: [String]?
+        var commandMadeBy: String?
         var after: [Dependency]?
         var env: [String: String]?
         var cwd: String?
@@ -242,6 +270,7 @@ struct JobFileDecoder {
             workingDirectory: own.cwd ?? defaults.cwd,
             policy: policy,
             after: own.after ?? [],
+            commandMadeBy: own.commandMadeBy,
             resources: resources,
             retry: own.retry ?? defaults.retry ?? .none,
             inheritEnvironment: !(own.cleanEnv ?? defaults.cleanEnv ?? false),
@@ -262,6 +291,12 @@ struct JobFileDecoder {
                 break  // read first, by `task`
             case "command":
                 f.command = command(value, scope)
+            case "command-made-by":
+                if case let .string(name) = value, !name.isEmpty {
+                    f.commandMadeBy = name
+                } else {
+                    add(scope, key, "expected the name of the earlier task that makes the command, e.g. \"build\", got \(JobFileText.show(value))")
+                }
             case "after":
                 f.after = after(value, scope)
             case "env":
@@ -667,7 +702,7 @@ struct JobFileDecoder {
             }
             valid = false
             switch word {
-            case "user", "shutdown":
+            case "user", "shutdown", "fail-fast":
                 add(scope, itemPath, "a '\(word)' cancel is never retried: it is final; expected \(JobFileText.list(known))")
             case "dependency":
                 add(scope, itemPath, "a task skipped for a dependency never ran, so it cannot be retried; expected \(JobFileText.list(known))")

@@ -9,7 +9,8 @@ extension JobFile {
     /// runaway generator from filling memory.
     public static let maximumFileSize = 16 << 20
 
-    /// Reads, parses and validates the job file at `path`. A relative `cwd` is resolved
+    /// Reads, parses and validates the job file at `path`, and finds every task's command
+    /// on its `PATH` (see `CommandLookup`). A relative `cwd` is resolved
     /// against the file's directory, or against the current directory when the file is a
     /// pipe or a device (`overtime batch <(generate-jobs)` reads `/dev/fd/63`).
     /// - Throws: `JobFileError`, also when the file is missing or cannot be read.
@@ -26,7 +27,8 @@ extension JobFile {
         switch JobFilePath.read(path) {
         case let .success(file):
             let directory = directory ?? (file.isRegular ? JobFilePath.absoluteDirectory(of: path) : JobFilePath.currentDirectory())
-            return (try parse(file.bytes, origin: path, directory: directory), file.bytes, directory)
+            return (try parse(file.bytes, origin: path, directory: directory, commandEnvironment: CommandLookup.processEnvironment()),
+                    file.bytes, directory)
         case let .failure(problem):
             throw JobFileError(origin: path, problems: [problem.message])
         }
@@ -113,5 +115,82 @@ enum JobFilePath {
         guard getcwd(&buffer, buffer.count) != nil else { return "." }
         let length = buffer.firstIndex(of: 0) ?? buffer.count
         return String(decoding: buffer[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+}
+
+/// Finds a task's command as its spawn will: a name with a slash is a path from the task's
+/// working directory; a bare name is looked up on the task's own `PATH` (its `env`, else
+/// the inherited one, else `/usr/local/bin:/usr/bin:/bin`), relative entries from the
+/// working directory too. The only part of the check that reads the filesystem.
+enum CommandLookup {
+    static let defaultPath = "/usr/local/bin:/usr/bin:/bin"
+    static let madeByHint = " (if an earlier task makes it, name that task in \"command-made-by\")"
+
+    /// What is wrong with `program` for `task`, or nil when it is there to run (or cannot be
+    /// judged now: a relative path from a working directory an earlier task may create).
+    static func problem(_ program: String, task: JobTask, inherited: [String: String]) -> String? {
+        let cwd = task.workingDirectory ?? JobFilePath.currentDirectory()
+        let cwdExists = isDirectory(cwd)
+        if program.contains("/") {
+            let path = JobFilePath.resolve(program, against: cwd)
+            guard program.hasPrefix("/") || cwdExists else { return nil }
+            if isExecutableFile(path) { return nil }
+            let made = Self.madeByHint
+            return exists(path) ? "\(JobFileText.quote(program)) is not an executable file\(made)"
+                                : "\(JobFileText.quote(program)) does not exist (from \(cwd))\(made)"
+        }
+        let searchPath = task.environment["PATH"] ?? (task.inheritEnvironment ? inherited["PATH"] : nil) ?? defaultPath
+        var names: [String] = []
+        var judged = true
+        for entry in searchPath.split(separator: ":", omittingEmptySubsequences: false) {
+            let directory = entry.isEmpty ? "." : String(entry)
+            if !directory.hasPrefix("/"), !cwdExists { judged = false; continue }
+            let base = JobFilePath.resolve(directory, against: cwd)
+            if isExecutableFile(base + "/" + program) { return nil }
+            names.append(contentsOf: executables(in: base))
+        }
+        guard judged else { return nil }
+        let meant = Spelling.closest(to: program, among: names).map { "; did you mean \(JobFileText.quote($0))?" } ?? ""
+        return "\(JobFileText.quote(program)) is not found on the task's PATH (\(searchPath))\(meant)\(madeByHint)"
+    }
+
+    /// The supervisor's own environment: what a task without `clean-env` inherits.
+    static func processEnvironment() -> [String: String] {
+        var result: [String: String] = [:]
+        var cursor = environ
+        while let entry = cursor.pointee {
+            let text = String(cString: entry)
+            if let eq = text.firstIndex(of: "=") { result[String(text[..<eq])] = String(text[text.index(after: eq)...]) }
+            cursor += 1
+        }
+        return result
+    }
+
+    private static func exists(_ path: String) -> Bool {
+        var info = stat()
+        return stat(path, &info) == 0
+    }
+
+    private static func isDirectory(_ path: String) -> Bool {
+        var info = stat()
+        return stat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFDIR
+    }
+
+    private static func isExecutableFile(_ path: String) -> Bool {
+        var info = stat()
+        return stat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFREG && info.st_mode & 0o111 != 0
+    }
+
+    /// Names in `directory`, for "did you mean" (a bounded look: PATH directories can hold
+    /// thousands of programs).
+    private static func executables(in directory: String) -> [String] {
+        guard let entries = opendir(directory) else { return [] }
+        defer { closedir(entries) }
+        var names: [String] = []
+        while names.count < 5000, let entry = readdir(entries) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            if name != ".", name != ".." { names.append(name) }
+        }
+        return names
     }
 }

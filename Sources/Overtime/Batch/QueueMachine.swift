@@ -34,6 +34,8 @@ public struct QueueMachine: Sendable {
         case deadline
         /// The batch was stopped (`--fail-fast`, SIGINT, SIGTERM) before it started.
         case stopped(CancelReasonWord)
+        /// An operator cancelled it before it started; the rest of the batch goes on.
+        case cancelled
     }
 
     /// A cancel reason as a word (kept here so the machine needs nothing from the protocol).
@@ -212,7 +214,7 @@ public struct QueueMachine: Sendable {
             perform(.retry(index: index, nextAttempt: attempts[index] + 1, at: now + delay))
         } else {
             finish(index, .failed, perform)
-            if failFast { stop(reason: "user", now: now, perform) }
+            if failFast { stop(reason: "fail-fast", now: now, perform) }
         }
         schedule(now: now, perform)
     }
@@ -224,7 +226,7 @@ public struct QueueMachine: Sendable {
         switch states[index] {
         case .waiting, .retryWait:
             waiting.removeAll { $0 == index }
-            finish(index, .skipped(.stopped("user")), perform)
+            finish(index, .skipped(.cancelled), perform)
             schedule(now: now, perform)
             return "skipped before it started"
         case .running:

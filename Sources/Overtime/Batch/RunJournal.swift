@@ -14,9 +14,17 @@ import OvertimeProtocol
 /// Each journal line goes out in one `write(2)` on an `O_APPEND` descriptor: a supervisor
 /// killed at any moment leaves only whole lines behind, so `--resume` can always read it.
 public final class RunJournal: @unchecked Sendable {
-    // Only the batch's loop thread writes; the descriptor is the only state.
+    // Only the batch's loop thread writes (and reads the failure state below).
     public let directory: String
     private let events: Int32
+    /// What could not be written, one message per file and cause, in order: the record of
+    /// the run is incomplete, whatever the tasks did.
+    public private(set) var failures: [String] = []
+    /// Journal lines that could not be written (wholly or in part).
+    public private(set) var lostLines = 0
+    /// The last append was cut short: the next one starts on a line of its own, so one
+    /// cut line never swallows the whole line after it.
+    private var cutLine = false
 
     /// Opens (creating as needed) the run directory and its journal.
     /// - Throws: `BatchError` naming the path that could not be made.
@@ -40,28 +48,64 @@ public final class RunJournal: @unchecked Sendable {
     }
 
     /// Appends one line (newline included).
-    public func append(_ line: [UInt8]) {
-        Self.writeAll(events, line)
+    /// - Returns: a message when this write failed in a way not reported before (the first
+    ///   lost line, or a new cause), for the caller to say at once; nil otherwise.
+    @discardableResult
+    public func append(_ line: [UInt8]) -> String? {
+        if cutLine {
+            let code = Self.writeAll(events, [0x0A])
+            guard code == 0 else { return lose(code) }
+            cutLine = false
+        }
+        let code = Self.writeAll(events, line)
+        guard code != 0 else { return nil }
+        // Whatever part of the line went out stays; the next line starts fresh after it.
+        cutLine = true
+        return lose(code)
     }
 
-    /// Writes a whole file atomically (a temporary, then rename).
-    public func writeFile(_ name: String, _ bytes: [UInt8]) {
+    /// Writes a whole file atomically (a temporary, then rename): a failed write leaves the
+    /// old file, or none, never a cut one.
+    /// - Returns: a message when it could not be written (also kept in `failures`).
+    @discardableResult
+    public func writeFile(_ name: String, _ bytes: [UInt8]) -> String? {
         let path = directory + "/" + name
         let temporary = path + ".tmp"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { return }
-        Self.writeAll(fd, bytes)
-        close(fd)
-        rename(temporary, path)
+        guard fd >= 0 else { return fail("cannot write \(path)", errno) }
+        var code = Self.writeAll(fd, bytes)
+        // Some filesystems (NFS, a quota) say "no space" only when the file is closed.
+        if close(fd) != 0, code == 0 { code = errno }
+        if code == 0, rename(temporary, path) != 0 { code = errno }
+        guard code != 0 else { return nil }
+        unlink(temporary)
+        return fail("cannot write \(path)", code)
     }
 
     /// Appends a marker to a task's log before an attempt, so retries read apart.
-    public func markAttempt(_ name: String, attempt: Int) {
-        guard attempt > 1 else { return }
+    /// - Returns: a message when it could not be written.
+    @discardableResult
+    public func markAttempt(_ name: String, attempt: Int) -> String? {
+        guard attempt > 1 else { return nil }
         let fd = open(logPath(for: name), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { return }
-        Self.writeAll(fd, Array("--- overtime: attempt \(attempt) ---\n".utf8))
+        guard fd >= 0 else { return fail("cannot write \(logPath(for: name))", errno) }
+        let code = Self.writeAll(fd, Array("--- overtime: attempt \(attempt) ---\n".utf8))
         close(fd)
+        return code == 0 ? nil : fail("cannot write \(logPath(for: name))", code)
+    }
+
+    private func lose(_ code: Int32) -> String? {
+        lostLines += 1
+        return fail("cannot write \(eventsPath)", code)
+    }
+
+    /// Records a failure; returns its message unless the same one was recorded already
+    /// (a full disk fails every write after the first: it is said once, and counted).
+    private func fail(_ what: String, _ code: Int32) -> String? {
+        let message = "\(what): \(String(cString: strerror(code)))"
+        guard !failures.contains(message) else { return nil }
+        failures.append(message)
+        return message
     }
 
     /// The tasks that succeeded in a run directory's journal: the names whose last
@@ -82,6 +126,27 @@ public final class RunJournal: @unchecked Sendable {
         return Set(last.filter(\.value).keys)
     }
 
+    /// Refuses a directory that already holds something: an earlier run (resume it instead)
+    /// or anything else (a run would scatter its files among them). A directory that does
+    /// not exist yet, or is empty, is fine.
+    /// - Throws: `BatchError` saying what is there and what to do instead.
+    public static func checkFresh(_ directory: String) throws(BatchError) {
+        guard let entries = opendir(directory) else { return }  // missing: it will be made
+        defer { closedir(entries) }
+        var found: String?
+        while let entry = readdir(entries) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            if name == "." || name == ".." { continue }
+            found = name
+            if name == "events.jsonl" { break }
+        }
+        guard let found else { return }
+        if found == "events.jsonl" {
+            throw BatchError("\(directory) already holds a run (events.jsonl); a second run would append to its journal and overwrite its summary. Rerun what did not succeed there with --resume \(directory), or give a new --run-dir")
+        }
+        throw BatchError("\(directory) is not empty (it holds '\(found)'); give --run-dir a new or empty directory")
+    }
+
     /// The directory the run's job file resolved relative `cwd`s against (its
     /// `job-directory` file), or nil for a run directory that has none.
     public static func jobFileDirectory(in directory: String) -> String? {
@@ -89,13 +154,16 @@ public final class RunJournal: @unchecked Sendable {
         return String(decoding: bytes, as: UTF8.self)
     }
 
-    private static func writeAll(_ fd: Int32, _ bytes: [UInt8]) {
+    /// Writes every byte; returns 0, or the errno of the write that failed (ENOSPC for a
+    /// write that made no progress without saying why).
+    private static func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> Int32 {
         bytes.withUnsafeBytes { buffer in
             var offset = 0
             while offset < buffer.count {
                 let n = write(fd, buffer.baseAddress! + offset, buffer.count - offset)
-                if n > 0 { offset += n } else if n < 0, errno == EINTR { continue } else { return }
+                if n > 0 { offset += n } else if n < 0, errno == EINTR { continue } else { return n < 0 ? errno : ENOSPC }
             }
+            return 0
         }
     }
 

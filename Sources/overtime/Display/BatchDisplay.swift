@@ -93,6 +93,16 @@ final class BatchDisplay: Sendable {
     }
 
     func show(_ update: BatchUpdate) {
+        if case let .recordFailed(text) = update {
+            // In every mode, at once: the tasks may all succeed, but their record is lost.
+            let message = "the run's record is incomplete: \(text)"
+            switch mode {
+            case .tty: display?.note(.note(message))
+            case .plain: plain?.note(message)
+            case .json, .none: Terminal.error("overtime batch: \(message)")
+            }
+            return
+        }
         switch mode {
         case .none: return
         case .json:

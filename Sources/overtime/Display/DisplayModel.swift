@@ -22,6 +22,9 @@ struct LiveTask: Sendable, Equatable {
     var killSent = false
     var rate = RateTracker()
     var protocolErrors = 0
+    /// Replies to the task's own extends shown so far, and when the last was.
+    var extendsShown = 0
+    var extendShownAt: MonotonicInstant?
 
     init(id: Int, name: String, policy: BudgetPolicy, startedAt: MonotonicInstant) {
         self.id = id
@@ -137,6 +140,16 @@ struct DisplayModel: Sendable, Equatable {
         case let .budgetChanged(remaining, cause):
             tasks[id]?.apply(budget: remaining, cause: cause, at: t)
             if case .start = cause { return [] }
+            if case .childExtend = cause, var task = tasks[id] {
+                // A task may ask in a loop: the first few replies, then one per interval.
+                if task.extendsShown >= EventText.shownExtendReplies, let last = task.extendShownAt,
+                   t - last < EventText.extendReplyInterval {
+                    return []
+                }
+                task.extendsShown += 1
+                task.extendShownAt = t
+                tasks[id] = task
+            }
             return [.budget(task: name, remaining: remaining, cause: cause)]
         case let .expiring(remaining):
             tasks[id]?.deadline = t + remaining
@@ -188,7 +201,7 @@ struct DisplayModel: Sendable, Equatable {
             return [.finished(report)]
         case let .taskEvent(event):
             return apply(event, standalone: false)
-        case .journalLine:
+        case .journalLine, .recordFailed:
             return []
         }
     }

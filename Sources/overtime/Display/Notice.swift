@@ -95,6 +95,10 @@ enum Notice: Sendable, Equatable {
 enum EventText {
     /// Protocol errors shown one by one before they are only counted.
     static let shownProtocolErrors = 3
+    /// Replies to a task's own extend requests shown one by one, then at most one per
+    /// `extendReplyInterval`.
+    static let shownExtendReplies = 3
+    static let extendReplyInterval = Duration.seconds(5)
 
     static func explain(_ reason: CancelReason) -> String {
         switch reason {
@@ -104,6 +108,7 @@ enum EventText {
         case .user: "cancelled by user"
         case .shutdown: "supervisor shutting down"
         case .dependency: "a dependency failed"
+        case .failFast: "another task failed (--fail-fast)"
         }
     }
 

@@ -52,7 +52,9 @@ class Cancelled(BaseException):
     Attributes:
         reason: why: ``'timeout'`` (progress stopped), ``'deadline'`` (max-runtime),
             ``'revoked'``, ``'user'`` (an operator, Ctrl-C), ``'shutdown'`` (the
-            supervisor is stopping); ``'signal'`` when SIGTERM came without a cancel
+            supervisor is stopping), ``'fail-fast'`` (another task of the batch failed
+            under ``overtime batch --fail-fast``); any other word a newer Overtime sends
+            is passed on as it is; ``'signal'`` when SIGTERM came without a cancel
             message (someone else sent it).
         grace: seconds until SIGKILL, as the supervisor said; None when unknown.
     """

@@ -308,7 +308,7 @@ def test_cancel_raises_cancelled_in_the_main_thread_with_its_reason(supervisor):
     time.sleep(0.1)
 
 
-@pytest.mark.parametrize("reason", ["timeout", "deadline", "revoked", "shutdown"])
+@pytest.mark.parametrize("reason", ["timeout", "deadline", "revoked", "shutdown", "fail-fast"])
 def test_every_reason_reaches_the_exception(supervisor, reason):
     supervisor.send({"type": "cancel", "reason": reason, "grace": 2.5})
     time.sleep(0.1)
