@@ -26,6 +26,15 @@ final class TaskRunner {
     /// The time of the input being handled, stamped on the events it causes.
     private var now: MonotonicInstant
 
+    /// A task writing bad lines faster than this is read no faster: past it within a
+    /// second, its channel is not read until the second is over (its own writes to fd 3
+    /// wait), so garbage on one channel costs the loop a bounded share however fast it comes.
+    static let badLinesPerSecond = 20_000
+    /// Bad lines in the current second, from `badLinesSince`; the timer that resumes reading.
+    private var badLines = 0
+    private var badLinesSince: MonotonicInstant
+    private var paceTimer: LoopTimer?
+
     /// After the leader exits, how long to wait for its channel and pipes to reach end of
     /// file. Whatever it wrote before dying is already buffered and read at once; this only
     /// bounds the wait for a descendant outside its group that still holds them open.
@@ -38,6 +47,7 @@ final class TaskRunner {
         self.supervisor = supervisor
         self.core = core
         now = Self.clock()
+        badLinesSince = now
         machine = TaskMachine(policy: spec.policy, startedAt: now)
         timer = LoopTimer(loop: supervisor.loop)
     }
@@ -232,6 +242,23 @@ final class TaskRunner {
         now = Self.clock()
         framer.feed(bytes) { item in handleLine(item) }
         rearm()
+        paceBadLines()
+    }
+
+    /// Holds back a channel that has sent more than `badLinesPerSecond` bad lines this second.
+    private func paceBadLines() {
+        if now - badLinesSince >= .seconds(1) {
+            badLinesSince = now
+            badLines = 0
+            return
+        }
+        guard badLines > Self.badLinesPerSecond, exit == nil, let channel else { return }
+        channel.pauseReading()
+        let timer = paceTimer ?? LoopTimer(loop: supervisor.loop)
+        paceTimer = timer
+        timer.schedule(inNanoseconds: max(0, (badLinesSince + .seconds(1) - now).nanoseconds)) { [unowned self] in
+            self.channel?.resumeReading()
+        }
     }
 
     private func handleLine(_ item: LineFramer.Item) {
@@ -241,9 +268,11 @@ final class TaskRunner {
                 let message = try ChildMessage.decode(line)
                 machine.receive(message, now: now, perform)
             } catch {
+                badLines += 1
                 machine.rejectLine(error, excerpt: Self.excerpt(line), perform)
             }
         case let .overlong(excerpt):
+            badLines += 1
             excerpt.withUnsafeBytes { bytes in
                 machine.rejectLine(ProtocolError(.tooLong, "line longer than 64 KiB"), excerpt: Self.excerpt(bytes), perform)
             }
@@ -292,6 +321,9 @@ final class TaskRunner {
         now = Self.clock()
         exit = status
         exitedAt = now
+        // What is left on the channel is read to its end now, however bad.
+        paceTimer?.cancel()
+        channel?.resumeReading()
         machine.exited(perform)
         timer.cancel()
         timer.schedule(inNanoseconds: Self.drainLimit.nanoseconds) { [unowned self] in self.timerFired() }
@@ -404,6 +436,7 @@ final class TaskRunner {
         guard !finished else { return }
         finished = true
         timer.close()
+        paceTimer?.close()
         core.runners[ref.id] = nil
         let killed = machine.killSent && termination == .signaled(9)
         let outcome = TaskOutcome(

@@ -10,6 +10,11 @@ import CLibUV
 /// without bound: beyond the bound, new messages are dropped whole. (A single message larger
 /// than the bound, such as the status of a thousand-task batch, is taken when the queue is
 /// empty.)
+///
+/// Reading is fair: after a read that fills the whole buffer (the writer has more), the
+/// stream waits for the next loop turn, so one task flooding its channel or output cannot
+/// hold the loop for libuv's 32 reads (2 MiB) while other tasks' deadlines and the control
+/// socket wait.
 public final class ByteStream: LoopHandleOwner {
     /// Bytes read, valid only during the call.
     public typealias DataHandler = (UnsafeRawBufferPointer) -> Void
@@ -25,6 +30,12 @@ public final class ByteStream: LoopHandleOwner {
     private let fd: Int32
     private let loop: EventLoop
     private var retryTimer: LoopTimer?
+    /// Ends a yield of the current loop turn (see the type's comment).
+    private var yieldTimer: LoopTimer?
+    private var yielding = false
+    /// Inside the read callback: writes are queued and sent together once it returns, so a
+    /// chunk of a thousand requests costs one `send`, not a thousand.
+    private var corked = false
     private var onData: DataHandler?
     private var onEnd: EndHandler?
     private var outgoing: [UInt8] = []
@@ -80,13 +91,29 @@ public final class ByteStream: LoopHandleOwner {
     public func resumeReading() {
         guard isPaused else { return }
         isPaused = false
-        if !isClosed, onEnd != nil { read() }
+        if !isClosed, !yielding, onEnd != nil { read() }
+    }
+
+    /// Stops reading until the next loop turn.
+    private func yieldTurn() {
+        yielding = true
+        uv_read_stop(uvStream)
+        let timer = yieldTimer ?? LoopTimer(loop: loop)
+        yieldTimer = timer
+        timer.schedule(inNanoseconds: 0) { [weak self] in
+            guard let self else { return }
+            self.yielding = false
+            if !self.isClosed, !self.isPaused, self.onEnd != nil { self.read() }
+        }
     }
 
     private func didRead(_ nread: Int) {
         if nread > 0 {
+            corked = true
             onData?(UnsafeRawBufferPointer(start: buffer, count: nread))
+            corked = false
             if !outgoing.isEmpty { flush() }
+            if nread == Self.readBufferSize, !isClosed, !isPaused, onEnd != nil { yieldTurn() }
         } else if nread < 0 {
             uv_read_stop(uvStream)
             let end = onEnd
@@ -107,7 +134,7 @@ public final class ByteStream: LoopHandleOwner {
             return false
         }
         outgoing.append(contentsOf: message)
-        flush()
+        if !corked || outgoing.count >= Self.maxQueuedOutput / 2 { flush() }
         return true
     }
 
@@ -137,6 +164,8 @@ public final class ByteStream: LoopHandleOwner {
         onEnd = nil
         retryTimer?.close()
         retryTimer = nil
+        yieldTimer?.close()
+        yieldTimer = nil
         uv_close(UnsafeMutableRawPointer(handle).assumingMemoryBound(to: uv_handle_t.self)) { h in
             let raw = h!
             let stream = Unmanaged<ByteStream>.fromOpaque(raw.pointee.data).takeRetainedValue()

@@ -120,6 +120,28 @@ struct CLIHardeningTests {
         for i in 0..<3 { await Self.expectGone(batch.path("daemon\(i)"), "batch \(signalled ? "SIGTERM" : "end"), task t\(i)") }
     }
 
+    @Test("a task flooding its channel with garbage does not delay another task's cancel")
+    func floodDoesNotDelayOthers() async throws {
+        let batch = try CLIBatchFixture()
+        let noted = batch.path("victim-term")
+        try batch.writeJob(["concurrency": 2, "tasks": [
+            ["name": "flood", "budget": "60s", "command": ["sh", "-c", "timeout 6 yes '' >&3; exit 0"]],
+            // Cancelled for timeout at 2 s; it notes how long after its start the SIGTERM came.
+            ["name": "victim", "budget": "2s", "grace": "5s", "command": ["python3", "-c", """
+            import signal, time, os, sys
+            start = time.monotonic()
+            def term(*_):
+                open(sys.argv[1], "w").write("%.2f" % (time.monotonic() - start)); os._exit(0)
+            signal.signal(signal.SIGTERM, term)
+            time.sleep(30)
+            """, noted]],
+        ]])
+        let r = try await batch.run(["--progress", "none"], timeout: .seconds(40))
+        let at = (try? String(contentsOfFile: noted, encoding: .utf8)).flatMap { Double($0) }
+        #expect(at != nil, "the victim was never cancelled: \(r)")
+        #expect((at ?? 99) < 4, "the victim's 2 s deadline was held up by the flood: cancelled at \(at ?? -1) s")
+    }
+
     @Test("a limit of 0 is no limit, as `timeout 0`: --budget 0, --max-runtime 0; --window 0 lifts the deadline at the first report")
     func zeroIsNoLimit() async throws {
         let scratch = try CLIScratch()
