@@ -445,6 +445,31 @@ struct DisplayTmuxTests {
         }
     }
 
+    @Test("an endless line of output shows whole: the rows are never drawn into it")
+    func endlessLineShowsWhole() async throws {
+        let scratch = try CLIScratch()
+        // 300,000 bytes without a newline: past the display's backlog, so it is shown before
+        // its end comes; then a pause with the row up, then the end of the line.
+        let child = try scratch.write("endless.py", """
+        import sys, time
+        sys.stderr.write("x" * 300000); sys.stderr.flush()
+        time.sleep(1.5)
+        sys.stderr.write("END\\n"); sys.stderr.flush()
+        time.sleep(0.5)
+        """)
+        try await DisplayTmux.with("endless", scratch: scratch) { tmux in
+            try await tmux.start("\(overtime) run --name endless -- python3 \(sq(child))", width: 400, height: 20)
+            let status = try await tmux.waitForExit()
+            #expect(status == 0)
+            let end = try await tmux.screen(history: true)
+            // The line's own screen lines: x…x, the last one ending in END.
+            let lineRows = end.filter { !$0.isEmpty && $0.allSatisfy { $0 == "x" } || ($0.hasSuffix("END") && $0.dropLast(3).allSatisfy { $0 == "x" }) }
+            let shown = lineRows.joined().filter { $0 == "x" }.count
+            #expect(shown == 300_000, "bytes of the line lost on screen: \(300_000 - shown)")
+            #expect(end.contains { $0.hasSuffix("END") || $0 == "END" }, "\(end.suffix(5))")
+        }
+    }
+
     @Test("Ctrl-C: the task is cancelled (user), the display ends its lines and shows the cursor")
     func controlC() async throws {
         let scratch = try CLIScratch()

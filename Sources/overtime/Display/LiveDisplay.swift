@@ -207,6 +207,10 @@ final class LiveDisplay: Sendable {
                     segments.append(fd, Array((renderer.notice(notice).text + "\n").utf8))
                 case let .output(target, bytes):
                     segments.append(target, bytes)
+                    // An endless line shown before its end (`takeCompleteLines`): end it on
+                    // screen, or the rows would be drawn on its last line and the next frame
+                    // would erase what it holds there. (The task's log keeps it whole.)
+                    if bytes.last != 0x0A { segments.append(target, [0x0A]) }
                 }
             }
             var tail = rowTexts.joined(separator: "\n")
