@@ -82,6 +82,7 @@ struct RunCommand {
       124                  cancelled for timeout, deadline or revoked; exited within grace
       137                  it had to be SIGKILLed
       128+N                it died of signal N that Overtime did not send
+      130                  after Ctrl-C, it died of the SIGTERM of its 'user' cancel
       125                  Overtime failed (bad option, internal error), or could not
                            prepare CMD (working directory, user, group, a limit)
       126 / 127            CMD could not be executed / was not found
