@@ -109,6 +109,27 @@ struct CLICtlUserTests {
         }
     }
 
+    @Test("a second user connecting again and again: three refusals are said, then no more than one a minute")
+    func refusalsAreRateLimited() async throws {
+        try await Self.withUser { user in
+            let f = try await Self.openFixture()
+            try await f.start(["--budget", "30s", "--json"], code: 0)
+            try CLICtlFS.chmod(f.socket, 0o666)
+            let client = try f.scratch.write("client.py", Self.rawClient)
+            for _ in 0..<12 {
+                let p = CLICtlSpawn(user.setprivArguments + [CLIBatchWorker.python, client, f.socket, "{\"op\":\"status\"}\n"],
+                                    executable: CLICtlUser.setpriv, environment: user.environment, in: f.scratch)
+                try p.start()
+                #expect(await p.finish().status == 0)
+            }
+            try f.release()
+            let end = try await f.finish()
+            let refusals = end.stderrLines.filter { $0.contains("refused") && $0.contains("uid \(user.uid)") }
+            #expect(refusals.count == 3, "12 refusals within a minute: \(end)")
+            #expect(refusals.last?.contains("at most one a minute") == true, "\(refusals)")
+        }
+    }
+
     @Test("overtime ctl run by a second user says permission denied and exits 1, whatever the request")
     func secondUserCtlMessage() async throws {
         try await Self.withUser { user in

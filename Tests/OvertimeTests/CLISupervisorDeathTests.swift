@@ -67,6 +67,43 @@ struct CLISupervisorDeathTests {
         #expect(!found.contains { $0.comm.hasPrefix("overtime") }, "nothing else of overtime's is named like it: \(found)")
     }
 
+    /// The pid of `supervisor`'s child named task-guard, if it has one.
+    static func guardPID(of supervisor: Int32) -> Int32? {
+        for thread in (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(supervisor)/task")) ?? [] {
+            let list = (try? String(contentsOfFile: "/proc/\(supervisor)/task/\(thread)/children", encoding: .utf8)) ?? ""
+            for pid in list.split(separator: " ").compactMap({ Int32($0) })
+            where (try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8)) == "task-guard\n" && !CLIProcessTable.isDead(pid) {
+                return pid
+            }
+        }
+        return nil
+    }
+
+    @Test("a guard killed from outside is replaced and the supervisor says so; a SIGKILL after that still takes the task's group")
+    func guardReplaced() async throws {
+        let scratch = try CLIScratch()
+        let p = CLIProcess(["run", "--progress", "plain", "--budget", "10m", "--"] + Self.family(scratch, "pids"), in: scratch)
+        try await p.start()
+        let pids = Self.pids(await scratch.waitForFile("pids"))
+        #expect(pids.count == 2, "the task never reported its pids")
+        let first = try #require(Self.guardPID(of: p.pid), "no guard")
+        kill(first, SIGKILL)
+        // A new one, with another pid.
+        var second: Int32?
+        for _ in 0..<100 {
+            if let pid = Self.guardPID(of: p.pid), pid != first { second = pid; break }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(second != nil, "no new guard after the first was killed")
+        p.signal(SIGKILL)
+        let r = await p.finish(timeout: .seconds(10))
+        #expect(r.stderr.contains("the task guard died; a new one guards every running task"), "\(r)")
+        for pid in pids {
+            #expect(await CLIProcessTable.waitDead(pid, timeout: .seconds(2)),
+                    "pid \(pid) outlived its supervisor, whose first guard was killed: \(Self.describe(pid))")
+        }
+    }
+
     @Test("SIGKILL of overtime batch: every running task's group is gone within 2 s")
     func batchKilled() async throws {
         let scratch = try CLIScratch()
