@@ -91,18 +91,28 @@ struct CLIHardeningTests {
         await Self.expectGone(pidFile, "run, normal exit")
     }
 
-    @Test("run: no setsid descendant is left after a SIGTERM to overtime")
-    func setsidDescendantsAfterRunSignal() async throws {
+    @Test("run: no setsid descendant is left after a SIGTERM or SIGINT to overtime", arguments: [(SIGTERM, Int32(143)), (SIGINT, Int32(130))])
+    func setsidDescendantsAfterRunSignal(signal: Int32, status: Int32) async throws {
         let scratch = try CLIScratch()
         let pidFile = scratch.path("daemon")
         let overtime = CLIProcess(["run", "--progress", "none", "--budget", "none", "--", "sh", "-c", Self.setsidScript(pidFile, thenExit: false)],
                                   in: scratch)
         try await overtime.start()
         #expect(await scratch.waitForFile("daemon") != nil)
-        overtime.signal(SIGTERM)
+        overtime.signal(signal)
         let r = await overtime.finish(timeout: .seconds(20))
-        #expect(r.status == 143, "\(r)")
-        await Self.expectGone(pidFile, "run, SIGTERM")
+        #expect(r.status == status, "\(r)")
+        await Self.expectGone(pidFile, "run, signal \(signal)")
+    }
+
+    @Test("run: no setsid descendant is left after the task is cancelled for its budget")
+    func setsidDescendantsAfterTimeout() async throws {
+        let scratch = try CLIScratch()
+        let pidFile = scratch.path("daemon")
+        let r = try await cliRun(["run", "--progress", "none", "--budget", "2s", "--grace", "1s", "--", "sh", "-c", Self.setsidScript(pidFile, thenExit: false)],
+                                 in: scratch)
+        #expect(r.status == 124, "\(r)")
+        await Self.expectGone(pidFile, "run, timeout")
     }
 
     @Test("batch: no setsid descendant is left after the batch ends or is stopped", arguments: [false, true])
