@@ -63,8 +63,9 @@ public enum DurationText {
         guard totalNanoseconds.isFinite, totalNanoseconds <= Double(maximum.nanoseconds) else {
             throw ParseError(message: "'\(text)' is too long; the longest duration is 100 years")
         }
-        let result = Duration.nanoseconds(Int64(totalNanoseconds.rounded()))
-        return allowNone && result == .zero ? nil : result
+        // Zero as written (`0`, `0s`, `0ms`), not a tiny value that rounds to it.
+        if allowNone, totalNanoseconds == 0 { return nil }
+        return .nanoseconds(Int64(totalNanoseconds.rounded()))
     }
 
     /// A short human form: `850ms`, `12.5s`, `4m05s`, `2h00m`.

@@ -65,15 +65,6 @@ public struct TaskEvent: Sendable {
 }
 
 extension TaskEvent.Kind {
-    /// Progress and heartbeats: as often as the task sends them, so every consumer that
-    /// writes them out (the journal, `--progress json`, control-socket watchers) thins them.
-    public var isFrequent: Bool {
-        switch self {
-        case .progress, .heartbeat: true
-        default: false
-        }
-    }
-
     /// The kinds a task can cause as often as it writes lines, and so that a consumer
     /// writing events out thins (nil: bounded by nature, always written: a start, a cancel,
     /// an operator's request, the end).

@@ -271,6 +271,8 @@ public struct TaskMachine: Sendable {
         guard phase == .running, !revoked, let d = deadline else { return }
         if policy.reportsLiftDeadline {
             deadline = nil
+            // The warning for the old deadline does not stand for the hard limit's.
+            leaveWarningZoneIfClear(now: now)
             return
         }
         guard let window = policy.effectiveWindow else { return }

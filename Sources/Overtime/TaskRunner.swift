@@ -39,6 +39,11 @@ final class TaskRunner {
     /// file. Whatever it wrote before dying is already buffered and read at once; this only
     /// bounds the wait for a descendant outside its group that still holds them open.
     static let drainLimit = Duration.seconds(2)
+    /// While a consumer holds the task's output back (a terminal slower than the task),
+    /// the drain limit starts again, up to this long after the leader's exit.
+    static let heldDrainLimit = Duration.seconds(30)
+    /// A consumer held the output back since the drain limit was last armed.
+    private var heldSinceDrainArmed = false
 
     init(spec: TaskSpec, handle: TaskHandle, supervisor: Supervisor, core: SupervisorCore) {
         self.spec = spec
@@ -150,9 +155,10 @@ final class TaskRunner {
         outputs.append(reader)
         let loop = supervisor.loop
         reader.startReading(
-            onData: { [unowned reader] bytes in
+            onData: { [unowned self, unowned reader] bytes in
                 sink(Array(bytes))
                 guard let valve, valve.isHeld else { return }
+                self.heldSinceDrainArmed = true
                 reader.pauseReading()
                 let paused = UncheckedBox(reader)
                 let registered = valve.whenReleased { loop.execute { paused.value.resumeReading() } }
@@ -240,17 +246,18 @@ final class TaskRunner {
 
     private func channelData(_ bytes: UnsafeRawBufferPointer) {
         now = Self.clock()
+        let badBefore = badLines
         framer.feed(bytes) { item in handleLine(item) }
         rearm()
-        paceBadLines()
+        paceBadLines(inThisChunk: badLines - badBefore)
     }
 
     /// Holds back a channel that has sent more than `badLinesPerSecond` bad lines this second.
-    private func paceBadLines() {
+    private func paceBadLines(inThisChunk: Int) {
         if now - badLinesSince >= .seconds(1) {
+            // A new second, which this chunk opens.
             badLinesSince = now
-            badLines = 0
-            return
+            badLines = inThisChunk
         }
         guard badLines > Self.badLinesPerSecond, exit == nil, let channel else { return }
         channel.pauseReading()
@@ -300,10 +307,12 @@ final class TaskRunner {
         armedFor = nil
         now = Self.clock()
         if exit != nil {
-            if outputs.contains(where: \.isPaused) {
+            let held = heldSinceDrainArmed || outputs.contains(where: \.isPaused)
+            if held, let exitedAt, now - exitedAt < Self.heldDrainLimit {
                 // Held back by our own consumer (a terminal that does not take our output),
                 // not by a descendant holding the pipe: what is in the kernel is the task's
-                // output, still to be shown. Wait on.
+                // output, still to be shown. Wait on, within bounds.
+                heldSinceDrainArmed = false
                 timer.schedule(inNanoseconds: Self.drainLimit.nanoseconds) { [unowned self] in self.timerFired() }
                 return
             }
@@ -321,6 +330,7 @@ final class TaskRunner {
         now = Self.clock()
         exit = status
         exitedAt = now
+        heldSinceDrainArmed = false
         // What is left on the channel is read to its end now, however bad.
         paceTimer?.cancel()
         channel?.resumeReading()

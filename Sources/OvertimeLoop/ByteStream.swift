@@ -139,7 +139,7 @@ public final class ByteStream: LoopHandleOwner {
     }
 
     private func flush() {
-        guard !outgoing.isEmpty, !peerGone else { return }
+        guard !isClosed, !outgoing.isEmpty, !peerGone else { return }
         let sent = outgoing.withUnsafeBytes { Descriptors.sendNonBlocking(fd, $0) }
         guard let sent else {
             peerGone = true

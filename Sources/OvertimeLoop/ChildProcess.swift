@@ -294,7 +294,7 @@ final class ChildReaper: LoopHandleOwner {
     private func reapExited() {
         guard reapsOrphans else {
             for pid in Array(children.keys) { reapOwn(pid) }
-            _ = groupGuard.checkAlive(live: Array(children.keys))
+            _ = groupGuard.checkAlive(live: { Array(children.keys) })
             return
         }
         // Every exited child, ours and orphans alike: look at each without reaping it, and
@@ -305,7 +305,7 @@ final class ChildReaper: LoopHandleOwner {
             if children[pid] != nil {
                 reapOwn(pid)
             } else if pid == groupGuard.pid {
-                if !groupGuard.checkAlive(live: Array(children.keys)) {
+                if !groupGuard.checkAlive(live: { Array(children.keys) }) {
                     var status: Int32 = 0
                     _ = waitpid(pid, &status, WNOHANG)
                 }
@@ -335,21 +335,22 @@ final class ChildReaper: LoopHandleOwner {
     /// killed). So it sweeps again until a sweep finds no one, each orphan's group with it
     /// (a daemon's children usually share its group and go in the same sweep). Bounded, so
     /// that a process forking as fast as it is killed cannot hold the shutdown: at most
-    /// `orphanSweepLimit`, then what is left is left.
+    /// `orphanSweepNanoseconds`, then what is left is left.
     func killAdoptedOrphans() {
         let end = EventLoop.now() + Self.orphanSweepNanoseconds
+        // Killed but not reaped within a second (stuck in the kernel, a hung network mount):
+        // it dies when it returns; waiting for it again each sweep would only delay the exit.
+        var givenUp: Set<Int32> = []
         while EventLoop.now() < end {
-            let orphans = Self.childrenOfThisProcess().filter { children[$0] == nil }
+            let orphans = Self.childrenOfThisProcess().filter { children[$0] == nil && !givenUp.contains($0) }
             if orphans.isEmpty { return }
             for pid in orphans {
                 // It is alive (or a zombie) and not reaped, so its group id is still its own.
                 if getpgid(pid) == pid { kill(-pid, SIGKILL) }
                 kill(pid, SIGKILL)
             }
-            for pid in orphans {
-                // SIGKILL is prompt, so reap it rather than leave a zombie; but not forever: a
-                // process stuck in the kernel (a hung network mount) dies only when it returns.
-                _ = overtime_reap_within(pid, 1000)
+            for pid in orphans where overtime_reap_within(pid, 1000) == 0 {
+                givenUp.insert(pid)
             }
         }
     }
@@ -362,21 +363,14 @@ final class ChildReaper: LoopHandleOwner {
     static func childrenOfThisProcess() -> [Int32] {
         var found: [Int32] = []
         var listed = false
-        if let tasks = opendir("/proc/self/task") {
-            defer { closedir(tasks) }
-            while let entry = readdir(tasks) {
-                let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self) }
-                guard Int32(name) != nil, let text = Descriptors.readWholeFile("/proc/self/task/\(name)/children") else { continue }
-                listed = true
-                found += String(decoding: text, as: UTF8.self).split(whereSeparator: { $0 == " " || $0 == "\n" }).compactMap { Int32($0) }
-            }
+        for name in Descriptors.directoryEntries("/proc/self/task") ?? [] {
+            guard Int32(name) != nil, let text = Descriptors.readWholeFile("/proc/self/task/\(name)/children") else { continue }
+            listed = true
+            found += String(decoding: text, as: UTF8.self).split(whereSeparator: { $0 == " " || $0 == "\n" }).compactMap { Int32($0) }
         }
         if listed { return found }
         let me = getpid()
-        guard let dir = opendir("/proc") else { return [] }
-        defer { closedir(dir) }
-        while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self) }
+        for name in Descriptors.directoryEntries("/proc") ?? [] {
             if let pid = Int32(name), pid != me, parent(of: pid) == me { found.append(pid) }
         }
         return found

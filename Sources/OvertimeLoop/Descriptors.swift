@@ -56,6 +56,19 @@ public enum Descriptors {
         return stat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFDIR
     }
 
+    /// The names in `directory` without `.` and `..`, at most `limit` of them (in the order
+    /// the directory gives them), or nil when it cannot be opened.
+    public static func directoryEntries(_ directory: String, limit: Int = .max) -> [String]? {
+        guard let dir = opendir(directory) else { return nil }
+        defer { closedir(dir) }
+        var names: [String] = []
+        while names.count < limit, let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self) }
+            if name != ".", name != ".." { names.append(name) }
+        }
+        return names
+    }
+
     /// A whole file's bytes (a journal, a /proc file), or nil when it cannot be opened.
     public static func readWholeFile(_ path: String) -> [UInt8]? {
         let fd = open(path, O_RDONLY | O_CLOEXEC)

@@ -99,11 +99,11 @@ final class GroupGuard {
     /// After a SIGCHLD: if the guard itself has died (killed from outside, out of memory),
     /// reaps it, starts a new one and lists every group in `live` with it, so the promise
     /// holds again, and says so through `onLost`. True when it had died.
-    func checkAlive(live: [Int32]) -> Bool {
+    func checkAlive(live: () -> [Int32]) -> Bool {
         guard guardPID > 0 else { return false }
         var status: Int32 = 0
         guard waitpid(guardPID, &status, WNOHANG) == guardPID else { return false }
-        replaceLost(live: live)
+        replaceLost(live: live())
         return true
     }
 

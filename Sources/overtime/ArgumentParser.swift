@@ -97,7 +97,7 @@ final class TerminationCount: Sendable {
     private let count = Atomic<Int>(0)
 
     /// Records one; true for the first.
-    func record(_ signal: Int32) -> Bool {
+    func first() -> Bool {
         count.add(1, ordering: .relaxed).oldValue == 0
     }
 }

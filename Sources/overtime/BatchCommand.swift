@@ -163,7 +163,7 @@ struct BatchCommand {
         runner.forwardSignals()
         let signals = TerminationCount()
         runner.stopOnTerminationSignals(shutdownGrace: shutdownGrace) { signal in
-            display.note(signals.record(signal)
+            display.note(signals.first()
                 ? "received \(SignalNames.name(signal)); cancelling running tasks, starting nothing new; another one kills at once"
                 : "received \(SignalNames.name(signal)) again; killing what still runs")
         }
@@ -175,7 +175,8 @@ struct BatchCommand {
             }
         } catch where controlPath == nil {
             // The batch matters more than the default socket (an unwritable /tmp, say).
-            Terminal.error("overtime batch: no control socket (\(error)); running without one")
+            // Through the display: in tty mode it may already be drawing.
+            display.warn("no control socket (\(error)); running without one")
         } catch {
             Terminal.error("overtime batch: \(error)")
             runner.abandon()  // its loop thread must not outlive exit()

@@ -169,8 +169,13 @@ struct CtlCommand {
                 Terminal.writeOut(Array(Self.statusTable(reply["tasks"] ?? .array([])).utf8))
             }
         case .watch:
+            // Written here and now, not queued: ctl has no loop to keep going, and a reader
+            // that stops reading (`ctl watch | less`, paused) must hold back the socket, so
+            // that the supervisor drops lines for this slow watcher rather than ctl keeping
+            // them without bound. A reader gone (`| head -1`) ends the watch.
+            Terminal.flush()
             while let line = connection.readLine() {
-                Terminal.writeOut(line + [0x0A])
+                guard TerminalDevice.writeAll(1, line + [0x0A]) else { break }
             }
         case .cancel, .extend, .revoke:
             if case let .string(result)? = reply["result"] { Terminal.out(result) }

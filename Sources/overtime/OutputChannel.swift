@@ -89,8 +89,8 @@ final class OutputChannel: @unchecked Sendable {
     /// Queues `bytes` (whole lines); never waits for the reader.
     func write(_ bytes: [UInt8], _ importance: Importance = .kept) {
         guard !bytes.isEmpty else { return }
-        let startThread = queue.withLock { q -> Bool in
-            guard !q.broken else { return false }
+        let (startThread, wake) = queue.withLock { q -> (Bool, Bool) in
+            guard !q.broken else { return (false, false) }
             switch importance {
             case let .latest(key):
                 if q.bytes + bytes.count > Self.softLimit, let waiting = q.latestIndex[key] {
@@ -104,7 +104,7 @@ final class OutputChannel: @unchecked Sendable {
                 if q.bytes + bytes.count > Self.hardLimit {
                     q.droppedLines += 1
                     q.droppedBytes += bytes.count
-                    return false
+                    return (false, false)
                 }
             case .kept:
                 break
@@ -112,10 +112,12 @@ final class OutputChannel: @unchecked Sendable {
             q.entries.append(Entry(bytes: bytes, key: importance.key))
             q.bytes += bytes.count
             defer { q.threadStarted = true }
-            return !q.threadStarted
+            // A thread busy writing looks at the queue again when done: no wake-up needed
+            // (a futex call saved per line in a burst).
+            return (!q.threadStarted, !q.writing)
         }
         if startThread { start() }
-        signal()
+        if wake { signal() }
     }
 
     /// Waits until everything queued has been written (or the reader is gone): before exit.
@@ -175,10 +177,11 @@ final class OutputChannel: @unchecked Sendable {
     }
 
     private func writeTaken(_ entries: [Entry]) {
-        var ok = true
-        for entry in entries where ok && !entry.bytes.isEmpty {
-            ok = TerminalDevice.writeAll(fd, entry.bytes)
-        }
+        // One write(2) for what was taken, not one per line.
+        var joined: [UInt8] = []
+        joined.reserveCapacity(entries.reduce(0) { $0 + $1.bytes.count })
+        for entry in entries { joined += entry.bytes }
+        let ok = TerminalDevice.writeAll(fd, joined)
         let dropped = queue.withLock { q -> (Int, Int)? in
             if !ok {
                 q.broken = true

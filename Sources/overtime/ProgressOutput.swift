@@ -47,6 +47,9 @@ final class ProgressOutput: Sendable {
             spec.stdout = .terminal(sizeFrom: 2, valve: display.valve) { bytes in display.output(bytes, fd: 1) }
         }
         live.withLock { $0 = display }
+        // What was said before (no control socket, say) must be on the screen before the
+        // first frame, which erases from where it thinks its rows are.
+        Terminal.stderr.flush()
         display.start()
         return spec
     }

@@ -226,7 +226,7 @@ struct RunCommand {
         }
         let signals = TerminationCount()
         supervisor.cancelAllOnTerminationSignals(shutdownGrace: shutdownGrace) { signal in
-            output.note(signals.record(signal)
+            output.note(signals.first()
                 ? "received \(SignalNames.name(signal)); cancelling (\(signal == SIGINT ? "user" : "shutdown")); another one kills at once"
                 : "received \(SignalNames.name(signal)) again; killing now")
         }

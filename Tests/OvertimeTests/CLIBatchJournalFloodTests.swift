@@ -5,7 +5,10 @@ import Foundation
 import Testing
 
 @Suite struct CLIBatchJournalFloodTests {
-    @Test("2,000,000 bad lines and 1,000,000 extends: events.jsonl stays under 64 KiB and accounts for every one")
+    @Test("300,000 bad lines and 200,000 extends: events.jsonl stays under 64 KiB and accounts for every one")
+    // Sizes that would have made a journal of tens of megabytes before it was bounded, and
+    // that a loaded CI machine gets through in seconds (a channel sending more than 20,000
+    // bad lines a second is read at that pace).
     func floodStaysBounded() async throws {
         let f = try CLIBatchFixture()
         let extend = f.path("extend.py")
@@ -13,12 +16,12 @@ import Testing
         import os
         out = os.fdopen(3, "wb", buffering=1 << 20)
         line = b'{"type":"extend","seconds":30}\n'
-        for _ in range(1000000):
+        for _ in range(200000):
             out.write(line)
         out.flush()
         """#.utf8).write(to: URL(fileURLWithPath: extend))
         try f.writeJob(["concurrency": 2, "defaults": ["budget": "2m"], "tasks": [
-            ["name": "garbage", "command": ["sh", "-c", "head -c 2000000 /dev/zero | tr '\\0' '\\n' >&3"]],
+            ["name": "garbage", "command": ["sh", "-c", "head -c 300000 /dev/zero | tr '\\0' '\\n' >&3"]],
             ["name": "extends", "command": [CLIBatchWorker.python, extend]],
         ]])
         let r = try await f.run(["--progress", "plain"], timeout: .seconds(120))
@@ -36,14 +39,14 @@ import Testing
             return (written, thinned, total)
         }
         let bad = try accounted("garbage", event: "protocol-error", kind: "protocol-error")
-        #expect(bad.written + bad.thinned == 2_000_000, "\(bad)")
+        #expect(bad.written + bad.thinned == 300_000, "\(bad)")
         #expect(bad.thinned == bad.total, "the exited record's total matches the thinned lines: \(bad)")
         #expect(bad.written >= 10, "the first ten are written: \(bad)")
-        #expect(CLIJSON.int(try f.events(of: "garbage", "exited").last?["protocol_errors"]) == 2_000_000)
-        #expect(CLIJSON.int(try f.summaryTasks()["garbage"]?["protocol_errors"]) == 2_000_000)
+        #expect(CLIJSON.int(try f.events(of: "garbage", "exited").last?["protocol_errors"]) == 300_000)
+        #expect(CLIJSON.int(try f.summaryTasks()["garbage"]?["protocol_errors"]) == 300_000)
 
         let replies = try accounted("extends", event: "budget", kind: "extend")
-        #expect(replies.written + replies.thinned == 1_000_000, "\(replies)")
+        #expect(replies.written + replies.thinned == 200_000, "\(replies)")
         #expect(replies.thinned == replies.total, "\(replies)")
     }
 }

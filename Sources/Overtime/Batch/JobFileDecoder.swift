@@ -818,9 +818,10 @@ struct JobFileDecoder {
                 add(scope, path, "\(JobFileText.number(seconds)) seconds is too long; the longest duration is 100 years")
                 return nil
             }
+            // 0 is no limit, as with GNU `timeout 0` (and "0s" in the string form); a tiny
+            // value that rounds to nothing is not 0, and is refused below as too short.
+            if allowNone, seconds == 0 { return Limit(duration: nil) }
             result = .nanoseconds(Int64((seconds * 1e9).rounded()))
-            // 0 is no limit, as with GNU `timeout 0` (and "0s" in the string form).
-            if allowNone, result == .zero { return Limit(duration: nil) }
         case .null:
             add(scope, path, nullAdvice(allowNone: allowNone))
             return nil

@@ -1,3 +1,4 @@
+import OvertimeLoop
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -123,14 +124,13 @@ enum JobFilePath {
 /// the inherited one, else `/usr/local/bin:/usr/bin:/bin`), relative entries from the
 /// working directory too. The only part of the check that reads the filesystem.
 enum CommandLookup {
-    static let defaultPath = "/usr/local/bin:/usr/bin:/bin"
     static let madeByHint = " (if an earlier task makes it, name that task in \"command-made-by\")"
 
     /// What is wrong with `program` for `task`, or nil when it is there to run (or cannot be
     /// judged now: a relative path from a working directory an earlier task may create).
     static func problem(_ program: String, task: JobTask, inherited: [String: String]) -> String? {
         let cwd = task.workingDirectory ?? JobFilePath.currentDirectory()
-        let cwdExists = isDirectory(cwd)
+        let cwdExists = Descriptors.isDirectory(cwd)
         if program.contains("/") {
             let path = JobFilePath.resolve(program, against: cwd)
             guard program.hasPrefix("/") || cwdExists else { return nil }
@@ -139,17 +139,20 @@ enum CommandLookup {
             return exists(path) ? "\(JobFileText.quote(program)) is not an executable file\(made)"
                                 : "\(JobFileText.quote(program)) does not exist (from \(cwd))\(made)"
         }
-        let searchPath = task.environment["PATH"] ?? (task.inheritEnvironment ? inherited["PATH"] : nil) ?? defaultPath
-        var names: [String] = []
+        let searchPath = task.environment["PATH"] ?? (task.inheritEnvironment ? inherited["PATH"] : nil) ?? SpawnRequest.defaultSearchPath
+        var searched: [String] = []
         var judged = true
         for entry in searchPath.split(separator: ":", omittingEmptySubsequences: false) {
             let directory = entry.isEmpty ? "." : String(entry)
             if !directory.hasPrefix("/"), !cwdExists { judged = false; continue }
             let base = JobFilePath.resolve(directory, against: cwd)
             if isExecutableFile(base + "/" + program) { return nil }
-            names.append(contentsOf: executables(in: base))
+            searched.append(base)
         }
         guard judged else { return nil }
+        // Only now, for a command that is missing, the directories are read for a "did you
+        // mean" (a bounded look: PATH directories can hold thousands of programs).
+        let names = searched.flatMap { Descriptors.directoryEntries($0, limit: 5000) ?? [] }
         let meant = Spelling.closest(to: program, among: names).map { "; did you mean \(JobFileText.quote($0))?" } ?? ""
         return "\(JobFileText.quote(program)) is not found on the task's PATH (\(searchPath))\(meant)\(madeByHint)"
     }
@@ -171,26 +174,8 @@ enum CommandLookup {
         return stat(path, &info) == 0
     }
 
-    private static func isDirectory(_ path: String) -> Bool {
-        var info = stat()
-        return stat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFDIR
-    }
-
     private static func isExecutableFile(_ path: String) -> Bool {
         var info = stat()
         return stat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFREG && info.st_mode & 0o111 != 0
-    }
-
-    /// Names in `directory`, for "did you mean" (a bounded look: PATH directories can hold
-    /// thousands of programs).
-    private static func executables(in directory: String) -> [String] {
-        guard let entries = opendir(directory) else { return [] }
-        defer { closedir(entries) }
-        var names: [String] = []
-        while names.count < 5000, let entry = readdir(entries) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            if name != ".", name != ".." { names.append(name) }
-        }
-        return names
     }
 }

@@ -131,16 +131,8 @@ public final class RunJournal: @unchecked Sendable {
     /// not exist yet, or is empty, is fine.
     /// - Throws: `BatchError` saying what is there and what to do instead.
     public static func checkFresh(_ directory: String) throws(BatchError) {
-        guard let entries = opendir(directory) else { return }  // missing: it will be made
-        defer { closedir(entries) }
-        var found: String?
-        while let entry = readdir(entries) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            if name == "." || name == ".." { continue }
-            found = name
-            if name == "events.jsonl" { break }
-        }
-        guard let found else { return }
+        guard let names = Descriptors.directoryEntries(directory) else { return }  // missing: it will be made
+        guard let found = names.contains("events.jsonl") ? "events.jsonl" : names.first else { return }
         if found == "events.jsonl" {
             throw BatchError("\(directory) already holds a run (events.jsonl); a second run would append to its journal and overwrite its summary. Rerun what did not succeed there with --resume \(directory), or give a new --run-dir")
         }

@@ -60,11 +60,8 @@ public enum ControlSocketPath {
 
     /// The sockets in `directory` with a supervisor listening, oldest run first.
     public static func live(in directory: String = defaultDirectory()) -> [String] {
-        guard let dir = opendir(directory) else { return [] }
-        defer { closedir(dir) }
         var found: [String] = []
-        while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self) }
+        for name in Descriptors.directoryEntries(directory) ?? [] {
             guard name.hasSuffix(".sock") else { continue }
             let path = directory + "/" + name
             if UnixListener.probe(path) == .live { found.append(path) }

@@ -37,6 +37,9 @@ final class LiveDisplay: Sendable {
         var model: DisplayModel
         var pending: [Chunk] = []
         var pendingBytes = 0
+        /// `valve` is held: decided with `pendingBytes`, under the same lock, so a frame
+        /// that has written the backlog never misses a hold made meanwhile.
+        var holding = false
         /// The unfinished last line of each captured stream (by the fd it is shown on).
         var partial: [Int32: [UInt8]] = [:]
         var finished = false
@@ -114,12 +117,15 @@ final class LiveDisplay: Sendable {
                 state.pendingBytes += complete.count
             }
             state.partial[target] = buffer.isEmpty ? nil : buffer
+            if state.pendingBytes > Self.outputBacklogLimit, !state.holding {
+                state.holding = true
+                valve.hold()
+            }
             return (state.pendingBytes, false)
         }
         if done {
             (target == 1 ? Terminal.stdout : Terminal.stderr).write(bytes)
         } else if backlog > Self.outputBacklogLimit {
-            valve.hold()
             ticker.withLock { $0 }?.wakeNow()
         }
     }
@@ -190,6 +196,9 @@ final class LiveDisplay: Sendable {
             }
             let rows = final ? [] : renderer.rows(model, now: now, columns: columns, height: lines, partialOutput: partial)
             let rowTexts = rows.map(\.text)
+            // After this frame's writes (or at once, when it writes nothing): the backlog is
+            // on the screen, so the task's output may flow again.
+            defer { releaseValveIfCaughtUp() }
             if pending.isEmpty, !final, rowTexts == screen.rowTexts, columns == screen.columns { return }
 
             var segments = SegmentWriter()
@@ -220,11 +229,18 @@ final class LiveDisplay: Sendable {
             }
             segments.append(fd, Array(tail.utf8))
             segments.write()
-            if state.withLock({ $0.pendingBytes <= Self.outputBacklogLimit }) { valve.release() }
             if final { CursorGuard.hidden.store(false, ordering: .relaxed) }
             screen.rowTexts = rowTexts
             screen.rowWidths = rows.map(\.width)
             screen.columns = columns
+        }
+    }
+
+    private func releaseValveIfCaughtUp() {
+        state.withLock { state in
+            guard state.holding, state.pendingBytes <= Self.outputBacklogLimit else { return }
+            state.holding = false
+            valve.release()
         }
     }
 
