@@ -22,9 +22,9 @@ struct LiveTask: Sendable, Equatable {
     var killSent = false
     var rate = RateTracker()
     var protocolErrors = 0
-    /// Replies to the task's own extends shown so far, and when the last was.
-    var extendsShown = 0
-    var extendShownAt: MonotonicInstant?
+    /// Replies to the task's own extends: a task may ask in a loop, so the first few are
+    /// shown, then one per interval.
+    var extendReplies = RepeatAllowance(shownFreely: EventText.shownExtendReplies, interval: EventText.extendReplyInterval)
 
     init(id: Int, name: String, policy: BudgetPolicy, startedAt: MonotonicInstant) {
         self.id = id
@@ -141,14 +141,9 @@ struct DisplayModel: Sendable, Equatable {
             tasks[id]?.apply(budget: remaining, cause: cause, at: t)
             if case .start = cause { return [] }
             if case .childExtend = cause, var task = tasks[id] {
-                // A task may ask in a loop: the first few replies, then one per interval.
-                if task.extendsShown >= EventText.shownExtendReplies, let last = task.extendShownAt,
-                   t - last < EventText.extendReplyInterval {
-                    return []
-                }
-                task.extendsShown += 1
-                task.extendShownAt = t
+                let shown = task.extendReplies.admit(at: t) != nil
                 tasks[id] = task
+                if !shown { return [] }
             }
             return [.budget(task: name, remaining: remaining, cause: cause)]
         case let .expiring(remaining):
