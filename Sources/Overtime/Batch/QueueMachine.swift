@@ -192,6 +192,11 @@ public struct QueueMachine: Sendable {
     /// How many tasks run now.
     public private(set) var runningCount = 0
 
+    /// The index of the task named `name`.
+    public func index(named name: String) -> Int? {
+        indexByName[name]
+    }
+
     /// True when every task is in a final state.
     public var isDone: Bool { finalCount == states.count }
 
