@@ -168,4 +168,25 @@ import Testing
         #expect(h.machine.isDone)
         #expect(h.started().isEmpty)
     }
+
+    @Test func aFullQueueStillSkipsAtOnce() {
+        // The skips do not wait for a free slot: what can never start is reported as soon
+        // as that is known, while the one slot stays busy.
+        let job = JobFile(concurrency: 1, deadline: .seconds(60), tasks: [
+            Self.task("long"), Self.task("b"), Self.task("c", after: ["b"]), Self.task("cleanup", after: ["b"], when: .done),
+            Self.task("late", minStart: .seconds(50)),
+        ])
+        var h = Harness(job)
+        #expect(h.started() == ["long"])
+        #expect(h.machine.cancelTask(1, now: h.now) { h.actions.append($0) } == "skipped before it started")
+        #expect(h.state("c") == .skipped(.dependency("b")))
+        #expect(h.state("cleanup") == .waiting, "its condition holds; it waits for the slot")
+        #expect(h.machine.nextWake == h.now + .seconds(10), "the last moment 'late' may start")
+        h.advance(.seconds(11))
+        #expect(h.state("late") == .skipped(.deadline))
+        h.end("long", ok: true)
+        #expect(h.started() == ["cleanup"])
+        h.end("cleanup", ok: true)
+        #expect(h.machine.isDone)
+    }
 }

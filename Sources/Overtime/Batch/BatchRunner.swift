@@ -229,6 +229,8 @@ final class BatchCore {
     private let onUpdate: @Sendable (BatchUpdate) -> Void
     private let onDone: @Sendable (BatchSummary) -> Void
     private let startedAt: MonotonicInstant
+    // The three maps below hold running (or retrying) tasks only: a finished task keeps
+    // nothing here but its report, so a batch's memory grows by a summary row a task.
     private var indexByTaskID: [Int: Int] = [:]
     private(set) var taskIDByIndex: [Int: Int] = [:]
     private var lastOutcome: [Int: TaskOutcome] = [:]
@@ -318,6 +320,9 @@ final class BatchCore {
         case .ready:
             machine.taskReady(index, now: now, perform)
         case let .exited(outcome):
+            // Nothing more comes from this attempt's runner.
+            indexByTaskID[event.task.id] = nil
+            taskIDByIndex[index] = nil
             lastOutcome[index] = outcome
             if case .failedToStart = outcome.termination {
                 onUpdate(.started(task: job.tasks[index].name, attempt: machine.attempts[index], pid: nil))
@@ -361,6 +366,7 @@ final class BatchCore {
             // Everything about the task comes with the action: the machine is mid-change.
             let report = makeReport(index, state, attempts: attempts)
             reports[index] = report
+            lastOutcome[index] = nil
             record(batchEvent: "finished", task: report.name, now: now) { w in
                 w.key("state"); w.string(report.outcome.rawValue)
                 if let reason = report.reason { w.key("reason"); w.string(reason) }
@@ -595,7 +601,7 @@ extension BatchCore: ControlTarget {
     }
 
     private func index(of name: String) -> Result<Int, ControlFailure> {
-        job.tasks.firstIndex { $0.name == name }.map { .success($0) } ?? .failure(ControlFailure("no task named '\(name)' in this batch"))
+        machine.index(named: name).map { .success($0) } ?? .failure(ControlFailure("no task named '\(name)' in this batch"))
     }
 
     private func runningRunner(_ index: Int) -> Result<TaskRunner, ControlFailure> {

@@ -6,9 +6,10 @@ import Musl
 #endif
 
 extension JobFile {
-    /// The largest job file read: far above any real one, and it keeps `/dev/zero` or a
-    /// runaway generator from filling memory.
-    public static let maximumFileSize = 16 << 20
+    /// The largest job file read: it keeps `/dev/zero` or a runaway generator from filling
+    /// memory. A million tasks of a few hundred bytes each must fit (16 MiB held about
+    /// 350,000 of the smallest), so the bound is 1 GiB.
+    public static let maximumFileSize = 1 << 30
 
     /// Reads, parses and validates the job file at `path`, and finds every task's command
     /// on its `PATH` (see `CommandLookup`). A relative `cwd` is resolved

@@ -74,30 +74,115 @@ public struct QueueMachine: Sendable {
     private var stopping: CancelReasonWord?
     private var freeSlots: [String: [String]] = [:]
     private var freeAmounts: [String: Int] = [:]
-    private var held: [Int: (slots: [String: [String]], amounts: [String: Int])] = [:]
+    private var held: [Int: Grant] = [:]
     private let indexByName: [String: Int]
-    private var dependents: [[Int]]
+
+    // Every event costs O(log N) (times the number of distinct resource requests), never
+    // a look at every task: a queue of a million tasks costs per event what one of ten
+    // does. What each event touches is kept by itself:
+
+    /// Per task: the conditions on it, which its ending (or `ready`) may settle.
+    private let dependents: [[Edge]]
+    /// Per task: how many of its `after` conditions do not hold yet; at 0 it is ready.
+    private var unmet: [Int]
+    /// Tasks that reached a final state and whose dependents are still to be told, in the
+    /// order they finished. Told within the same input, after the deadline skips (which
+    /// take precedence, as they always did), so one failure skips its dependents at once.
+    private var settled: [Int] = []
+    /// Tasks whose `after` names no task (a job not validated): skipped at the first turn.
+    private var unknownDependency: [(index: Int, name: String)] = []
+    /// The ready tasks, one lane per distinct resource request, each in file order.
+    private var lanes: [Lane]
+    private let laneOf: [Int]
+    /// Tasks in `retryWait`, by the end of their backoff.
+    private var retryTimers = MinHeap<Timer>()
+    /// With a batch deadline, waiting tasks by the last moment they may start.
+    private var lastStarts = MinHeap<Timer>()
+    private let lastStartOffsets: [Duration]
+    private var finalCount = 0
+
+    private typealias Grant = (slots: [String: [String]], amounts: [String: Int])
+
+    private struct Edge: Sendable {
+        var dependent: Int
+        var condition: Dependency.Condition
+    }
+
+    /// The ready tasks asking for one same set of resources. When its first task cannot
+    /// have them, none of the others can until something is released, so the lane is
+    /// passed over (`blocked`) until then: tasks held up by resources are not looked at
+    /// again on every event.
+    private struct Lane: Sendable {
+        var request: [String: Int]
+        var tasks = MinHeap<Int>()
+        var blocked = false
+    }
+
+    private struct Timer: Comparable, Sendable {
+        var at: MonotonicInstant
+        var index: Int
+        static func < (a: Timer, b: Timer) -> Bool { (a.at, a.index) < (b.at, b.index) }
+    }
 
     /// - Parameters:
     ///   - succeeded: names that succeeded in a run being resumed; they start as succeeded.
     public init(job: JobFile, startedAt: MonotonicInstant, failFast: Bool, succeeded: Set<String> = []) {
         self.job = job
         self.failFast = failFast
-        deadline = job.deadline.map { startedAt + $0 }
-        let initial: [State] = job.tasks.map { succeeded.contains($0.name) ? .succeeded : .waiting }
-        states = initial
-        attempts = Array(repeating: 0, count: job.tasks.count)
-        ready = states.map { $0 == .succeeded }
-        waiting = initial.indices.filter { initial[$0] == .waiting }
+        let deadline = job.deadline.map { startedAt + $0 }
+        self.deadline = deadline
+        let count = job.tasks.count
         var index: [String: Int] = [:]
+        index.reserveCapacity(count)
         for (i, task) in job.tasks.enumerated() { index[task.name] = i }
         indexByName = index
-        dependents = Array(repeating: [], count: job.tasks.count)
-        for (i, task) in job.tasks.enumerated() {
-            for dependency in task.after {
-                if let d = index[dependency.task] { dependents[d].append(i) }
+        var states = [State](repeating: .waiting, count: count)
+        var ready = [Bool](repeating: false, count: count)
+        if !succeeded.isEmpty {
+            for (i, task) in job.tasks.enumerated() where succeeded.contains(task.name) {
+                states[i] = .succeeded
+                ready[i] = true
             }
         }
+        attempts = Array(repeating: 0, count: count)
+        var dependents = [[Edge]](repeating: [], count: count)
+        var unmet = [Int](repeating: 0, count: count)
+        var laneByRequest: [[String: Int]: Int] = [:]
+        var lanes: [Lane] = []
+        var laneOf = [Int](repeating: 0, count: count)
+        var offsets: [Duration] = []
+        for (i, task) in job.tasks.enumerated() {
+            if let lane = laneByRequest[task.resources] {
+                laneOf[i] = lane
+            } else {
+                laneOf[i] = lanes.count
+                laneByRequest[task.resources] = lanes.count
+                lanes.append(Lane(request: task.resources))
+            }
+            if deadline != nil { offsets.append(task.policy.minStart) }
+            for dependency in task.after {
+                guard let d = index[dependency.task] else {
+                    unknownDependency.append((i, dependency.task))
+                    unmet[i] += 1  // never met
+                    continue
+                }
+                dependents[d].append(Edge(dependent: i, condition: dependency.condition))
+                // A resumed success already meets every kind of condition.
+                if states[d] != .succeeded { unmet[i] += 1 }
+            }
+        }
+        finalCount = states.count { $0 == .succeeded }
+        for i in 0..<count where states[i] == .waiting {
+            if unmet[i] == 0 { lanes[laneOf[i]].tasks.push(i) }
+            if let deadline { lastStarts.push(Timer(at: deadline - offsets[i], index: i)) }
+        }
+        self.states = states
+        self.ready = ready
+        self.dependents = dependents
+        self.unmet = unmet
+        self.lanes = lanes
+        self.laneOf = laneOf
+        lastStartOffsets = offsets
         for (name, pool) in job.resources {
             switch pool {
             case let .slots(ids): freeSlots[name] = ids
@@ -108,28 +193,23 @@ public struct QueueMachine: Sendable {
 
     /// How many tasks run now.
     public private(set) var runningCount = 0
-    /// The tasks not started yet, in file order: the only ones `schedule` looks at.
-    private var waiting: [Int]
+
+    /// The index of the task named `name`.
+    public func index(named name: String) -> Int? {
+        indexByName[name]
+    }
 
     /// True when every task is in a final state.
-    public var isDone: Bool { states.allSatisfy(\.isFinal) }
+    public var isDone: Bool { finalCount == states.count }
 
     /// When the machine must next be scheduled: a retry backoff ends, or (with a batch
     /// deadline) a task that has not started reaches the last moment it may start.
     public var nextWake: MonotonicInstant? {
-        var wake: MonotonicInstant?
-        func consider(_ t: MonotonicInstant) { wake = min(wake ?? t, t) }
-        for (i, state) in states.enumerated() {
-            switch state {
-            case let .retryWait(until):
-                consider(until)
-            case .waiting:
-                if let deadline { consider(deadline - job.tasks[i].policy.minStart) }
-            default:
-                break
-            }
+        // Every input ends with `dropStaleTimers`, so both heads are live.
+        switch (retryTimers.min?.at, lastStarts.min?.at) {
+        case let (retry?, last?): min(retry, last)
+        case let (retry, last): retry ?? last
         }
-        return wake
     }
 
     // MARK: Inputs
@@ -137,64 +217,34 @@ public struct QueueMachine: Sendable {
     /// Starts whatever can start now, skips what never can. Call after every other input
     /// and when `nextWake` comes.
     public mutating func schedule(now: MonotonicInstant, _ perform: (Action) -> Void) {
-        for i in states.indices {
-            if case let .retryWait(until) = states[i], until <= now {
-                states[i] = .waiting
-                waiting.append(i)
+        while let timer = retryTimers.min, timer.at <= now {
+            retryTimers.popMin()
+            guard states[timer.index] == .retryWait(until: timer.at) else { continue }
+            states[timer.index] = .waiting
+            enqueue(timer.index)
+            if let deadline { lastStarts.push(Timer(at: deadline - lastStartOffsets[timer.index], index: timer.index)) }
+        }
+        // Checked before anything a task waits for: past this point it never starts.
+        if let deadline {
+            while let timer = lastStarts.min, timer.at < now || deadline <= now {
+                lastStarts.popMin()
+                let i = timer.index
+                guard isWaiting(i) else { continue }
+                finish(i, attempts[i] > 0 ? .failed : .skipped(.deadline), perform)
             }
         }
-        waiting.sort()
-        // One pass starts what can start. Another is needed only when a task finished on the
-        // way (skipped), since that may settle an earlier task's `done` dependency.
-        var settled = false
-        while !settled {
-            settled = true
-            var stillWaiting: [Int] = []
-            for i in waiting {
-                if let stopping {
-                    finish(i, .skipped(.stopped(stopping)), perform)
-                    continue
-                }
-                let task = job.tasks[i]
-                var maxRuntime = task.policy.maxRuntime
-                if let deadline {
-                    // Checked before anything it waits for: past this point it never starts.
-                    let left = deadline - now
-                    if left < task.policy.minStart || left <= .zero {
-                        finish(i, attempts[i] > 0 ? .failed : .skipped(.deadline), perform)
-                        settled = false
-                        continue
-                    }
-                    maxRuntime = min(maxRuntime ?? left, left)
-                }
-                switch dependencyStatus(of: i) {
-                case let .impossible(because):
-                    finish(i, .skipped(.dependency(because)), perform)
-                    settled = false
-                    continue
-                case .pending:
-                    stillWaiting.append(i)
-                    continue
-                case .satisfied:
-                    break
-                }
-                guard runningCount < job.concurrency, let grant = allocate(task.resources) else {
-                    stillWaiting.append(i)
-                    continue
-                }
-                held[i] = grant
-                attempts[i] += 1
-                states[i] = .running(attempt: attempts[i])
-                runningCount += 1
-                perform(.start(index: i, attempt: attempts[i], slots: grant.slots, amounts: grant.amounts, maxRuntime: maxRuntime))
-            }
-            waiting = stillWaiting
+        if !unknownDependency.isEmpty {
+            for (i, name) in unknownDependency where isWaiting(i) { finish(i, .skipped(.dependency(name)), perform) }
+            unknownDependency.removeAll()
         }
+        tellDependents(perform)
+        startReady(now: now, perform)
+        dropStaleTimers()
     }
 
     /// Task `index` reported `ready` (for dependents that wait on `ready`).
     public mutating func taskReady(_ index: Int, now: MonotonicInstant, _ perform: (Action) -> Void) {
-        ready[index] = true
+        markReady(index)
         schedule(now: now, perform)
     }
 
@@ -203,14 +253,15 @@ public struct QueueMachine: Sendable {
         guard case .running = states[index] else { return }
         release(index)
         runningCount -= 1
-        let task = job.tasks[index]
-        let delay = task.retry.delay(beforeRetry: attempts[index])
+        let retry = job.tasks[index].retry
+        let delay = retry.delay(beforeRetry: attempts[index])
         if result.succeeded {
-            ready[index] = true
+            markReady(index)
             finish(index, .succeeded, perform)
-        } else if stopping == nil, task.retry.shouldRetry(result.retryCondition, attempt: attempts[index]),
-                  deadline.map({ now + delay <= $0 - task.policy.minStart }) ?? true {
+        } else if stopping == nil, retry.shouldRetry(result.retryCondition, attempt: attempts[index]),
+                  deadline.map({ now + delay <= $0 - job.tasks[index].policy.minStart }) ?? true {
             states[index] = .retryWait(until: now + delay)
+            retryTimers.push(Timer(at: now + delay, index: index))
             perform(.retry(index: index, nextAttempt: attempts[index] + 1, at: now + delay))
         } else {
             finish(index, .failed, perform)
@@ -225,7 +276,7 @@ public struct QueueMachine: Sendable {
     public mutating func cancelTask(_ index: Int, now: MonotonicInstant, _ perform: (Action) -> Void) -> String {
         switch states[index] {
         case .waiting, .retryWait:
-            waiting.removeAll { $0 == index }
+            // Its entries in the lanes and timers go stale and are dropped when reached.
             finish(index, .skipped(.cancelled), perform)
             schedule(now: now, perform)
             return "skipped before it started"
@@ -241,6 +292,7 @@ public struct QueueMachine: Sendable {
     public mutating func stop(reason: CancelReasonWord, now: MonotonicInstant, _ perform: (Action) -> Void) {
         guard stopping == nil else { return }
         stopping = reason
+        // Once, so a look at every task is fine here.
         for i in states.indices {
             switch states[i] {
             case .running: perform(.cancel(index: i, reason: reason))
@@ -248,37 +300,98 @@ public struct QueueMachine: Sendable {
             default: break
             }
         }
-        waiting.removeAll()
+        // Whatever waited is final now: no dependent is left to tell, nothing left to wake.
+        settled.removeAll()
+        unknownDependency.removeAll()
+        retryTimers.removeAll()
+        lastStarts.removeAll()
+        for lane in lanes.indices { lanes[lane].tasks.removeAll() }
     }
 
     // MARK: Rules
 
-    private enum DependencyStatus {
-        case satisfied, pending
-        case impossible(String)
+    private func isWaiting(_ index: Int) -> Bool {
+        if case .waiting = states[index] { true } else { false }
     }
 
-    private func dependencyStatus(of index: Int) -> DependencyStatus {
-        var pending = false
-        for dependency in job.tasks[index].after {
-            guard let d = indexByName[dependency.task] else { return .impossible(dependency.task) }
-            let state = states[d]
-            switch dependency.condition {
-            case .success:
-                if state == .succeeded { continue }
-                if state.isFinal { return .impossible(dependency.task) }
-            case .done:
-                if state.isFinal { continue }
-            case .ready:
-                if ready[d] { continue }
-                if state.isFinal { return .impossible(dependency.task) }
+    /// Puts a waiting task whose conditions all hold in its lane.
+    private mutating func enqueue(_ index: Int) {
+        lanes[laneOf[index]].tasks.push(index)
+    }
+
+    /// One condition of a waiting task now holds.
+    private mutating func meet(_ index: Int) {
+        guard isWaiting(index) else { return }
+        unmet[index] -= 1
+        if unmet[index] == 0 { enqueue(index) }
+    }
+
+    private mutating func markReady(_ index: Int) {
+        guard !ready[index] else { return }
+        ready[index] = true
+        for edge in dependents[index] where edge.condition == .ready { meet(edge.dependent) }
+    }
+
+    /// Tells the dependents of every task that finished what its end means for them: a
+    /// condition met, or one that can never hold (a skip, which is told on in turn).
+    private mutating func tellDependents(_ perform: (Action) -> Void) {
+        var next = 0
+        while next < settled.count {
+            let d = settled[next]
+            next += 1
+            let succeeded = states[d] == .succeeded
+            for edge in dependents[d] where isWaiting(edge.dependent) {
+                switch edge.condition {
+                case .success where succeeded, .done:
+                    meet(edge.dependent)
+                case .ready where ready[d]:
+                    break  // met when it became ready
+                case .success, .ready:
+                    finish(edge.dependent, .skipped(.dependency(job.tasks[d].name)), perform)
+                }
             }
-            pending = true
         }
-        return pending ? .pending : .satisfied
+        settled.removeAll(keepingCapacity: true)
     }
 
-    private mutating func allocate(_ request: [String: Int]) -> (slots: [String: [String]], amounts: [String: Int])? {
+    /// Starts ready tasks in file order, up to the concurrency: the lowest task of the
+    /// lanes whose resources may be free, until none fits.
+    private mutating func startReady(now: MonotonicInstant, _ perform: (Action) -> Void) {
+        guard stopping == nil else { return }
+        while runningCount < job.concurrency {
+            var best: Int?
+            for lane in lanes.indices where !lanes[lane].blocked {
+                // Entries of tasks skipped since they were queued are dropped here.
+                while let i = lanes[lane].tasks.min, !isWaiting(i) { lanes[lane].tasks.popMin() }
+                if let i = lanes[lane].tasks.min, best.map({ i < lanes[$0].tasks.min! }) ?? true { best = lane }
+            }
+            guard let lane = best else { return }
+            guard let grant = allocate(lanes[lane].request) else {
+                lanes[lane].blocked = true
+                continue
+            }
+            let i = lanes[lane].tasks.popMin()!
+            var maxRuntime = job.tasks[i].policy.maxRuntime
+            if let deadline {
+                let left = deadline - now
+                maxRuntime = min(maxRuntime ?? left, left)
+            }
+            held[i] = grant
+            attempts[i] += 1
+            states[i] = .running(attempt: attempts[i])
+            runningCount += 1
+            perform(.start(index: i, attempt: attempts[i], slots: grant.slots, amounts: grant.amounts, maxRuntime: maxRuntime))
+        }
+    }
+
+    /// Pops timer entries of tasks that moved on (started, skipped, cancelled), so that
+    /// `nextWake` reads the heads as they are.
+    private mutating func dropStaleTimers() {
+        while let timer = retryTimers.min, states[timer.index] != .retryWait(until: timer.at) { retryTimers.popMin() }
+        while let timer = lastStarts.min, !isWaiting(timer.index) { lastStarts.popMin() }
+    }
+
+    private mutating func allocate(_ request: [String: Int]) -> Grant? {
         var slots: [String: [String]] = [:]
         var amounts: [String: Int] = [:]
         for (pool, amount) in request {
@@ -312,10 +425,15 @@ public struct QueueMachine: Sendable {
             freeSlots[pool] = order.filter { free.contains($0) }
         }
         for (pool, amount) in grant.amounts { freeAmounts[pool, default: 0] += amount }
+        if !grant.slots.isEmpty || !grant.amounts.isEmpty {
+            for lane in lanes.indices { lanes[lane].blocked = false }
+        }
     }
 
     private mutating func finish(_ index: Int, _ state: State, _ perform: (Action) -> Void) {
         states[index] = state
+        finalCount += 1
+        settled.append(index)
         perform(.finished(index: index, state: state, attempts: attempts[index]))
     }
 }
