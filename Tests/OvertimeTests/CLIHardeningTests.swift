@@ -7,15 +7,18 @@ import Testing
 import Glibc
 #endif
 
-@Suite("CLI hardening")
+@Suite("CLI hardening", .serialized)
 struct CLIHardeningTests {
-    /// Processes whose command line is exactly `argv` (NUL-separated in /proc/PID/cmdline).
-    static func processes(running argv: [String]) -> [Int32] {
-        let wanted = argv.joined(separator: "\0") + "\0"
+    /// Live processes whose command line starts with `argv` (NUL-separated in
+    /// /proc/PID/cmdline), with the whole command line of each: one look at /proc.
+    static func processes(startingWith argv: [String]) -> [(pid: Int32, arguments: [String])] {
+        let wanted = argv.joined(separator: "\0")
         let names = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
-        return names.compactMap(Int32.init).filter { pid in
-            guard let data = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline") else { return false }
-            return String(decoding: data, as: UTF8.self) == wanted && !CLIProcessTable.isDead(pid)
+        return names.compactMap(Int32.init).compactMap { pid in
+            guard let data = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline") else { return nil }
+            let line = String(decoding: data, as: UTF8.self)
+            guard line.hasPrefix(wanted), !CLIProcessTable.isDead(pid) else { return nil }
+            return (pid, line.split(separator: "\0").map(String.init))
         }
     }
 
@@ -23,20 +26,26 @@ struct CLIHardeningTests {
     func signalAtStartUp() async throws {
         let scratch = try CLIScratch()
         // Each run's task is `sleep 600.N`: unique, so a task left running is found below.
-        let outcomes = try await withThrowingTaskGroup(of: (Int, CLIResult).self) { group in
-            for i in 0..<300 {
+        // Four at a time, each taking its turn at the shared gate: 300 queued at once would
+        // hold up every other test's runs (and their timings) behind them.
+        let outcomes = try await withThrowingTaskGroup(of: [(Int, CLIResult)].self) { group in
+            for worker in 0..<4 {
                 group.addTask {
-                    let overtime = CLIProcess(["run", "--progress", "plain", "--budget", "none", "--grace", "2s", "--",
-                                               "sleep", "600.\(i)"], in: scratch)
-                    try await overtime.start()
-                    // Spread over start-up: before the handlers, around the spawn, after it.
-                    try await Task.sleep(for: .microseconds(Int.random(in: 0...20_000)))
-                    overtime.signal(SIGTERM)
-                    return (i, await overtime.finish(timeout: .seconds(15)))
+                    var results: [(Int, CLIResult)] = []
+                    for i in stride(from: worker, to: 300, by: 4) {
+                        let overtime = CLIProcess(["run", "--progress", "plain", "--budget", "none", "--grace", "2s", "--",
+                                                   "sleep", "600.\(i)"], in: scratch)
+                        try await overtime.start()
+                        // Spread over start-up: before the handlers, around the spawn, after it.
+                        try await Task.sleep(for: .microseconds(Int.random(in: 0...20_000)))
+                        overtime.signal(SIGTERM)
+                        results.append((i, await overtime.finish(timeout: .seconds(15))))
+                    }
+                    return results
                 }
             }
             var all: [(Int, CLIResult)] = []
-            for try await outcome in group { all.append(outcome) }
+            for try await results in group { all += results }
             return all
         }
         let stuck = outcomes.filter { $0.1.timedOut }
@@ -46,11 +55,11 @@ struct CLIHardeningTests {
             // the task was cancelled (shutdown) and died of the SIGTERM.
             #expect(r.status == 143, "run \(i): \(r)")
         }
-        for i in 0..<300 {
-            for pid in Self.processes(running: ["sleep", "600.\(i)"]) {
-                Issue.record("the task of run \(i) (pid \(pid)) outlived its supervisor")
-                kill(pid, SIGKILL)
-            }
+        for (pid, arguments) in Self.processes(startingWith: ["sleep", "600."]) where arguments.count == 2 {
+            let run = arguments[1].dropFirst("600.".count)
+            guard let i = Int(run), i < 300 else { continue }
+            Issue.record("the task of run \(i) (pid \(pid)) outlived its supervisor")
+            kill(pid, SIGKILL)
         }
     }
 

@@ -11,7 +11,7 @@ import Testing
 import Glibc
 #endif
 
-@Suite("CLI with a stalled reader")
+@Suite("CLI with a stalled reader", .serialized)
 struct CLIStalledOutputTests {
     /// Reports progress with 60 KB titles every 0.2 s for `argv[2]` seconds (far more than a
     /// pipe holds, in any mode), and with argv[3] "loud" prints 100 KB on stderr each time
