@@ -2,9 +2,11 @@ import OvertimeProtocol
 
 /// The lifecycle and budget of one task as a pure state machine (DESIGN §1 and §2).
 ///
-/// It performs no I/O and reads no clock: every input carries `now`, and what should
-/// happen is handed to a `perform` closure as `Action`s, which the supervisor carries out
-/// on its event loop. Unit tests drive it with a fake clock.
+/// It performs no I/O and reads no clock: every input carries `now` and returns the
+/// `Action`s to carry out (with an operator's answer, for operator requests), decided once
+/// the machine has changed, so an executor that calls back in while carrying them out finds
+/// it settled. Unit tests drive it with a fake clock. docs/design.md has its table of
+/// stages × inputs.
 ///
 /// Timers are lazy: extending a deadline only moves a number. The executor keeps one timer
 /// per task armed at `nextWake` or earlier; a wake-up that finds the deadline moved does
@@ -46,35 +48,80 @@ public struct TaskMachine: Sendable {
         case alreadyFinished
     }
 
+    /// The time rules in force. Moved while running; kept as they were once a cancel
+    /// begins (a status still shows the time that was left).
+    struct Budget: Sendable, Equatable {
+        /// The soft deadline that progress moves; nil when the budget is `none` (or an
+        /// unlimited window lifted it).
+        var deadline: MonotonicInstant?
+        /// start + max-runtime; only an operator may raise it.
+        var hardLimit: MonotonicInstant?
+        var revoked = false
+        /// `expiring` went out for the deadline in force.
+        var warned = false
+    }
+
+    /// A cancel under way or done: why, and when grace ends.
+    struct Cancellation: Sendable, Equatable {
+        var reason: CancelReason
+        var killAt: MonotonicInstant
+        var killSent = false
+    }
+
+    /// Where the task is, each stage with its own data: a kill without a cancel, or a
+    /// cancel without a reason, cannot be written.
+    enum Stage: Sendable, Equatable {
+        case running
+        case cancelling(Cancellation)
+        case exited(Cancellation?)
+    }
+
     public let policy: BudgetPolicy
     public let startedAt: MonotonicInstant
-    public private(set) var phase: Phase = .running
-    /// The soft deadline that progress moves; nil when the budget is `none`.
-    public private(set) var deadline: MonotonicInstant?
-    /// start + max-runtime; only an operator may raise it.
-    public private(set) var hardLimit: MonotonicInstant?
-    public private(set) var revoked = false
-    public private(set) var cancelReason: CancelReason?
-    public private(set) var killAt: MonotonicInstant?
-    public private(set) var killSent = false
+    private(set) var budget: Budget
+    private(set) var stage: Stage = .running
     public private(set) var lastProgress: Progress?
     public private(set) var result: JSONValue?
     public private(set) var protocolErrors = 0
     public private(set) var isReady = false
-    private var warned = false
     private var bestCompleted: Int?
     private var bestFraction: Double?
 
     public init(policy: BudgetPolicy, startedAt: MonotonicInstant) {
         self.policy = policy
         self.startedAt = startedAt
-        deadline = policy.budget.map { startedAt + $0 }
-        hardLimit = policy.maxRuntime.map { startedAt + $0 }
+        budget = Budget(deadline: policy.budget.map { startedAt + $0 }, hardLimit: policy.maxRuntime.map { startedAt + $0 })
     }
+
+    // MARK: What it holds
+
+    public var phase: Phase {
+        switch stage {
+        case .running: .running
+        case let .cancelling(cancel): .cancelling(cancel.reason)
+        case .exited: .exited
+        }
+    }
+
+    /// The cancel, under way or done; nil when the task was never cancelled.
+    private var cancellation: Cancellation? {
+        switch stage {
+        case .running: nil
+        case let .cancelling(cancel): cancel
+        case let .exited(cancel): cancel
+        }
+    }
+
+    public var deadline: MonotonicInstant? { budget.deadline }
+    public var hardLimit: MonotonicInstant? { budget.hardLimit }
+    public var revoked: Bool { budget.revoked }
+    public var cancelReason: CancelReason? { cancellation?.reason }
+    public var killAt: MonotonicInstant? { cancellation?.killAt }
+    public var killSent: Bool { cancellation?.killSent ?? false }
 
     /// The deadline in force: the earlier of the soft deadline and the hard limit.
     public var effectiveDeadline: MonotonicInstant? {
-        switch (deadline, hardLimit) {
+        switch (budget.deadline, budget.hardLimit) {
         case let (d?, h?): return min(d, h)
         case let (d?, nil): return d
         case let (nil, h?): return h
@@ -89,15 +136,15 @@ public struct TaskMachine: Sendable {
 
     /// When the executor must next call `tick`; nil when nothing is pending.
     public var nextWake: MonotonicInstant? {
-        switch phase {
+        switch stage {
         case .running:
             guard let due = effectiveDeadline else { return nil }
-            if policy.warnBefore > .zero, !warned {
+            if policy.warnBefore > .zero, !budget.warned {
                 return due - policy.warnBefore
             }
             return due
-        case .cancelling:
-            return killSent ? nil : killAt
+        case let .cancelling(cancel):
+            return cancel.killSent ? nil : cancel.killAt
         case .exited:
             return nil
         }
@@ -106,140 +153,140 @@ public struct TaskMachine: Sendable {
     // MARK: Inputs
 
     /// The process is running: tell it its budget.
-    public mutating func start(pid: Int32, now: MonotonicInstant, _ perform: (Action) -> Void) {
-        perform(.emit(.started(pid: pid)))
+    public mutating func start(pid: Int32, now: MonotonicInstant) -> [Action] {
         let remaining = remaining(at: now)
-        perform(.send(.budget(remaining: remaining?.seconds, granted: nil)))
-        perform(.emit(.budgetChanged(remaining: remaining, cause: .start)))
+        return [.emit(.started(pid: pid)),
+                .send(.budget(remaining: remaining?.seconds, granted: nil)),
+                .emit(.budgetChanged(remaining: remaining, cause: .start))]
     }
 
     /// A message from the task.
-    public mutating func receive(_ message: ChildMessage, now: MonotonicInstant, _ perform: (Action) -> Void) {
+    public mutating func receive(_ message: ChildMessage, now: MonotonicInstant) -> [Action] {
         switch message {
         case let .progress(progress):
             let advanced = recordAdvance(progress)
             if lastProgress == nil { lastProgress = progress } else { lastProgress!.merge(progress) }
             if advanced || !policy.requireAdvance { heartbeat(now: now) }
-            perform(.emit(.progress(lastProgress!, remaining: remaining(at: now))))
+            return [.emit(.progress(lastProgress!, remaining: remaining(at: now)))]
         case .heartbeat:
             // Under require-advance a heartbeat proves nothing moved, so it extends nothing.
             if !policy.requireAdvance { heartbeat(now: now) }
-            perform(.emit(.heartbeat(remaining: remaining(at: now))))
+            return [.emit(.heartbeat(remaining: remaining(at: now)))]
         case let .extend(seconds, why):
-            childExtend(seconds: seconds, why: why, now: now, perform)
+            return childExtend(seconds: seconds, why: why, now: now)
         case .ready:
-            if !isReady {
-                isReady = true
-                perform(.emit(.ready))
-            }
+            guard !isReady else { return [] }
+            isReady = true
+            return [.emit(.ready)]
         case let .result(value):
             result = value
-            perform(.emit(.result(value)))
+            return [.emit(.result(value))]
         }
     }
 
     /// A line on the channel that was not a valid message.
-    public mutating func rejectLine(_ error: ProtocolError, excerpt: String, _ perform: (Action) -> Void) {
+    public mutating func rejectLine(_ error: ProtocolError, excerpt: String) -> [Action] {
         protocolErrors += 1
-        perform(.emit(.protocolError(error, excerpt: excerpt)))
+        return [.emit(.protocolError(error, excerpt: excerpt))]
     }
 
     /// The timer fired (or the executor is checking): expire, warn or kill as due.
-    public mutating func tick(now: MonotonicInstant, _ perform: (Action) -> Void) {
-        switch phase {
+    public mutating func tick(now: MonotonicInstant) -> [Action] {
+        switch stage {
         case .running:
-            guard let due = effectiveDeadline else { return }
+            guard let due = effectiveDeadline else { return [] }
             if due <= now {
-                _ = cancel(reason: expiryReason, now: now, perform)
-            } else if policy.warnBefore > .zero, !warned, due - now <= policy.warnBefore {
-                warned = true
+                return cancel(reason: expiryReason, now: now).actions
+            }
+            if policy.warnBefore > .zero, !budget.warned, due - now <= policy.warnBefore {
+                budget.warned = true
                 let remaining = due - now
-                perform(.send(.expiring(remaining: remaining.seconds)))
-                perform(.emit(.expiring(remaining: remaining)))
+                return [.send(.expiring(remaining: remaining.seconds)), .emit(.expiring(remaining: remaining))]
             }
-        case .cancelling:
-            if !killSent, let killAt, killAt <= now {
-                killSent = true
-                perform(.signalGroup(SIGKILL_NUMBER))
-                perform(.emit(.killSent))
-            }
+            return []
+        case var .cancelling(cancel):
+            guard !cancel.killSent, cancel.killAt <= now else { return [] }
+            cancel.killSent = true
+            stage = .cancelling(cancel)
+            return [.signalGroup(SIGKILL_NUMBER), .emit(.killSent)]
         case .exited:
-            return
+            return []
         }
     }
 
     /// Cancels the task: the reason on the channel, SIGTERM to the group, SIGKILL after grace.
     /// - Parameter grace: overrides the policy's grace (a shutdown may have less time).
-    public mutating func cancel(reason: CancelReason, grace: Duration? = nil, now: MonotonicInstant, _ perform: (Action) -> Void) -> CancelResult {
-        switch phase {
-        case .exited: return .alreadyFinished
-        case let .cancelling(existing): return .alreadyCancelling(existing)
+    public mutating func cancel(reason: CancelReason, grace: Duration? = nil, now: MonotonicInstant) -> (result: CancelResult, actions: [Action]) {
+        switch stage {
+        case .exited: return (.alreadyFinished, [])
+        case let .cancelling(existing): return (.alreadyCancelling(existing.reason), [])
         case .running: break
         }
         let grace = max(.zero, grace ?? policy.grace)
-        phase = .cancelling(reason)
-        cancelReason = reason
-        killAt = now + grace
-        perform(.send(.cancel(reason: reason, grace: grace.seconds)))
-        perform(.signalGroup(SIGTERM_NUMBER))
-        // A stopped process keeps a caught SIGTERM pending until it runs again: without
-        // this its handler never runs and grace always ends in SIGKILL (as GNU timeout and
-        // systemd do).
-        perform(.signalGroup(SIGCONT_NUMBER))
-        perform(.emit(.cancelSent(reason: reason, grace: grace)))
-        return .cancelling
+        stage = .cancelling(Cancellation(reason: reason, killAt: now + grace))
+        return (.cancelling, [
+            .send(.cancel(reason: reason, grace: grace.seconds)),
+            .signalGroup(SIGTERM_NUMBER),
+            // A stopped process keeps a caught SIGTERM pending until it runs again: without
+            // this its handler never runs and grace always ends in SIGKILL (as GNU timeout
+            // and systemd do).
+            .signalGroup(SIGCONT_NUMBER),
+            .emit(.cancelSent(reason: reason, grace: grace)),
+        ])
     }
 
     /// Cuts the grace short: SIGKILL now (a second Ctrl-C or SIGTERM to the supervisor).
-    /// - Returns: false when the task was not being cancelled or was killed already.
-    public mutating func escalate(now: MonotonicInstant, _ perform: (Action) -> Void) -> Bool {
-        guard case .cancelling = phase, !killSent else { return false }
-        killSent = true
-        killAt = now
-        perform(.signalGroup(SIGKILL_NUMBER))
-        perform(.emit(.killSent))
-        return true
+    /// Nothing when the task is not being cancelled or was killed already.
+    public mutating func escalate(now: MonotonicInstant) -> [Action] {
+        guard case var .cancelling(cancel) = stage, !cancel.killSent else { return [] }
+        cancel.killSent = true
+        cancel.killAt = now
+        stage = .cancelling(cancel)
+        return [.signalGroup(SIGKILL_NUMBER), .emit(.killSent)]
     }
 
     /// An operator gives the task `amount` more time, counted from its current deadline (or
     /// from now, if that is already past). Past `max-runtime` only when `pastMax` is true.
-    public mutating func operatorExtend(by amount: Duration, pastMax: Bool, now: MonotonicInstant, _ perform: (Action) -> Void) -> OperatorResult {
-        guard phase == .running else { return .notRunning(phase) }
+    public mutating func operatorExtend(by amount: Duration, pastMax: Bool, now: MonotonicInstant) -> (result: OperatorResult, actions: [Action]) {
+        guard stage == .running else { return (.notRunning(phase), []) }
         guard let current = effectiveDeadline else {
-            return .applied(remaining: nil, clipped: false)  // unlimited already
+            return (.applied(remaining: nil, clipped: false), [])  // unlimited already
         }
         let target = max(current, now) + amount
-        if let d = deadline { deadline = max(d, target) }
-        if pastMax, let h = hardLimit { hardLimit = max(h, target) }
+        if let d = budget.deadline { budget.deadline = max(d, target) }
+        if pastMax, let h = budget.hardLimit { budget.hardLimit = max(h, target) }
         leaveWarningZoneIfClear(now: now)
         let remaining = remaining(at: now)
         let clipped = (effectiveDeadline ?? target) < target
-        perform(.send(.budget(remaining: remaining?.seconds, granted: nil)))
-        perform(.emit(.budgetChanged(remaining: remaining, cause: .operatorExtend(amount: amount, pastMax: pastMax, clipped: clipped))))
-        return .applied(remaining: remaining, clipped: clipped)
+        return (.applied(remaining: remaining, clipped: clipped), [
+            .send(.budget(remaining: remaining?.seconds, granted: nil)),
+            .emit(.budgetChanged(remaining: remaining, cause: .operatorExtend(amount: amount, pastMax: pastMax, clipped: clipped))),
+        ])
     }
 
     /// An operator (or a policy) takes the extension back: the deadline becomes now +
     /// `after`, and progress no longer moves it.
-    public mutating func revoke(after: Duration = .zero, now: MonotonicInstant, _ perform: (Action) -> Void) -> OperatorResult {
-        guard phase == .running else { return .notRunning(phase) }
-        revoked = true
-        deadline = now + max(.zero, after)
-        warned = false
+    public mutating func revoke(after: Duration = .zero, now: MonotonicInstant) -> (result: OperatorResult, actions: [Action]) {
+        guard stage == .running else { return (.notRunning(phase), []) }
+        budget.revoked = true
+        budget.deadline = now + max(.zero, after)
+        budget.warned = false
         let remaining = remaining(at: now)
-        perform(.send(.budget(remaining: remaining?.seconds, granted: nil)))
-        perform(.emit(.budgetChanged(remaining: remaining, cause: .revoke(after: after))))
+        var actions: [Action] = [
+            .send(.budget(remaining: remaining?.seconds, granted: nil)),
+            .emit(.budgetChanged(remaining: remaining, cause: .revoke(after: after))),
+        ]
         if let remaining, remaining <= .zero {
-            tick(now: now, perform)
+            actions += tick(now: now)
         }
-        return .applied(remaining: remaining, clipped: false)
+        return (.applied(remaining: remaining, clipped: false), actions)
     }
 
     /// The process was reaped. From here on nothing is signalled except the leftovers sweep.
-    public mutating func exited(_ perform: (Action) -> Void) {
-        guard phase != .exited else { return }
-        phase = .exited
-        perform(.killLeftovers)
+    public mutating func exited() -> [Action] {
+        if case .exited = stage { return [] }
+        stage = .exited(cancellation)
+        return [.killLeftovers]
     }
 
     // MARK: Rules
@@ -247,8 +294,8 @@ public struct TaskMachine: Sendable {
     /// Why the deadline passed, if it has: the hard limit is `deadline`, a revoked budget is
     /// `revoked`, anything else is `timeout`.
     public var expiryReason: CancelReason {
-        if let h = hardLimit, h <= (deadline ?? h) { return .deadline }
-        return revoked ? .revoked : .timeout
+        if let h = budget.hardLimit, h <= (budget.deadline ?? h) { return .deadline }
+        return budget.revoked ? .revoked : .timeout
     }
 
     /// Did this report move forward (for require-advance)? Records the best seen.
@@ -268,9 +315,9 @@ public struct TaskMachine: Sendable {
     /// Progress or heartbeat: deadline = max(deadline, now + window), unless revoked; with an
     /// unlimited window the soft deadline goes (max-runtime still holds).
     private mutating func heartbeat(now: MonotonicInstant) {
-        guard phase == .running, !revoked, let d = deadline else { return }
+        guard stage == .running, !budget.revoked, let d = budget.deadline else { return }
         if policy.reportsLiftDeadline {
-            deadline = nil
+            budget.deadline = nil
             // The warning for the old deadline does not stand for the hard limit's.
             leaveWarningZoneIfClear(now: now)
             return
@@ -278,32 +325,32 @@ public struct TaskMachine: Sendable {
         guard let window = policy.effectiveWindow else { return }
         let candidate = now + window
         if candidate > d {
-            deadline = candidate
-            if warned { leaveWarningZoneIfClear(now: now) }
+            budget.deadline = candidate
+            if budget.warned { leaveWarningZoneIfClear(now: now) }
         }
     }
 
-    private mutating func childExtend(seconds: Double, why: String?, now: MonotonicInstant, _ perform: (Action) -> Void) {
+    private mutating func childExtend(seconds: Double, why: String?, now: MonotonicInstant) -> [Action] {
         let asked = Duration.seconds(fromDouble: min(seconds, DurationText.maximum.seconds))
         var granted = false
-        if phase == .running, !revoked {
+        if stage == .running, !budget.revoked {
             let target = now + asked
-            if let d = deadline { deadline = max(d, target) }
+            if let d = budget.deadline { budget.deadline = max(d, target) }
             granted = (effectiveDeadline ?? target) >= target
             leaveWarningZoneIfClear(now: now)
         }
-        let remaining: Duration? = switch phase {
+        let remaining: Duration? = switch stage {
         case .running: remaining(at: now)
-        case .cancelling: killAt.map { max(.zero, $0 - now) }
+        case let .cancelling(cancel): max(.zero, cancel.killAt - now)
         case .exited: .zero
         }
-        perform(.send(.budget(remaining: remaining?.seconds, granted: granted)))
-        perform(.emit(.budgetChanged(remaining: remaining, cause: .childExtend(asked: asked, why: why, granted: granted))))
+        return [.send(.budget(remaining: remaining?.seconds, granted: granted)),
+                .emit(.budgetChanged(remaining: remaining, cause: .childExtend(asked: asked, why: why, granted: granted)))]
     }
 
     /// A warning already sent may be sent again once the deadline has moved out of range.
     private mutating func leaveWarningZoneIfClear(now: MonotonicInstant) {
-        if warned, let due = effectiveDeadline, due - now > policy.warnBefore { warned = false }
+        if budget.warned, let due = effectiveDeadline, due - now > policy.warnBefore { budget.warned = false }
     }
 }
 

@@ -23,8 +23,6 @@ final class TaskRunner {
     private var finished = false
     /// Cancelled by Ctrl-C (see `TaskOutcome.interrupted`).
     var interrupted = false
-    /// The time of the input being handled, stamped on the events it causes.
-    private var now: MonotonicInstant
 
     /// A task writing bad lines faster than this is read no faster: past it within a
     /// second, its channel is not read until the second is over (its own writes to fd 3
@@ -51,7 +49,7 @@ final class TaskRunner {
         self.ref = handle.ref
         self.supervisor = supervisor
         self.core = core
-        now = Self.clock()
+        let now = Self.clock()
         badLinesSince = now
         machine = TaskMachine(policy: spec.policy, startedAt: now)
         timer = LoopTimer(loop: supervisor.loop)
@@ -105,14 +103,14 @@ final class TaskRunner {
             return
         }
         core.runners[ref.id] = self
-        now = Self.clock()
+        let now = Self.clock()
         machine = TaskMachine(policy: spec.policy, startedAt: now)
         channel?.startReading(
             onData: { [unowned self] bytes in self.channelData(bytes) },
             onEnd: { [unowned self] _ in self.channelEnded() }
         )
-        machine.start(pid: process!.pid, now: now, perform)
-        rearm()
+        carryOut(machine.start(pid: process!.pid, now: now), at: now)
+        rearm(now: now)
         // A SIGTERM or SIGINT that came while this task was being spawned.
         core.applyTermination(to: self)
     }
@@ -245,15 +243,15 @@ final class TaskRunner {
     // MARK: Inputs
 
     private func channelData(_ bytes: UnsafeRawBufferPointer) {
-        now = Self.clock()
+        let now = Self.clock()
         let badBefore = badLines
-        framer.feed(bytes) { item in handleLine(item) }
-        rearm()
-        paceBadLines(inThisChunk: badLines - badBefore)
+        framer.feed(bytes) { item in handleLine(item, now: now) }
+        rearm(now: now)
+        paceBadLines(inThisChunk: badLines - badBefore, now: now)
     }
 
     /// Holds back a channel that has sent more than `badLinesPerSecond` bad lines this second.
-    private func paceBadLines(inThisChunk: Int) {
+    private func paceBadLines(inThisChunk: Int, now: MonotonicInstant) {
         if now - badLinesSince >= .seconds(1) {
             // A new second, which this chunk opens.
             badLinesSince = now
@@ -268,21 +266,20 @@ final class TaskRunner {
         }
     }
 
-    private func handleLine(_ item: LineFramer.Item) {
+    private func handleLine(_ item: LineFramer.Item, now: MonotonicInstant) {
         switch item {
         case let .line(line):
             do {
                 let message = try ChildMessage.decode(line)
-                machine.receive(message, now: now, perform)
+                carryOut(machine.receive(message, now: now), at: now)
             } catch {
                 badLines += 1
-                machine.rejectLine(error, excerpt: Self.excerpt(line), perform)
+                carryOut(machine.rejectLine(error, excerpt: Self.excerpt(line)), at: now)
             }
         case let .overlong(excerpt):
             badLines += 1
-            excerpt.withUnsafeBytes { bytes in
-                machine.rejectLine(ProtocolError(.tooLong, "line longer than 64 KiB"), excerpt: Self.excerpt(bytes), perform)
-            }
+            let text = excerpt.withUnsafeBytes { Self.excerpt($0) }
+            carryOut(machine.rejectLine(ProtocolError(.tooLong, "line longer than 64 KiB"), excerpt: text), at: now)
         }
     }
 
@@ -296,8 +293,8 @@ final class TaskRunner {
     }
 
     private func channelEnded() {
-        now = Self.clock()
-        framer.finish { item in handleLine(item) }
+        let now = Self.clock()
+        framer.finish { item in handleLine(item, now: now) }
         channel?.close()
         channel = nil
         finishIfDrained()
@@ -305,7 +302,7 @@ final class TaskRunner {
 
     private func timerFired() {
         armedFor = nil
-        now = Self.clock()
+        let now = Self.clock()
         if exit != nil {
             let held = heldSinceDrainArmed || outputs.contains(where: \.isPaused)
             if held, let exitedAt, now - exitedAt < Self.heldDrainLimit {
@@ -322,19 +319,19 @@ final class TaskRunner {
             if channel != nil { channelEnded() } else { finishIfDrained() }
             return
         }
-        machine.tick(now: now, perform)
-        rearm()
+        carryOut(machine.tick(now: now), at: now)
+        rearm(now: now)
     }
 
     private func processExited(_ status: ChildExit) {
-        now = Self.clock()
+        let now = Self.clock()
         exit = status
         exitedAt = now
         heldSinceDrainArmed = false
         // What is left on the channel is read to its end now, however bad.
         paceTimer?.cancel()
         channel?.resumeReading()
-        machine.exited(perform)
+        carryOut(machine.exited(), at: now)
         timer.cancel()
         timer.schedule(inNanoseconds: Self.drainLimit.nanoseconds) { [unowned self] in self.timerFired() }
         finishIfDrained()
@@ -343,30 +340,36 @@ final class TaskRunner {
     // MARK: Operator requests
 
     func cancel(reason: CancelReason, grace: Duration?) -> TaskMachine.CancelResult {
-        now = Self.clock()
-        defer { rearm() }
-        return machine.cancel(reason: reason, grace: grace, now: now, perform)
+        let now = Self.clock()
+        let (result, actions) = machine.cancel(reason: reason, grace: grace, now: now)
+        carryOut(actions, at: now)
+        rearm(now: now)
+        return result
     }
 
     /// SIGKILL now if the task is being cancelled.
     func escalate() {
-        now = Self.clock()
-        _ = machine.escalate(now: now, perform)
+        let now = Self.clock()
+        carryOut(machine.escalate(now: now), at: now)
     }
 
     /// The task's own grace, for clipping it to a shutdown's.
     var grace: Duration { spec.policy.grace }
 
     func operatorExtend(by amount: Duration, pastMax: Bool) -> TaskMachine.OperatorResult {
-        now = Self.clock()
-        defer { rearm() }
-        return machine.operatorExtend(by: amount, pastMax: pastMax, now: now, perform)
+        let now = Self.clock()
+        let (result, actions) = machine.operatorExtend(by: amount, pastMax: pastMax, now: now)
+        carryOut(actions, at: now)
+        rearm(now: now)
+        return result
     }
 
     func revoke(after: Duration) -> TaskMachine.OperatorResult {
-        now = Self.clock()
-        defer { rearm() }
-        return machine.revoke(after: after, now: now, perform)
+        let now = Self.clock()
+        let (result, actions) = machine.revoke(after: after, now: now)
+        carryOut(actions, at: now)
+        rearm(now: now)
+        return result
     }
 
     /// The task as `overtime ctl status` shows it.
@@ -408,23 +411,27 @@ final class TaskRunner {
 
     // MARK: Actions
 
-    private func perform(_ action: TaskMachine.Action) {
-        switch action {
-        case let .send(message):
-            channel?.write(message.encoded())
-        case let .signalGroup(signal):
-            process?.signalGroup(signal)
-        case .killLeftovers:
-            process?.killLeftoverGroup()
-        case let .emit(kind):
-            supervisor.emit(TaskEvent(task: ref, time: now, kind: kind))
+    /// Carries out what the machine decided, in order, once it has changed; events are
+    /// stamped with the time of the input that caused them.
+    private func carryOut(_ actions: [TaskMachine.Action], at now: MonotonicInstant) {
+        for action in actions {
+            switch action {
+            case let .send(message):
+                channel?.write(message.encoded())
+            case let .signalGroup(signal):
+                process?.signalGroup(signal)
+            case .killLeftovers:
+                process?.killLeftoverGroup()
+            case let .emit(kind):
+                supervisor.emit(TaskEvent(task: ref, time: now, kind: kind))
+            }
         }
     }
 
     /// Keeps the timer armed at the machine's next wake-up or earlier. A later wake-up
     /// (a deadline moved by progress) leaves the timer alone: it fires, finds nothing due,
     /// and re-arms.
-    private func rearm() {
+    private func rearm(now: MonotonicInstant) {
         guard exit == nil, let wake = machine.nextWake else { return }
         if let armed = armedFor, armed <= wake { return }
         armedFor = wake

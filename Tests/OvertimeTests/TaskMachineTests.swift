@@ -13,7 +13,7 @@ import Testing
         init(_ policy: BudgetPolicy) {
             now = MonotonicInstant(nanoseconds: 1_000_000_000_000)
             machine = TaskMachine(policy: policy, startedAt: now)
-            machine.start(pid: 42, now: now) { actions.append($0) }
+            actions += machine.start(pid: 42, now: now)
         }
 
         mutating func advance(_ d: Duration) {
@@ -25,13 +25,27 @@ import Testing
             let end = now + d
             while let wake = machine.nextWake, wake <= end {
                 now = max(now, wake)
-                machine.tick(now: now) { actions.append($0) }
+                actions += machine.tick(now: now)
             }
             now = end
         }
 
         mutating func send(_ message: ChildMessage) {
-            machine.receive(message, now: now) { actions.append($0) }
+            actions += machine.receive(message, now: now)
+        }
+
+        /// Keeps what an input decided with the rest; returns it.
+        @discardableResult
+        mutating func record(_ new: [TaskMachine.Action]) -> [TaskMachine.Action] {
+            actions += new
+            return new
+        }
+
+        /// Keeps the actions of an operator's request; returns its answer.
+        @discardableResult
+        mutating func record<R>(_ output: (result: R, actions: [TaskMachine.Action])) -> R {
+            actions += output.actions
+            return output.result
         }
 
         mutating func take() -> [TaskMachine.Action] {
@@ -205,9 +219,9 @@ import Testing
 
     @Test func operatorExtendAddsToTheDeadlineAndMayPassMaxRuntime() {
         var h = Harness(BudgetPolicy(budget: .seconds(10), maxRuntime: .seconds(20)))
-        var result = h.machine.operatorExtend(by: .seconds(30), pastMax: false, now: h.now) { h.actions.append($0) }
+        var result = h.record(h.machine.operatorExtend(by: .seconds(30), pastMax: false, now: h.now))
         #expect(result == .applied(remaining: .seconds(20), clipped: true))
-        result = h.machine.operatorExtend(by: .seconds(30), pastMax: true, now: h.now) { h.actions.append($0) }
+        result = h.record(h.machine.operatorExtend(by: .seconds(30), pastMax: true, now: h.now))
         // From the current deadline (20 s) plus 30 s, past the old ceiling.
         #expect(result == .applied(remaining: .seconds(50), clipped: false))
         h.run(for: .seconds(49))
@@ -220,7 +234,7 @@ import Testing
     @Test func revokeSetsAFixedDeadlineThatProgressCannotMove() {
         var h = Harness(BudgetPolicy(budget: .seconds(60)))
         _ = h.take()
-        let result = h.machine.revoke(after: .seconds(2), now: h.now) { h.actions.append($0) }
+        let result = h.record(h.machine.revoke(after: .seconds(2), now: h.now))
         #expect(result == .applied(remaining: .seconds(2), clipped: false))
         #expect(h.sent == [.budget(remaining: 2, granted: nil)])
         h.run(for: .seconds(1))
@@ -234,7 +248,7 @@ import Testing
 
     @Test func revokeWithNoTimeCancelsAtOnce() {
         var h = Harness(BudgetPolicy(budget: .seconds(60)))
-        _ = h.machine.revoke(now: h.now) { h.actions.append($0) }
+        _ = h.record(h.machine.revoke(now: h.now))
         #expect(h.machine.phase == .cancelling(.revoked))
         #expect(h.signals == [15, 18])
     }
@@ -261,18 +275,18 @@ import Testing
     @Test func cancelIsIdempotentAndAFinishedTaskSaysSo() {
         var h = Harness(.default)
         _ = h.take()
-        #expect(h.machine.cancel(reason: .user, now: h.now) { h.actions.append($0) } == .cancelling)
-        #expect(h.machine.cancel(reason: .shutdown, now: h.now) { h.actions.append($0) } == .alreadyCancelling(.user))
+        #expect(h.record(h.machine.cancel(reason: .user, now: h.now)) == .cancelling)
+        #expect(h.record(h.machine.cancel(reason: .shutdown, now: h.now)) == .alreadyCancelling(.user))
         #expect(h.signals == [15, 18], "a second cancel must not signal again")
-        h.machine.exited { h.actions.append($0) }
-        #expect(h.machine.cancel(reason: .user, now: h.now) { h.actions.append($0) } == .alreadyFinished)
+        h.record(h.machine.exited())
+        #expect(h.record(h.machine.cancel(reason: .user, now: h.now)) == .alreadyFinished)
     }
 
     @Test func nothingIsSignalledAfterExit() {
         var h = Harness(BudgetPolicy(budget: .seconds(1), grace: .seconds(1)))
         h.run(for: .seconds(1.5))
         #expect(h.machine.phase == .cancelling(.timeout))
-        h.machine.exited { h.actions.append($0) }
+        h.record(h.machine.exited())
         _ = h.take()
         h.run(for: .seconds(10))
         #expect(h.take().isEmpty)
@@ -283,15 +297,15 @@ import Testing
     @Test func exitSweepsTheGroupOnce() {
         var h = Harness(.default)
         _ = h.take()
-        h.machine.exited { h.actions.append($0) }
-        h.machine.exited { h.actions.append($0) }
+        h.record(h.machine.exited())
+        h.record(h.machine.exited())
         #expect(h.take() == [.killLeftovers])
     }
 
     @Test func cancelGraceCanBeOverridden() {
         var h = Harness(BudgetPolicy(grace: .seconds(30)))
         _ = h.take()
-        _ = h.machine.cancel(reason: .shutdown, grace: .seconds(2), now: h.now) { h.actions.append($0) }
+        _ = h.record(h.machine.cancel(reason: .shutdown, grace: .seconds(2), now: h.now))
         #expect(h.sent == [.cancel(reason: .shutdown, grace: 2)])
         h.run(for: .seconds(2.1))
         #expect(h.signals == [15, 18, 9])
@@ -299,12 +313,12 @@ import Testing
 
     @Test func escalationKillsAtOnceDuringGraceOnly() {
         var h = Harness(BudgetPolicy(grace: .seconds(30)))
-        #expect(!h.machine.escalate(now: h.now) { h.actions.append($0) }, "nothing to escalate while running")
+        #expect(h.record(h.machine.escalate(now: h.now)).isEmpty, "nothing to escalate while running")
         _ = h.take()
-        _ = h.machine.cancel(reason: .shutdown, now: h.now) { h.actions.append($0) }
-        #expect(h.machine.escalate(now: h.now) { h.actions.append($0) })
+        _ = h.record(h.machine.cancel(reason: .shutdown, now: h.now))
+        #expect(!h.record(h.machine.escalate(now: h.now)).isEmpty)
         #expect(h.signals == [15, 18, 9])
-        #expect(!h.machine.escalate(now: h.now) { h.actions.append($0) }, "killed once")
+        #expect(h.record(h.machine.escalate(now: h.now)).isEmpty, "killed once")
         h.run(for: .seconds(60))
         #expect(h.signals == [15, 18, 9])
     }
@@ -312,7 +326,7 @@ import Testing
     @Test func zeroGraceKillsOnTheNextTick() {
         var h = Harness(BudgetPolicy(grace: .zero))
         _ = h.take()
-        _ = h.machine.cancel(reason: .user, now: h.now) { h.actions.append($0) }
+        _ = h.record(h.machine.cancel(reason: .user, now: h.now))
         h.run(for: .zero)
         #expect(h.signals == [15, 18, 9])
     }
@@ -323,7 +337,7 @@ import Testing
         h.send(.ready)
         h.send(.result(.string("first")))
         h.send(.result(.object([("loss", .number(0.1))])))
-        h.machine.rejectLine(ProtocolError(.notJSON, "x"), excerpt: "x") { h.actions.append($0) }
+        h.record(h.machine.rejectLine(ProtocolError(.notJSON, "x"), excerpt: "x"))
         #expect(h.machine.isReady)
         #expect(h.actions.filter { $0 == .emit(.ready) }.count == 1)
         #expect(h.machine.result == .object([("loss", .number(0.1))]))
