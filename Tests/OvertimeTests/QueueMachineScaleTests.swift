@@ -28,7 +28,7 @@ import Testing
         var pending: [QueueMachine.Action] = []
         let clock = ContinuousClock()
         let start = clock.now
-        machine.schedule(now: now) { pending.append($0) }
+        pending += machine.schedule(now: now)
         while true {
             var started: [Int] = []
             for action in pending {
@@ -47,7 +47,7 @@ import Testing
             }
             pending.removeAll(keepingCapacity: true)
             tally.peakRunning = max(tally.peakRunning, running.count - head)
-            for index in started { machine.taskReady(index, now: now) { pending.append($0) } }
+            for index in started { pending += machine.taskReady(index, now: now) }
             if !pending.isEmpty { continue }
             now = now + .milliseconds(1)
             if head < running.count {
@@ -55,10 +55,10 @@ import Testing
                 head += 1
                 for id in ids { slotsInUse.remove(id) }
                 let failed = fails(index, attempt)
-                machine.attemptEnded(index, .init(succeeded: !failed, retryCondition: failed ? .exit : nil), now: now) { pending.append($0) }
+                pending += machine.attemptEnded(index, .init(succeeded: !failed, retryCondition: failed ? .exit : nil), now: now)
             } else if let wake = machine.nextWake {
                 now = max(now, wake)
-                machine.schedule(now: now) { pending.append($0) }
+                pending += machine.schedule(now: now)
             } else {
                 break
             }

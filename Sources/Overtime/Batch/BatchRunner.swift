@@ -278,7 +278,7 @@ final class BatchCore {
             }
             onUpdate(.finished(report))
         }
-        machine.schedule(now: now, perform)
+        carryOut(machine.schedule(now: now), at: now)
         afterInput(now)
     }
 
@@ -298,7 +298,7 @@ final class BatchCore {
         guard stoppedBy == nil else { return }
         stoppedBy = reason
         let now = TaskRunner.clock()
-        machine.stop(reason: reason.rawValue, now: now, perform)
+        carryOut(machine.stop(reason: reason.rawValue, now: now), at: now)
         afterInput(now)
     }
 
@@ -318,7 +318,7 @@ final class BatchCore {
         case let .started(pid):
             onUpdate(.started(task: job.tasks[index].name, attempt: machine.attempts[index], pid: pid))
         case .ready:
-            machine.taskReady(index, now: now, perform)
+            carryOut(machine.taskReady(index, now: now), at: now)
         case let .exited(outcome):
             // Nothing more comes from this attempt's runner.
             indexByTaskID[event.task.id] = nil
@@ -327,7 +327,7 @@ final class BatchCore {
             if case .failedToStart = outcome.termination {
                 onUpdate(.started(task: job.tasks[index].name, attempt: machine.attempts[index], pid: nil))
             }
-            machine.attemptEnded(index, Self.attemptResult(outcome), now: now, perform)
+            carryOut(machine.attemptEnded(index, Self.attemptResult(outcome), now: now), at: now)
         default:
             return
         }
@@ -338,21 +338,20 @@ final class BatchCore {
         .init(succeeded: outcome.succeeded, retryCondition: RetryCondition(outcome: outcome))
     }
 
-    func perform(_ action: QueueMachine.Action) {
-        let now = TaskRunner.clock()
+    /// Carries out what the queue decided, in order. The machine has settled by now, so
+    /// a cancel's events, which come straight back to `handle`, find it consistent.
+    func carryOut(_ actions: [QueueMachine.Action], at now: MonotonicInstant) {
+        for action in actions { carryOut(action, at: now) }
+    }
+
+    private func carryOut(_ action: QueueMachine.Action, at now: MonotonicInstant) {
         switch action {
         case let .start(index, attempt, slots, amounts, maxRuntime):
             launch(index, attempt: attempt, slots: slots, amounts: amounts, maxRuntime: maxRuntime)
         case let .cancel(index, reason):
-            // Cancelling emits events, which come back here: do it after the machine's turn.
-            guard let id = taskIDByIndex[index] else { return }
-            let supervisor = self.supervisor
+            guard let id = taskIDByIndex[index], let runner = supervisor.runnerOnLoop(id: id) else { return }
             let reason = CancelReason(rawValue: reason) ?? .user
-            let limit = stopGrace
-            supervisor.loop.execute {
-                guard let runner = supervisor.runnerOnLoop(id: id) else { return }
-                _ = runner.cancel(reason: reason, grace: limit.map { min(runner.grace, $0) })
-            }
+            _ = runner.cancel(reason: reason, grace: stopGrace.map { min(runner.grace, $0) })
         case let .retry(index, nextAttempt, at):
             let name = job.tasks[index].name
             let because = lastOutcome[index].map(Self.failureReason) ?? "failed"
@@ -363,7 +362,6 @@ final class BatchCore {
             }
             onUpdate(.retrying(task: name, attempt: nextAttempt, after: at - now, because: because))
         case let .finished(index, state, attempts):
-            // Everything about the task comes with the action: the machine is mid-change.
             let report = makeReport(index, state, attempts: attempts)
             reports[index] = report
             lastOutcome[index] = nil
@@ -507,7 +505,7 @@ final class BatchCore {
                 guard let self else { return }
                 self.armedFor = nil
                 let now = TaskRunner.clock()
-                self.machine.schedule(now: now, self.perform)
+                self.carryOut(self.machine.schedule(now: now), at: now)
                 self.afterInput(now)
             }
         }
@@ -622,7 +620,8 @@ extension BatchCore: ControlTarget {
         index(of: task).map { index in
             recordOperator(index, "cancel", uid: uid)
             let now = TaskRunner.clock()
-            let word = machine.cancelTask(index, now: now, perform)
+            let (word, actions) = machine.cancelTask(index, now: now)
+            carryOut(actions, at: now)
             afterInput(now)
             return word
         }

@@ -213,10 +213,53 @@ public struct QueueMachine: Sendable {
     }
 
     // MARK: Inputs
+    //
+    // Each returns the actions to carry out, in order, decided once the machine has
+    // changed (the executor may call back in while carrying them out).
 
     /// Starts whatever can start now, skips what never can. Call after every other input
     /// and when `nextWake` comes.
-    public mutating func schedule(now: MonotonicInstant, _ perform: (Action) -> Void) {
+    public mutating func schedule(now: MonotonicInstant) -> [Action] {
+        var actions: [Action] = []
+        schedule(now: now, &actions)
+        return actions
+    }
+
+    /// Task `index` reported `ready` (for dependents that wait on `ready`).
+    public mutating func taskReady(_ index: Int, now: MonotonicInstant) -> [Action] {
+        var actions: [Action] = []
+        taskReady(index, now: now, &actions)
+        return actions
+    }
+
+    /// An attempt of task `index` ended.
+    public mutating func attemptEnded(_ index: Int, _ result: AttemptResult, now: MonotonicInstant) -> [Action] {
+        var actions: [Action] = []
+        attemptEnded(index, result, now: now, &actions)
+        return actions
+    }
+
+    /// An operator cancels one task: if it waits (or waits to retry) it is skipped; if it
+    /// runs it is cancelled with reason `user` (and not retried).
+    /// - Returns: what happened, in a word for the operator, and the actions.
+    public mutating func cancelTask(_ index: Int, now: MonotonicInstant) -> (result: String, actions: [Action]) {
+        var actions: [Action] = []
+        let result = cancelTask(index, now: now, &actions)
+        return (result, actions)
+    }
+
+    /// Starts nothing more: cancels what runs with `reason`, skips what waits.
+    public mutating func stop(reason: CancelReasonWord, now: MonotonicInstant) -> [Action] {
+        var actions: [Action] = []
+        stop(reason: reason, now: now, &actions)
+        return actions
+    }
+
+    // MARK: Inputs, appending to the actions of the input under way
+
+    /// Starts whatever can start now, skips what never can. Call after every other input
+    /// and when `nextWake` comes.
+    private mutating func schedule(now: MonotonicInstant, _ actions: inout [Action]) {
         while let timer = retryTimers.min, timer.at <= now {
             retryTimers.popMin()
             guard states[timer.index] == .retryWait(until: timer.at) else { continue }
@@ -230,26 +273,26 @@ public struct QueueMachine: Sendable {
                 lastStarts.popMin()
                 let i = timer.index
                 guard isWaiting(i) else { continue }
-                finish(i, attempts[i] > 0 ? .failed : .skipped(.deadline), perform)
+                finish(i, attempts[i] > 0 ? .failed : .skipped(.deadline), &actions)
             }
         }
         if !unknownDependency.isEmpty {
-            for (i, name) in unknownDependency where isWaiting(i) { finish(i, .skipped(.dependency(name)), perform) }
+            for (i, name) in unknownDependency where isWaiting(i) { finish(i, .skipped(.dependency(name)), &actions) }
             unknownDependency.removeAll()
         }
-        tellDependents(perform)
-        startReady(now: now, perform)
+        tellDependents(&actions)
+        startReady(now: now, &actions)
         dropStaleTimers()
     }
 
     /// Task `index` reported `ready` (for dependents that wait on `ready`).
-    public mutating func taskReady(_ index: Int, now: MonotonicInstant, _ perform: (Action) -> Void) {
+    private mutating func taskReady(_ index: Int, now: MonotonicInstant, _ actions: inout [Action]) {
         markReady(index)
-        schedule(now: now, perform)
+        schedule(now: now, &actions)
     }
 
     /// An attempt of task `index` ended.
-    public mutating func attemptEnded(_ index: Int, _ result: AttemptResult, now: MonotonicInstant, _ perform: (Action) -> Void) {
+    private mutating func attemptEnded(_ index: Int, _ result: AttemptResult, now: MonotonicInstant, _ actions: inout [Action]) {
         guard case .running = states[index] else { return }
         release(index)
         runningCount -= 1
@@ -257,31 +300,31 @@ public struct QueueMachine: Sendable {
         let delay = retry.delay(beforeRetry: attempts[index])
         if result.succeeded {
             markReady(index)
-            finish(index, .succeeded, perform)
+            finish(index, .succeeded, &actions)
         } else if stopping == nil, retry.shouldRetry(result.retryCondition, attempt: attempts[index]),
                   deadline.map({ now + delay <= $0 - job.tasks[index].policy.minStart }) ?? true {
             states[index] = .retryWait(until: now + delay)
             retryTimers.push(Timer(at: now + delay, index: index))
-            perform(.retry(index: index, nextAttempt: attempts[index] + 1, at: now + delay))
+            actions.append(.retry(index: index, nextAttempt: attempts[index] + 1, at: now + delay))
         } else {
-            finish(index, .failed, perform)
-            if failFast { stop(reason: "fail-fast", now: now, perform) }
+            finish(index, .failed, &actions)
+            if failFast { stop(reason: "fail-fast", now: now, &actions) }
         }
-        schedule(now: now, perform)
+        schedule(now: now, &actions)
     }
 
     /// An operator cancels one task: if it waits (or waits to retry) it is skipped; if it
     /// runs it is cancelled with reason `user` (and not retried).
     /// - Returns: what happened, in a word for the operator.
-    public mutating func cancelTask(_ index: Int, now: MonotonicInstant, _ perform: (Action) -> Void) -> String {
+    private mutating func cancelTask(_ index: Int, now: MonotonicInstant, _ actions: inout [Action]) -> String {
         switch states[index] {
         case .waiting, .retryWait:
             // Its entries in the lanes and timers go stale and are dropped when reached.
-            finish(index, .skipped(.cancelled), perform)
-            schedule(now: now, perform)
+            finish(index, .skipped(.cancelled), &actions)
+            schedule(now: now, &actions)
             return "skipped before it started"
         case .running:
-            perform(.cancel(index: index, reason: "user"))
+            actions.append(.cancel(index: index, reason: "user"))
             return "cancelling"
         case .succeeded, .failed, .skipped:
             return "already finished"
@@ -289,14 +332,14 @@ public struct QueueMachine: Sendable {
     }
 
     /// Starts nothing more: cancels what runs with `reason`, skips what waits.
-    public mutating func stop(reason: CancelReasonWord, now: MonotonicInstant, _ perform: (Action) -> Void) {
+    private mutating func stop(reason: CancelReasonWord, now: MonotonicInstant, _ actions: inout [Action]) {
         guard stopping == nil else { return }
         stopping = reason
         // Once, so a look at every task is fine here.
         for i in states.indices {
             switch states[i] {
-            case .running: perform(.cancel(index: i, reason: reason))
-            case .waiting, .retryWait: finish(i, .skipped(.stopped(reason)), perform)
+            case .running: actions.append(.cancel(index: i, reason: reason))
+            case .waiting, .retryWait: finish(i, .skipped(.stopped(reason)), &actions)
             default: break
             }
         }
@@ -334,7 +377,7 @@ public struct QueueMachine: Sendable {
 
     /// Tells the dependents of every task that finished what its end means for them: a
     /// condition met, or one that can never hold (a skip, which is told on in turn).
-    private mutating func tellDependents(_ perform: (Action) -> Void) {
+    private mutating func tellDependents(_ actions: inout [Action]) {
         var next = 0
         while next < settled.count {
             let d = settled[next]
@@ -347,7 +390,7 @@ public struct QueueMachine: Sendable {
                 case .ready where ready[d]:
                     break  // met when it became ready
                 case .success, .ready:
-                    finish(edge.dependent, .skipped(.dependency(job.tasks[d].name)), perform)
+                    finish(edge.dependent, .skipped(.dependency(job.tasks[d].name)), &actions)
                 }
             }
         }
@@ -356,7 +399,7 @@ public struct QueueMachine: Sendable {
 
     /// Starts ready tasks in file order, up to the concurrency: the lowest task of the
     /// lanes whose resources may be free, until none fits.
-    private mutating func startReady(now: MonotonicInstant, _ perform: (Action) -> Void) {
+    private mutating func startReady(now: MonotonicInstant, _ actions: inout [Action]) {
         guard stopping == nil else { return }
         while runningCount < job.concurrency {
             var best: Int?
@@ -380,7 +423,7 @@ public struct QueueMachine: Sendable {
             attempts[i] += 1
             states[i] = .running(attempt: attempts[i])
             runningCount += 1
-            perform(.start(index: i, attempt: attempts[i], slots: grant.slots, amounts: grant.amounts, maxRuntime: maxRuntime))
+            actions.append(.start(index: i, attempt: attempts[i], slots: grant.slots, amounts: grant.amounts, maxRuntime: maxRuntime))
         }
     }
 
@@ -430,10 +473,10 @@ public struct QueueMachine: Sendable {
         }
     }
 
-    private mutating func finish(_ index: Int, _ state: State, _ perform: (Action) -> Void) {
+    private mutating func finish(_ index: Int, _ state: State, _ actions: inout [Action]) {
         states[index] = state
         finalCount += 1
         settled.append(index)
-        perform(.finished(index: index, state: state, attempts: attempts[index]))
+        actions.append(.finished(index: index, state: state, attempts: attempts[index]))
     }
 }
