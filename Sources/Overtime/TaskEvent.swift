@@ -49,7 +49,9 @@ public struct TaskEvent: Sendable {
         /// An operator asked for `action` (cancel, extend, revoke) over the control socket.
         case operatorRequest(action: String, uid: UInt32)
         /// The task is over: exited, killed, or never started. Always the last event.
-        case exited(TaskOutcome)
+        // Boxed: an outcome is several times the size of any other kind, and every event
+        // (a progress message's too) would otherwise be copied at that size.
+        indirect case exited(TaskOutcome)
     }
 
     public let task: TaskRef

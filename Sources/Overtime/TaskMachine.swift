@@ -33,6 +33,53 @@ public struct TaskMachine: Sendable {
         case emit(TaskEvent.Kind)
     }
 
+    /// What one input decided, in order. Most inputs decide one thing (a progress message is
+    /// one event), and that one is held inline: the hot path of a chatty task allocates
+    /// nothing for it. More go to an array.
+    public struct Actions: Sequence, Sendable, Equatable, ExpressibleByArrayLiteral {
+        private var first: Action?
+        private var rest: [Action] = []
+
+        public init() {}
+
+        public init(_ action: Action) {
+            first = action
+        }
+
+        public init(arrayLiteral elements: Action...) {
+            for element in elements { append(element) }
+        }
+
+        public var isEmpty: Bool { first == nil }
+
+        public mutating func append(_ action: Action) {
+            if first == nil { first = action } else { rest.append(action) }
+        }
+
+        public static func += (lhs: inout Actions, rhs: Actions) {
+            for action in rhs { lhs.append(action) }
+        }
+
+        /// Calls `body` with each, in order, without copying the list (the executor's way).
+        public func forEach(_ body: (Action) -> Void) {
+            if let first { body(first) }
+            for action in rest { body(action) }
+        }
+
+        public func makeIterator() -> Iterator { Iterator(actions: self) }
+
+        public struct Iterator: IteratorProtocol {
+            let actions: Actions
+            var index = 0
+
+            public mutating func next() -> Action? {
+                defer { index += 1 }
+                if index == 0 { return actions.first }
+                return index - 1 < actions.rest.count ? actions.rest[index - 1] : nil
+            }
+        }
+    }
+
     /// What an operator's extend or revoke did.
     public enum OperatorResult: Sendable, Equatable {
         /// Done; `remaining` is the new time left (nil: unlimited).
@@ -153,7 +200,7 @@ public struct TaskMachine: Sendable {
     // MARK: Inputs
 
     /// The process is running: tell it its budget.
-    public mutating func start(pid: Int32, now: MonotonicInstant) -> [Action] {
+    public mutating func start(pid: Int32, now: MonotonicInstant) -> Actions {
         let remaining = remaining(at: now)
         return [.emit(.started(pid: pid)),
                 .send(.budget(remaining: remaining?.seconds, granted: nil)),
@@ -161,37 +208,37 @@ public struct TaskMachine: Sendable {
     }
 
     /// A message from the task.
-    public mutating func receive(_ message: ChildMessage, now: MonotonicInstant) -> [Action] {
+    public mutating func receive(_ message: ChildMessage, now: MonotonicInstant) -> Actions {
         switch message {
         case let .progress(progress):
             let advanced = recordAdvance(progress)
             if lastProgress == nil { lastProgress = progress } else { lastProgress!.merge(progress) }
             if advanced || !policy.requireAdvance { heartbeat(now: now) }
-            return [.emit(.progress(lastProgress!, remaining: remaining(at: now)))]
+            return Actions(.emit(.progress(lastProgress!, remaining: remaining(at: now))))
         case .heartbeat:
             // Under require-advance a heartbeat proves nothing moved, so it extends nothing.
             if !policy.requireAdvance { heartbeat(now: now) }
-            return [.emit(.heartbeat(remaining: remaining(at: now)))]
+            return Actions(.emit(.heartbeat(remaining: remaining(at: now))))
         case let .extend(seconds, why):
             return childExtend(seconds: seconds, why: why, now: now)
         case .ready:
             guard !isReady else { return [] }
             isReady = true
-            return [.emit(.ready)]
+            return Actions(.emit(.ready))
         case let .result(value):
             result = value
-            return [.emit(.result(value))]
+            return Actions(.emit(.result(value)))
         }
     }
 
     /// A line on the channel that was not a valid message.
-    public mutating func rejectLine(_ error: ProtocolError, excerpt: String) -> [Action] {
+    public mutating func rejectLine(_ error: ProtocolError, excerpt: String) -> Actions {
         protocolErrors += 1
-        return [.emit(.protocolError(error, excerpt: excerpt))]
+        return Actions(.emit(.protocolError(error, excerpt: excerpt)))
     }
 
     /// The timer fired (or the executor is checking): expire, warn or kill as due.
-    public mutating func tick(now: MonotonicInstant) -> [Action] {
+    public mutating func tick(now: MonotonicInstant) -> Actions {
         switch stage {
         case .running:
             guard let due = effectiveDeadline else { return [] }
@@ -216,7 +263,7 @@ public struct TaskMachine: Sendable {
 
     /// Cancels the task: the reason on the channel, SIGTERM to the group, SIGKILL after grace.
     /// - Parameter grace: overrides the policy's grace (a shutdown may have less time).
-    public mutating func cancel(reason: CancelReason, grace: Duration? = nil, now: MonotonicInstant) -> (result: CancelResult, actions: [Action]) {
+    public mutating func cancel(reason: CancelReason, grace: Duration? = nil, now: MonotonicInstant) -> (result: CancelResult, actions: Actions) {
         switch stage {
         case .exited: return (.alreadyFinished, [])
         case let .cancelling(existing): return (.alreadyCancelling(existing.reason), [])
@@ -237,7 +284,7 @@ public struct TaskMachine: Sendable {
 
     /// Cuts the grace short: SIGKILL now (a second Ctrl-C or SIGTERM to the supervisor).
     /// Nothing when the task is not being cancelled or was killed already.
-    public mutating func escalate(now: MonotonicInstant) -> [Action] {
+    public mutating func escalate(now: MonotonicInstant) -> Actions {
         guard case var .cancelling(cancel) = stage, !cancel.killSent else { return [] }
         cancel.killSent = true
         cancel.killAt = now
@@ -247,7 +294,7 @@ public struct TaskMachine: Sendable {
 
     /// An operator gives the task `amount` more time, counted from its current deadline (or
     /// from now, if that is already past). Past `max-runtime` only when `pastMax` is true.
-    public mutating func operatorExtend(by amount: Duration, pastMax: Bool, now: MonotonicInstant) -> (result: OperatorResult, actions: [Action]) {
+    public mutating func operatorExtend(by amount: Duration, pastMax: Bool, now: MonotonicInstant) -> (result: OperatorResult, actions: Actions) {
         guard stage == .running else { return (.notRunning(phase), []) }
         guard let current = effectiveDeadline else {
             return (.applied(remaining: nil, clipped: false), [])  // unlimited already
@@ -266,13 +313,13 @@ public struct TaskMachine: Sendable {
 
     /// An operator (or a policy) takes the extension back: the deadline becomes now +
     /// `after`, and progress no longer moves it.
-    public mutating func revoke(after: Duration = .zero, now: MonotonicInstant) -> (result: OperatorResult, actions: [Action]) {
+    public mutating func revoke(after: Duration = .zero, now: MonotonicInstant) -> (result: OperatorResult, actions: Actions) {
         guard stage == .running else { return (.notRunning(phase), []) }
         budget.revoked = true
         budget.deadline = now + max(.zero, after)
         budget.warned = false
         let remaining = remaining(at: now)
-        var actions: [Action] = [
+        var actions: Actions = [
             .send(.budget(remaining: remaining?.seconds, granted: nil)),
             .emit(.budgetChanged(remaining: remaining, cause: .revoke(after: after))),
         ]
@@ -283,10 +330,10 @@ public struct TaskMachine: Sendable {
     }
 
     /// The process was reaped. From here on nothing is signalled except the leftovers sweep.
-    public mutating func exited() -> [Action] {
+    public mutating func exited() -> Actions {
         if case .exited = stage { return [] }
         stage = .exited(cancellation)
-        return [.killLeftovers]
+        return Actions(.killLeftovers)
     }
 
     // MARK: Rules
@@ -330,7 +377,7 @@ public struct TaskMachine: Sendable {
         }
     }
 
-    private mutating func childExtend(seconds: Double, why: String?, now: MonotonicInstant) -> [Action] {
+    private mutating func childExtend(seconds: Double, why: String?, now: MonotonicInstant) -> Actions {
         let asked = Duration.seconds(fromDouble: min(seconds, DurationText.maximum.seconds))
         var granted = false
         if stage == .running, !budget.revoked {

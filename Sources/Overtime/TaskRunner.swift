@@ -413,8 +413,8 @@ final class TaskRunner {
 
     /// Carries out what the machine decided, in order, once it has changed; events are
     /// stamped with the time of the input that caused them.
-    private func carryOut(_ actions: [TaskMachine.Action], at now: MonotonicInstant) {
-        for action in actions {
+    private func carryOut(_ actions: TaskMachine.Actions, at now: MonotonicInstant) {
+        actions.forEach { action in
             switch action {
             case let .send(message):
                 channel?.write(message.encoded())

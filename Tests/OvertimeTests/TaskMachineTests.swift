@@ -36,14 +36,14 @@ import Testing
 
         /// Keeps what an input decided with the rest; returns it.
         @discardableResult
-        mutating func record(_ new: [TaskMachine.Action]) -> [TaskMachine.Action] {
+        mutating func record(_ new: TaskMachine.Actions) -> [TaskMachine.Action] {
             actions += new
-            return new
+            return Array(new)
         }
 
         /// Keeps the actions of an operator's request; returns its answer.
         @discardableResult
-        mutating func record<R>(_ output: (result: R, actions: [TaskMachine.Action])) -> R {
+        mutating func record<R>(_ output: (result: R, actions: TaskMachine.Actions)) -> R {
             actions += output.actions
             return output.result
         }
