@@ -135,8 +135,8 @@ import Testing
         var h = Harness(JobFile(concurrency: 2, tasks: ["a", "b", "c"].map { Self.task($0) }), failFast: true)
         _ = h.started()
         h.end("a", ok: false)
-        #expect(h.actions.contains(.cancel(index: 1, reason: "fail-fast")))
-        #expect(h.state("c") == .skipped(.stopped("fail-fast")))
+        #expect(h.actions.contains(.cancel(index: 1, reason: .failFast)))
+        #expect(h.state("c") == .skipped(.stopped(.failFast)))
         h.end("b", ok: false, condition: nil)
         #expect(h.machine.isDone)
     }
@@ -161,9 +161,9 @@ import Testing
     @Test func stopCancelsRunningAndSkipsWaiting() {
         var h = Harness(JobFile(concurrency: 1, tasks: ["a", "b"].map { Self.task($0) }))
         _ = h.started()
-        h.actions += h.machine.stop(reason: "shutdown", now: h.now)
-        #expect(h.actions.contains(.cancel(index: 0, reason: "shutdown")))
-        #expect(h.state("b") == .skipped(.stopped("shutdown")))
+        h.actions += h.machine.stop(reason: .shutdown, now: h.now)
+        #expect(h.actions.contains(.cancel(index: 0, reason: .shutdown)))
+        #expect(h.state("b") == .skipped(.stopped(.shutdown)))
         h.end("a", ok: false, condition: nil)
         #expect(h.machine.isDone)
         #expect(h.started().isEmpty)

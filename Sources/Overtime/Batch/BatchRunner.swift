@@ -298,7 +298,7 @@ final class BatchCore {
         guard stoppedBy == nil else { return }
         stoppedBy = reason
         let now = TaskRunner.clock()
-        carryOut(machine.stop(reason: reason.rawValue, now: now), at: now)
+        carryOut(machine.stop(reason: reason, now: now), at: now)
         afterInput(now)
     }
 
@@ -350,7 +350,6 @@ final class BatchCore {
             launch(index, attempt: attempt, slots: slots, amounts: amounts, maxRuntime: maxRuntime)
         case let .cancel(index, reason):
             guard let id = taskIDByIndex[index], let runner = supervisor.runnerOnLoop(id: id) else { return }
-            let reason = CancelReason(rawValue: reason) ?? .user
             _ = runner.cancel(reason: reason, grace: stopGrace.map { min(runner.grace, $0) })
         case let .retry(index, nextAttempt, at):
             let name = job.tasks[index].name
@@ -459,9 +458,9 @@ final class BatchCore {
             case .deadline:
                 report.reason = "deadline"
                 report.detail = "less than its min-start left before the batch deadline"
-            case let .stopped(word):
-                report.reason = word
-                report.detail = word == CancelReason.failFast.rawValue
+            case let .stopped(stoppedBy):
+                report.reason = stoppedBy.rawValue
+                report.detail = stoppedBy == .failFast
                     ? "the batch stopped at the first failure (--fail-fast)" : "the batch was stopped"
             case .cancelled:
                 report.reason = CancelReason.user.rawValue

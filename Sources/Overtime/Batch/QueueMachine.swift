@@ -1,3 +1,5 @@
+import OvertimeProtocol
+
 /// The scheduling of a batch as a pure state machine: which task starts when, with which
 /// resources; retries; what is skipped and why. No processes, no clock of its own: every
 /// input carries `now` and every consequence goes out as an `Action`. The batch runner
@@ -33,13 +35,11 @@ public struct QueueMachine: Sendable {
         /// Less than its `min-start` was left before the batch deadline.
         case deadline
         /// The batch was stopped (`--fail-fast`, SIGINT, SIGTERM) before it started.
-        case stopped(CancelReasonWord)
+        case stopped(CancelReason)
         /// An operator cancelled it before it started; the rest of the batch goes on.
         case cancelled
     }
 
-    /// A cancel reason as a word (kept here so the machine needs nothing from the protocol).
-    public typealias CancelReasonWord = String
 
     /// How an attempt ended, as far as scheduling cares.
     public struct AttemptResult: Sendable, Equatable {
@@ -58,7 +58,7 @@ public struct QueueMachine: Sendable {
         /// pool, amounts per counted pool. `maxRuntime` clips the task to the batch deadline.
         case start(index: Int, attempt: Int, slots: [String: [String]], amounts: [String: Int], maxRuntime: Duration?)
         /// Cancel the running task `index` with this reason.
-        case cancel(index: Int, reason: CancelReasonWord)
+        case cancel(index: Int, reason: CancelReason)
         /// Task `index` failed an attempt and will be retried at `at`.
         case retry(index: Int, nextAttempt: Int, at: MonotonicInstant)
         /// Task `index` reached a final state after `attempts` attempts.
@@ -71,7 +71,7 @@ public struct QueueMachine: Sendable {
     private var ready: [Bool]
     private let deadline: MonotonicInstant?
     private let failFast: Bool
-    private var stopping: CancelReasonWord?
+    private var stopping: CancelReason?
     private var freeSlots: [String: [String]] = [:]
     private var freeAmounts: [String: Int] = [:]
     private var held: [Int: Grant] = [:]
@@ -249,7 +249,7 @@ public struct QueueMachine: Sendable {
     }
 
     /// Starts nothing more: cancels what runs with `reason`, skips what waits.
-    public mutating func stop(reason: CancelReasonWord, now: MonotonicInstant) -> [Action] {
+    public mutating func stop(reason: CancelReason, now: MonotonicInstant) -> [Action] {
         var actions: [Action] = []
         stop(reason: reason, now: now, &actions)
         return actions
@@ -308,7 +308,7 @@ public struct QueueMachine: Sendable {
             actions.append(.retry(index: index, nextAttempt: attempts[index] + 1, at: now + delay))
         } else {
             finish(index, .failed, &actions)
-            if failFast { stop(reason: "fail-fast", now: now, &actions) }
+            if failFast { stop(reason: .failFast, now: now, &actions) }
         }
         schedule(now: now, &actions)
     }
@@ -324,7 +324,7 @@ public struct QueueMachine: Sendable {
             schedule(now: now, &actions)
             return "skipped before it started"
         case .running:
-            actions.append(.cancel(index: index, reason: "user"))
+            actions.append(.cancel(index: index, reason: .user))
             return "cancelling"
         case .succeeded, .failed, .skipped:
             return "already finished"
@@ -332,7 +332,7 @@ public struct QueueMachine: Sendable {
     }
 
     /// Starts nothing more: cancels what runs with `reason`, skips what waits.
-    private mutating func stop(reason: CancelReasonWord, now: MonotonicInstant, _ actions: inout [Action]) {
+    private mutating func stop(reason: CancelReason, now: MonotonicInstant, _ actions: inout [Action]) {
         guard stopping == nil else { return }
         stopping = reason
         // Once, so a look at every task is fine here.
