@@ -174,14 +174,7 @@ public struct EventEncoder: Sendable {
         if let reason = outcome.cancelReason { w.string(reason.rawValue) } else { w.null() }
         w.key("killed"); w.bool(outcome.killed)
         w.key("elapsed"); w.seconds(outcome.elapsed.seconds)
-        w.key("progress")
-        if let progress = outcome.lastProgress {
-            w.beginObject()
-            w.progressFields(progress)
-            w.endObject()
-        } else {
-            w.null()
-        }
+        w.key("progress"); w.progress(outcome.lastProgress)
         w.key("result")
         if let result = outcome.result { w.value(result) } else { w.null() }
         w.key("protocol_errors"); w.int(outcome.protocolErrors)

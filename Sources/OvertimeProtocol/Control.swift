@@ -343,14 +343,7 @@ public struct TaskStatus: Sendable, Equatable {
             w.key("elapsed"); w.seconds(live.elapsed)
             w.key("remaining")
             if let remaining = live.remaining { w.seconds(remaining) } else { w.null() }
-            w.key("progress")
-            if let progress = live.progress {
-                w.beginObject()
-                w.progressFields(progress)
-                w.endObject()
-            } else {
-                w.null()
-            }
+            w.key("progress"); w.progress(live.progress)
         }
         w.endObject()
     }
@@ -448,5 +441,13 @@ extension JSONWriter {
         if let f = p.fractionCompleted { key("fraction"); number((f * 10_000).rounded() / 10_000) }
         if let s = p.title { key("title"); string(s) }
         if let s = p.detail { key("detail"); string(s) }
+    }
+
+    /// A last progress report as an object of those fields, or `null` before the first.
+    public mutating func progress(_ p: Progress?) {
+        guard let p else { return null() }
+        beginObject()
+        progressFields(p)
+        endObject()
     }
 }
