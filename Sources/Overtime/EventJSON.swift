@@ -79,7 +79,7 @@ public struct EventEncoder: Sendable {
             w.key("pid"); w.int(Int(pid))
         case let .progress(progress, remaining):
             w.string("progress")
-            Self.writeProgressFields(progress, into: &w)
+            w.progressFields(progress)
             w.key("remaining"); Self.writeSeconds(remaining, into: &w)
         case let .heartbeat(remaining):
             w.string("heartbeat")
@@ -174,27 +174,13 @@ public struct EventEncoder: Sendable {
         if let reason = outcome.cancelReason { w.string(reason.rawValue) } else { w.null() }
         w.key("killed"); w.bool(outcome.killed)
         w.key("elapsed"); w.seconds(outcome.elapsed.seconds)
-        w.key("progress")
-        if let progress = outcome.lastProgress {
-            w.beginObject()
-            writeProgressFields(progress, into: &w)
-            w.endObject()
-        } else {
-            w.null()
-        }
+        w.key("progress"); w.progress(outcome.lastProgress)
         w.key("result")
         if let result = outcome.result { w.value(result) } else { w.null() }
         w.key("protocol_errors"); w.int(outcome.protocolErrors)
         w.key("ready"); w.bool(outcome.wasReady)
     }
 
-    static func writeProgressFields(_ p: Progress, into w: inout JSONWriter) {
-        if let c = p.completed { w.key("completed"); w.int(c) }
-        if let t = p.total { w.key("total"); w.int(t) }
-        if let f = p.fractionCompleted { w.key("fraction"); w.number((f * 10_000).rounded() / 10_000) }
-        if let s = p.title { w.key("title"); w.string(s) }
-        if let s = p.detail { w.key("detail"); w.string(s) }
-    }
 
     static func writeSeconds(_ d: Duration?, into w: inout JSONWriter) {
         if let d { w.seconds(d.seconds) } else { w.null() }

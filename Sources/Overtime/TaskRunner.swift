@@ -373,25 +373,15 @@ final class TaskRunner {
     }
 
     /// The task as `overtime ctl status` shows it.
-    func statusFields(now: MonotonicInstant, into w: inout JSONWriter) {
-        w.key("pid")
-        if let pid = process?.pid { w.int(Int(pid)) } else { w.null() }
-        switch machine.phase {
-        case .running: w.key("state"); w.string("running")
-        case let .cancelling(reason): w.key("state"); w.string("cancelling"); w.key("cancel_reason"); w.string(reason.rawValue)
-        case .exited: w.key("state"); w.string("exiting")
+    func status(now: MonotonicInstant) -> TaskStatus {
+        let state: TaskStatus.State = switch machine.phase {
+        case .running: .running
+        case let .cancelling(reason): .cancelling(reason)
+        case .exited: .exiting
         }
-        w.key("elapsed"); w.seconds((now - machine.startedAt).seconds)
-        w.key("remaining")
-        if let left = machine.remaining(at: now) { w.seconds(left.seconds) } else { w.null() }
-        w.key("progress")
-        if let progress = machine.lastProgress {
-            w.beginObject()
-            EventEncoder.writeProgressFields(progress, into: &w)
-            w.endObject()
-        } else {
-            w.null()
-        }
+        let live = TaskStatus.Live(pid: process?.pid, elapsed: (now - machine.startedAt).seconds,
+                                   remaining: machine.remaining(at: now)?.seconds, progress: machine.lastProgress)
+        return TaskStatus(name: ref.name, state: state, live: live)
     }
 
     /// Records an operator's request in the event stream (and so in journals), with the uid

@@ -127,48 +127,39 @@ struct CtlCommand {
             return 125
         }
         defer { connection.close() }
-        var w = JSONWriter()
-        w.beginObject()
-        w.key("id"); w.int(1)
+        let op: ControlRequest.Op
         switch action {
-        case .list: break
-        case .status: w.key("op"); w.string("status")
-        case .watch: w.key("op"); w.string("watch")
-        case let .cancel(task):
-            w.key("op"); w.string("cancel")
-            w.key("task"); w.string(task)
-        case let .extend(task, by, pastMax):
-            w.key("op"); w.string("extend")
-            w.key("task"); w.string(task)
-            w.key("by"); w.seconds(by.seconds)
-            w.key("past_max"); w.bool(pastMax)
-        case let .revoke(task, after):
-            w.key("op"); w.string("revoke")
-            w.key("task"); w.string(task)
-            w.key("after"); w.seconds(after.seconds)
+        case .list: return 0  // answered above, without a supervisor
+        case .status: op = .status
+        case .watch: op = .watch
+        case let .cancel(task): op = .cancel(task: task)
+        case let .extend(task, by, pastMax): op = .extend(task: task, by: .seconds(by.seconds), pastMax: pastMax)
+        case let .revoke(task, after): op = .revoke(task: task, after: .seconds(after.seconds))
         }
-        w.endObject()
-        w.raw("\n")
-        // Read a reply even when the send failed: a supervisor that refuses this user
-        // writes its refusal and hangs up before the request arrives.
-        _ = connection.send(w.bytes)
-        guard let replyLine = connection.readLine(), let reply = try? JSONValue.parse(replyLine) else {
+        let reply: ControlReply
+        let replyLine: [UInt8]
+        switch connection.request(ControlRequest(id: .number(1), op)) {
+        case let .reply(answer, line):
+            (reply, replyLine) = (answer, line)
+        case .closed:
             Terminal.error("overtime ctl: the supervisor at \(path) closed the connection without a reply")
             return 125
+        case let .unreadable(problem):
+            Terminal.error("overtime ctl: the supervisor at \(path) sent a reply this ctl cannot read (\(problem.message))")
+            return 125
         }
-        guard case .bool(true)? = reply["ok"] else {
-            let message = if case let .string(text)? = reply["error"] { text } else { reply.jsonText }
+        switch reply.outcome {
+        case let .failed(message):
             Terminal.error("overtime ctl: \(message)")
             return 1
-        }
-        switch action {
-        case let .status(json):
-            if json {
-                Terminal.out(reply.jsonText)
+        case let .status(tasks):
+            if case .status(json: true) = action {
+                // The reply as it came: fields this ctl does not know reach a script too.
+                Terminal.out(String(decoding: replyLine, as: UTF8.self))
             } else {
-                Terminal.writeOut(Array(Self.statusTable(reply["tasks"] ?? .array([])).utf8))
+                Terminal.writeOut(Array(Self.statusTable(tasks).utf8))
             }
-        case .watch:
+        case .watching:
             // Written here and now, not queued: ctl has no loop to keep going, and a reader
             // that stops reading (`ctl watch | less`, paused) must hold back the socket, so
             // that the supervisor drops lines for this slow watcher rather than ctl keeping
@@ -177,10 +168,8 @@ struct CtlCommand {
             while let line = connection.readLine() {
                 guard TerminalDevice.writeAll(1, line + [0x0A]) else { break }
             }
-        case .cancel, .extend, .revoke:
-            if case let .string(result)? = reply["result"] { Terminal.out(result) }
-        case .list:
-            break
+        case let .done(result):
+            Terminal.out(result)
         }
         return 0
     }
@@ -210,35 +199,27 @@ struct CtlCommand {
     }
 
     /// `NAME  STATE  PROGRESS  LEFT  PID` for humans.
-    static func statusTable(_ tasks: JSONValue) -> String {
-        guard case let .array(items) = tasks, !items.isEmpty else { return "no tasks\n" }
+    static func statusTable(_ tasks: [TaskStatus]) -> String {
+        guard !tasks.isEmpty else { return "no tasks\n" }
         var rows = [["TASK", "STATE", "PROGRESS", "LEFT", "PID"]]
-        for item in items {
-            func text(_ key: String) -> String {
-                switch item[key] {
-                case let .string(s)?: return s
-                case let .number(n)?: return n == n.rounded() ? String(Int(n)) : String(n)
-                default: return "-"
-                }
-            }
+        for task in tasks {
             var progress = "-"
-            if let p = item["progress"], case .object = p {
+            if let p = task.live?.progress {
                 var parts: [String] = []
-                if case let .number(f)? = p["fraction"] { parts.append("\(Int(f * 100))%") }
-                if case let .number(c)? = p["completed"] {
-                    parts.append(p["total"].flatMap { if case let .number(t) = $0 { "\(Int(c))/\(Int(t))" } else { nil } } ?? "\(Int(c))")
-                }
-                if case let .string(title)? = p["title"] { parts.append(title) }
+                if let f = p.fraction { parts.append("\(Int(f * 100))%") }
+                if let c = p.completed { parts.append(p.total.map { "\(c)/\($0)" } ?? "\(c)") }
+                if let title = p.title { parts.append(title) }
                 progress = parts.joined(separator: " ")
             }
             var left = "-"
-            if case let .number(seconds)? = item["remaining"] { left = DurationText.format(.seconds(fromDouble: seconds)) }
-            else if case .null? = item["remaining"] { left = "no limit" }
-            var state = text("state")
-            if case let .string(reason)? = item["cancel_reason"] ?? item["reason"] { state += " (\(reason))" }
+            if let live = task.live { left = live.remaining.map { DurationText.format(.seconds(fromDouble: $0)) } ?? "no limit" }
+            var state = task.state.word
+            if case let .cancelling(reason) = task.state { state += " (\(reason.rawValue))" }
+            else if let reason = task.reason { state += " (\(reason))" }
+            let pid = task.live?.pid.map { String($0) } ?? "-"
             // A task's title is the task's own text: no control character of it reaches the
             // terminal, and a row stays one line.
-            rows.append([text("name"), state, progress, left, text("pid")].map(TextWidth.sanitize))
+            rows.append([task.name, state, progress, left, pid].map(TextWidth.sanitize))
         }
         let widths = rows[0].indices.map { column in rows.map { TextWidth.columns($0[column]) }.max() ?? 0 }
         return rows.map { row in

@@ -513,12 +513,13 @@ struct DisplayModeTests {
 struct CtlStatusTableTests {
     @Test("a task's own title reaches the table without control characters, and wide text keeps the columns lined up")
     func titlesAreSanitized() throws {
-        let reply = #"""
-        [{"name":"train","state":"running","remaining":29.3,"pid":42,
-          "progress":{"completed":1,"total":4,"title":"a\u001b[31mRED\nline2"}},
-         {"name":"日本","state":"running","remaining":null,"pid":43}]
-        """#
-        let table = CtlCommand.statusTable(try JSONValue.parse(Array(reply.utf8)))
+        let tasks = [
+            TaskStatus(name: "train", state: .running, live: TaskStatus.Live(
+                pid: 42, elapsed: 1, remaining: 29.3,
+                progress: Progress(completed: 1, total: 4, title: "a\u{1b}[31mRED\nline2"))),
+            TaskStatus(name: "日本", state: .running, live: TaskStatus.Live(pid: 43, elapsed: 1, remaining: nil, progress: nil)),
+        ]
+        let table = CtlCommand.statusTable(tasks)
         let lines = table.split(separator: "\n").map(String.init)
         #expect(lines.count == 3, "one line a task: \(table)")
         #expect(!table.unicodeScalars.contains { $0.value < 0x20 && $0 != "\n" }, "\(table)")

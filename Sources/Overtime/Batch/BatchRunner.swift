@@ -572,28 +572,25 @@ final class BatchCore {
 
 /// `overtime batch`'s control target: every task of the job, by name.
 extension BatchCore: ControlTarget {
-    func controlStatus(now: MonotonicInstant) -> [JSONValue] {
+    func controlStatus(now: MonotonicInstant) -> [TaskStatus] {
         job.tasks.indices.map { index in
-            var w = JSONWriter()
-            w.beginObject()
-            w.key("name"); w.string(job.tasks[index].name)
-            w.key("attempts"); w.int(machine.attempts[index])
+            let name = job.tasks[index].name
+            let attempts = machine.attempts[index]
             if let id = taskIDByIndex[index], let runner = supervisor.runnerOnLoop(id: id), case .running = machine.states[index] {
-                runner.statusFields(now: now, into: &w)
-            } else {
-                w.key("state")
-                switch machine.states[index] {
-                case .waiting: w.string("waiting")
-                case .retryWait: w.string("retrying")
-                case .running: w.string("starting")
-                case .succeeded: w.string("succeeded")
-                case .failed: w.string("failed")
-                case .skipped: w.string("skipped")
-                }
-                if let report = reports[index], let reason = report.reason { w.key("reason"); w.string(reason) }
+                var status = runner.status(now: now)
+                status.name = name
+                status.attempts = attempts
+                return status
             }
-            w.endObject()
-            return (try? JSONValue.parse(w.bytes)) ?? .null
+            let state: TaskStatus.State = switch machine.states[index] {
+            case .waiting: .waiting
+            case .retryWait: .retrying
+            case .running: .starting
+            case .succeeded: .succeeded
+            case .failed: .failed
+            case .skipped: .skipped
+            }
+            return TaskStatus(name: name, attempts: attempts, state: state, reason: reports[index]?.reason)
         }
     }
 

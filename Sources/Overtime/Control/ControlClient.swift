@@ -1,4 +1,5 @@
 import OvertimeLoop
+import OvertimeProtocol
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -41,6 +42,29 @@ public final class ControlClient {
                 if n > 0 { offset += n } else if n < 0, errno == EINTR { continue } else { return false }
             }
             return true
+        }
+    }
+
+    /// What came back for a request.
+    public enum Answer {
+        /// The reply, and the line it came as (for a client that passes it on untouched).
+        case reply(ControlReply, line: [UInt8])
+        /// The supervisor hung up without a reply.
+        case closed
+        /// A line came that is not a reply.
+        case unreadable(ProtocolError)
+    }
+
+    /// Sends `request` and reads its reply. The reply is read even when the send failed:
+    /// a supervisor that refuses this user writes its refusal and hangs up before the
+    /// request arrives.
+    public func request(_ request: ControlRequest) -> Answer {
+        _ = send(request.encoded())
+        guard let line = readLine() else { return .closed }
+        do {
+            return .reply(try ControlReply.decode(line), line: line)
+        } catch {
+            return .unreadable(error)
         }
     }
 

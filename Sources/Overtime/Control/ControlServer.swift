@@ -9,8 +9,8 @@ import Musl
 /// What a control socket acts on: the running tasks of `overtime run`, or a whole batch.
 /// Loop-thread only.
 protocol ControlTarget: AnyObject {
-    /// Every task the supervisor knows, as JSON objects (docs/control.md).
-    func controlStatus(now: MonotonicInstant) -> [JSONValue]
+    /// Every task the supervisor knows (docs/control.md).
+    func controlStatus(now: MonotonicInstant) -> [TaskStatus]
     /// Cancels `task` (reason `user`); the result is the reply's `result` word.
     func controlCancel(task: String, uid: UInt32) -> Result<String, ControlFailure>
     func controlExtend(task: String, by amount: Duration, pastMax: Bool, uid: UInt32) -> Result<String, ControlFailure>
@@ -74,10 +74,7 @@ final class ControlServer {
 
     private func accept(_ stream: ByteStream, _ peer: PeerCredentials?) {
         guard let peer, peer.uid == ownUID || peer.uid == 0 else {
-            stream.write(Self.reply(id: nil) { w in
-                w.key("ok"); w.bool(false)
-                w.key("error"); w.string("permission denied: only uid \(ownUID) (the supervisor's user) or root may use this socket")
-            })
+            stream.write(ControlReply(.failed("permission denied: only uid \(ownUID) (the supervisor's user) or root may use this socket")).encoded())
             stream.close()
             onRefused(peer)
             return
@@ -99,103 +96,45 @@ final class ControlServer {
     private func handle(_ item: LineFramer.Item, from client: Client) {
         switch item {
         case .overlong:
-            client.stream.write(Self.error(id: nil, "request line longer than 64 KiB"))
+            client.stream.write(ControlReply(.failed("request line longer than 64 KiB")).encoded())
         case let .line(line):
             guard !line.allSatisfy({ $0 == 0x20 || $0 == 0x0D }) else { return }
-            let request: JSONValue
+            let reply: ControlReply
             do {
-                request = try JSONValue.parse(Array(line))
+                let request = try ControlRequest.decode(Array(line))
+                reply = ControlReply(id: request.id, respond(to: request.op, from: client))
             } catch {
-                client.stream.write(Self.error(id: nil, "not a JSON request: \(error.message)"))
-                return
+                reply = ControlReply(id: error.id, .failed(error.problem.message))
             }
-            client.stream.write(respond(to: request, from: client))
+            client.stream.write(reply.encoded())
         }
     }
 
-    private func respond(to request: JSONValue, from client: Client) -> [UInt8] {
-        let id = request["id"]
-        guard case .object = request else { return Self.error(id: id, "a request is a JSON object") }
-        guard case let .string(op)? = request["op"] else { return Self.error(id: id, "no \"op\"; expected status, watch, cancel, extend or revoke") }
-        guard let target else { return Self.error(id: id, "the supervisor is shutting down") }
+    private func respond(to op: ControlRequest.Op, from client: Client) -> ControlReply.Outcome {
+        guard let target else { return .failed("the supervisor is shutting down") }
+        let result: Result<String, ControlFailure>
         switch op {
-        case "status":
-            let tasks = target.controlStatus(now: TaskRunner.clock())
-            return Self.reply(id: id) { w in
-                w.key("ok"); w.bool(true)
-                w.key("tasks"); w.value(.array(tasks))
-            }
-        case "watch":
+        case .status:
+            return .status(target.controlStatus(now: TaskRunner.clock()))
+        case .watch:
             client.watching = true
-            return Self.reply(id: id) { w in
-                w.key("ok"); w.bool(true)
-                w.key("watching"); w.bool(true)
+            return .watching
+        case let .cancel(task):
+            result = target.controlCancel(task: task, uid: client.uid)
+        case let .extend(task, by, pastMax):
+            guard let amount = by.duration, amount > .zero else { return .failed(ControlRequest.byProblem) }
+            result = target.controlExtend(task: task, by: amount, pastMax: pastMax, uid: client.uid)
+        case let .revoke(task, after):
+            var delay = Duration.zero
+            if let after {
+                guard let given = after.duration else { return .failed(ControlRequest.afterProblem) }
+                delay = given
             }
-        case "cancel", "extend", "revoke":
-            guard case let .string(task)? = request["task"], !task.isEmpty else {
-                return Self.error(id: id, "\"\(op)\" needs \"task\": the task's name")
-            }
-            let result: Result<String, ControlFailure>
-            switch op {
-            case "cancel":
-                result = target.controlCancel(task: task, uid: client.uid)
-            case "extend":
-                guard let amount = Self.duration(request["by"]), amount > .zero else {
-                    return Self.error(id: id, "\"extend\" needs \"by\": a duration such as \"10m\" or a number of seconds")
-                }
-                let pastMax: Bool
-                if case .bool(true)? = request["past_max"] { pastMax = true } else { pastMax = false }
-                result = target.controlExtend(task: task, by: amount, pastMax: pastMax, uid: client.uid)
-            default:
-                let after: Duration
-                if request["after"] == nil || request["after"] == .null {
-                    after = .zero
-                } else if let given = Self.duration(request["after"]) {
-                    after = given
-                } else {
-                    return Self.error(id: id, "\"after\" must be a duration such as \"30s\" or a number of seconds")
-                }
-                result = target.controlRevoke(task: task, after: after, uid: client.uid)
-            }
-            switch result {
-            case let .success(word):
-                return Self.reply(id: id) { w in
-                    w.key("ok"); w.bool(true)
-                    w.key("result"); w.string(word)
-                }
-            case let .failure(failure):
-                return Self.error(id: id, failure.message)
-            }
-        default:
-            return Self.error(id: id, "unknown op \"\(op.prefix(40))\"; expected status, watch, cancel, extend or revoke")
+            result = target.controlRevoke(task: task, after: delay, uid: client.uid)
         }
-    }
-
-    static func duration(_ value: JSONValue?) -> Duration? {
-        switch value {
-        case let .number(seconds)?:
-            return seconds >= 0 && seconds.isFinite && seconds <= DurationText.maximum.seconds ? .seconds(fromDouble: seconds) : nil
-        case let .string(text)?:
-            return (try? DurationText.parse(text)) ?? nil
-        default:
-            return nil
-        }
-    }
-
-    static func reply(id: JSONValue?, _ fields: (inout JSONWriter) -> Void) -> [UInt8] {
-        var w = JSONWriter(capacity: 128)
-        w.beginObject()
-        if let id { w.key("id"); w.value(id) }
-        fields(&w)
-        w.endObject()
-        w.raw("\n")
-        return w.bytes
-    }
-
-    static func error(id: JSONValue?, _ message: String) -> [UInt8] {
-        reply(id: id) { w in
-            w.key("ok"); w.bool(false)
-            w.key("error"); w.string(message)
+        switch result {
+        case let .success(word): return .done(word)
+        case let .failure(failure): return .failed(failure.message)
         }
     }
 }

@@ -1,5 +1,18 @@
 import OvertimeProtocol
 
+extension ControlDuration {
+    /// The duration a request gave, read as `overtime ctl` reads its arguments; nil when it
+    /// is not one (negative, too long, not finite, not duration text).
+    var duration: Duration? {
+        switch self {
+        case let .seconds(seconds):
+            seconds >= 0 && seconds.isFinite && seconds <= DurationText.maximum.seconds ? .seconds(fromDouble: seconds) : nil
+        case let .text(text):
+            (try? DurationText.parse(text)) ?? nil
+        }
+    }
+}
+
 /// Turns the engine's answers into the words a control reply carries.
 enum ControlWords {
     static func cancel(_ result: TaskMachine.CancelResult) -> Result<String, ControlFailure> {
@@ -25,15 +38,8 @@ enum ControlWords {
 
 /// `overtime run`'s control target: the supervisor's running tasks, found by name.
 extension SupervisorCore: ControlTarget {
-    func controlStatus(now: MonotonicInstant) -> [JSONValue] {
-        runners.values.sorted { $0.ref.id < $1.ref.id }.map { runner in
-            var w = JSONWriter()
-            w.beginObject()
-            w.key("name"); w.string(runner.ref.name)
-            runner.statusFields(now: now, into: &w)
-            w.endObject()
-            return (try? JSONValue.parse(w.bytes)) ?? .null
-        }
+    func controlStatus(now: MonotonicInstant) -> [TaskStatus] {
+        runners.values.sorted { $0.ref.id < $1.ref.id }.map { $0.status(now: now) }
     }
 
     private func runner(named name: String) -> Result<TaskRunner, ControlFailure> {

@@ -1,0 +1,453 @@
+// The control socket's messages (docs/control.md): one JSON object per line each way, at
+// most 64 KiB a line, unknown fields ignored; a request may carry an `id` (any JSON value)
+// that its reply echoes.
+//
+// Unlike the channel's lines, control lines are read into a `JSONValue` first and then
+// looked at: an operator sends a handful, speed does not matter, and a malformed one must be
+// answered with where it broke ("not a JSON request: ... at byte N") and with its `id`
+// whenever the object got far enough to have one.
+
+/// A duration as a control request carries it: text as on the command line (`"10m"`,
+/// `"1h30m"`) or a number of seconds.
+///
+/// It stays unread here: the duration syntax and its limits belong to the supervisor
+/// (`DurationText` in `Overtime`), which turns this into a `Duration` or refuses it, so
+/// that `ctl extend job 10m` and `{"by":"10m"}` can never be read two ways.
+public enum ControlDuration: Sendable, Equatable {
+    case text(String)
+    case seconds(Double)
+
+    /// A string or a number; nil for any other JSON value.
+    init?(_ value: JSONValue?) {
+        switch value {
+        case let .string(text)?: self = .text(text)
+        case let .number(seconds)?: self = .seconds(seconds)
+        default: return nil
+        }
+    }
+
+    func write(into w: inout JSONWriter) {
+        switch self {
+        case let .text(text): w.string(text)
+        // Milliseconds are the protocol's resolution for seconds (`JSONWriter.seconds`).
+        case let .seconds(seconds): w.seconds(seconds)
+        }
+    }
+}
+
+/// A request to a supervisor's control socket.
+public struct ControlRequest: Sendable, Equatable {
+    /// What is asked: the `op` of the request and the fields it needs.
+    public enum Op: Sendable, Equatable {
+        /// Every task the supervisor knows, answered with `ControlReply.Outcome.status`.
+        case status
+        /// The live event stream, answered with `.watching` and then event lines.
+        case watch
+        /// Cancel the task (reason `user`).
+        case cancel(task: String)
+        /// Add `by` to the task's deadline; past `max-runtime` only when `pastMax`.
+        case extend(task: String, by: ControlDuration, pastMax: Bool)
+        /// The deadline becomes now + `after` (nil: 0) and progress no longer moves it.
+        case revoke(task: String, after: ControlDuration?)
+    }
+
+    /// Echoed in the reply, so a client may match replies to requests.
+    public var id: JSONValue?
+    public var op: Op
+
+    public init(id: JSONValue? = nil, _ op: Op) {
+        self.id = id
+        self.op = op
+    }
+
+    /// A request that could not be read, with the `id` its error reply must echo (nil when
+    /// the line was not a JSON object, or had none).
+    public struct DecodeError: Error, Sendable, Equatable, CustomStringConvertible {
+        public var id: JSONValue?
+        /// What was wrong, in the sentence the error reply carries.
+        public var problem: ProtocolError
+
+        public init(id: JSONValue?, _ problem: ProtocolError) {
+            self.id = id
+            self.problem = problem
+        }
+
+        public var description: String { problem.description }
+    }
+
+    /// The ops there are, for "expected ..." in error replies.
+    public static let opNames = "status, watch, cancel, extend or revoke"
+    /// Why an `extend` is refused when its `by` is missing or not a positive duration. Public
+    /// because the supervisor says it too, once it has read the duration.
+    public static let byProblem = "\"extend\" needs \"by\": a duration such as \"10m\" or a number of seconds"
+    /// Why a `revoke` is refused when its `after` is not a duration.
+    public static let afterProblem = "\"after\" must be a duration such as \"30s\" or a number of seconds"
+
+    /// This request as one line, newline included (what `overtime ctl` sends).
+    public func encoded() -> [UInt8] {
+        var w = JSONWriter(capacity: 96)
+        w.beginObject()
+        if let id { w.key("id"); w.value(id) }
+        w.key("op")
+        switch op {
+        case .status: w.string("status")
+        case .watch: w.string("watch")
+        case let .cancel(task):
+            w.string("cancel")
+            w.key("task"); w.string(task)
+        case let .extend(task, by, pastMax):
+            w.string("extend")
+            w.key("task"); w.string(task)
+            w.key("by"); by.write(into: &w)
+            w.key("past_max"); w.bool(pastMax)
+        case let .revoke(task, after):
+            w.string("revoke")
+            w.key("task"); w.string(task)
+            if let after { w.key("after"); after.write(into: &w) }
+        }
+        w.endObject()
+        w.raw("\n")
+        return w.bytes
+    }
+
+    /// Reads one request line (without its newline; a trailing `\r` is whitespace).
+    /// - Throws: `DecodeError` naming what is wrong: not JSON (and at which byte), not an
+    ///   object, no `op`, an unknown op, a missing `task`, a `by` or `after` of the wrong type.
+    ///   Whether a duration's text or number is a valid duration is the supervisor's call.
+    public static func decode(_ line: [UInt8]) throws(DecodeError) -> ControlRequest {
+        guard line.count <= ProtocolLimits.maxLineLength else {
+            throw DecodeError(id: nil, ProtocolError(.tooLong, "request line longer than 64 KiB"))
+        }
+        let value: JSONValue
+        do {
+            value = try JSONValue.parse(line)
+        } catch {
+            throw DecodeError(id: nil, ProtocolError(error.kind, "not a JSON request: \(error.message)"))
+        }
+        return try decode(value)
+    }
+
+    /// Reads a request already parsed as JSON.
+    public static func decode(_ value: JSONValue) throws(DecodeError) -> ControlRequest {
+        let id = value["id"]
+        func refuse(_ kind: ProtocolError.Kind, _ message: String) -> DecodeError {
+            DecodeError(id: id, ProtocolError(kind, message))
+        }
+        guard case .object = value else { throw refuse(.notJSON, "a request is a JSON object") }
+        guard case let .string(op)? = value["op"] else { throw refuse(.missingType, "no \"op\"; expected \(opNames)") }
+        func task() throws(DecodeError) -> String {
+            guard case let .string(task)? = value["task"], !task.isEmpty else {
+                throw refuse(.wrongType, "\"\(op)\" needs \"task\": the task's name")
+            }
+            return task
+        }
+        switch op {
+        case "status": return ControlRequest(id: id, .status)
+        case "watch": return ControlRequest(id: id, .watch)
+        case "cancel": return ControlRequest(id: id, .cancel(task: try task()))
+        case "extend":
+            let task = try task()
+            guard let by = ControlDuration(value["by"]) else { throw refuse(.wrongType, byProblem) }
+            // Only `true` passes max-runtime: any other value keeps the limit, the safe side.
+            return ControlRequest(id: id, .extend(task: task, by: by, pastMax: value["past_max"] == .bool(true)))
+        case "revoke":
+            let task = try task()
+            switch value["after"] {
+            case nil, .null?:
+                return ControlRequest(id: id, .revoke(task: task, after: nil))
+            case let given?:
+                guard let after = ControlDuration(given) else { throw refuse(.wrongType, afterProblem) }
+                return ControlRequest(id: id, .revoke(task: task, after: after))
+            }
+        default:
+            throw refuse(.unknownType, "unknown op \"\(op.prefix(40))\"; expected \(opNames)")
+        }
+    }
+}
+
+/// A supervisor's answer to one control request.
+public struct ControlReply: Sendable, Equatable {
+    public enum Outcome: Sendable, Equatable {
+        /// `{"ok":false,"error":...}`: the request was refused or could not be read.
+        case failed(String)
+        /// `{"ok":true,"result":...}`: what a cancel, extend or revoke did, in words.
+        case done(String)
+        /// `{"ok":true,"tasks":[...]}`: the answer to `status`.
+        case status([TaskStatus])
+        /// `{"ok":true,"watching":true}`: event lines follow.
+        case watching
+    }
+
+    /// The request's `id`, echoed.
+    public var id: JSONValue?
+    public var outcome: Outcome
+
+    public init(id: JSONValue? = nil, _ outcome: Outcome) {
+        self.id = id
+        self.outcome = outcome
+    }
+
+    /// This reply as one line, newline included.
+    public func encoded() -> [UInt8] {
+        var w = JSONWriter(capacity: 128)
+        w.beginObject()
+        if let id { w.key("id"); w.value(id) }
+        switch outcome {
+        case let .failed(message):
+            w.key("ok"); w.bool(false)
+            w.key("error"); w.string(message)
+        case let .done(result):
+            w.key("ok"); w.bool(true)
+            w.key("result"); w.string(result)
+        case let .status(tasks):
+            w.key("ok"); w.bool(true)
+            w.key("tasks")
+            w.beginArray()
+            for task in tasks { task.write(into: &w) }
+            w.endArray()
+        case .watching:
+            w.key("ok"); w.bool(true)
+            w.key("watching"); w.bool(true)
+        }
+        w.endObject()
+        w.raw("\n")
+        return w.bytes
+    }
+
+    /// Reads one reply line (without its newline).
+    /// - Throws: `ProtocolError` naming what is wrong: not JSON, not an object, no boolean
+    ///   `ok`, a refusal without its `error`, a success that carries none of `tasks`,
+    ///   `watching` or `result`, or a task in `tasks` that cannot be read.
+    ///
+    /// A reply has no length limit: a `status` reply lists every task of a batch, and a
+    /// batch of thousands answers with more than 64 KiB (the limit guards the supervisor
+    /// from its clients, not the other way round).
+    public static func decode(_ line: [UInt8]) throws(ProtocolError) -> ControlReply {
+        let value: JSONValue
+        do {
+            value = try JSONValue.parse(line)
+        } catch {
+            throw ProtocolError(error.kind, "not a JSON reply: \(error.message)")
+        }
+        guard case .object = value else { throw ProtocolError(.notJSON, "a reply is a JSON object") }
+        let id = value["id"]
+        guard case let .bool(ok)? = value["ok"] else { throw ProtocolError(.missingType, "a reply needs \"ok\": true or false") }
+        guard ok else {
+            guard case let .string(message)? = value["error"] else { throw ProtocolError(.wrongType, "a refusal needs \"error\": a string") }
+            return ControlReply(id: id, .failed(message))
+        }
+        if let tasks = value["tasks"] {
+            guard case let .array(items) = tasks else { throw ProtocolError(.wrongType, "\"tasks\" must be an array") }
+            var statuses: [TaskStatus] = []
+            statuses.reserveCapacity(items.count)
+            for (index, item) in items.enumerated() {
+                do {
+                    statuses.append(try TaskStatus(item))
+                } catch {
+                    throw ProtocolError(error.kind, "task \(index) in \"tasks\": \(error.message)")
+                }
+            }
+            return ControlReply(id: id, .status(statuses))
+        }
+        if value["watching"] == .bool(true) { return ControlReply(id: id, .watching) }
+        if case let .string(result)? = value["result"] { return ControlReply(id: id, .done(result)) }
+        throw ProtocolError(.missingType, "a reply with \"ok\":true carries \"tasks\", \"watching\" or \"result\"")
+    }
+}
+
+/// One task as `status` shows it (docs/control.md, "A task in `status`").
+public struct TaskStatus: Sendable, Equatable {
+    /// Where the task is. Running states are a task's own (`run` and `batch`); the others
+    /// are a batch's view of a task that does not run now.
+    public enum State: Sendable, Equatable {
+        case running
+        /// Cancel sent, SIGKILL at the end of grace; the reason always travels with it.
+        case cancelling(CancelReason)
+        /// Exited, its output and channel still being drained.
+        case exiting
+        /// A batch task being spawned.
+        case starting
+        case waiting
+        /// A batch task waiting out its backoff before its next attempt.
+        case retrying
+        case succeeded
+        case failed
+        case skipped
+
+        /// The `state` word on the wire.
+        public var word: String {
+            switch self {
+            case .running: "running"
+            case .cancelling: "cancelling"
+            case .exiting: "exiting"
+            case .starting: "starting"
+            case .waiting: "waiting"
+            case .retrying: "retrying"
+            case .succeeded: "succeeded"
+            case .failed: "failed"
+            case .skipped: "skipped"
+            }
+        }
+    }
+
+    /// What only a task with a process has. Its fields are written together, and `null`
+    /// in them means "none" (no pid yet, no limit, no progress), which is not the same as
+    /// a task that has none of them because it does not run.
+    public struct Live: Sendable, Equatable {
+        public var pid: Int32?
+        /// Seconds since it started.
+        public var elapsed: Double
+        /// Seconds left; nil when the task has no limit.
+        public var remaining: Double?
+        /// What it has reported so far; nil before its first progress.
+        public var progress: Progress?
+
+        public init(pid: Int32?, elapsed: Double, remaining: Double?, progress: Progress?) {
+            self.pid = pid
+            self.elapsed = elapsed
+            self.remaining = remaining
+            self.progress = progress
+        }
+    }
+
+    public var name: String
+    /// Attempts so far (batches only).
+    public var attempts: Int?
+    public var state: State
+    /// Why a batch task ended as it did (`dependency`, `timeout`, ...), from its report.
+    public var reason: String?
+    public var live: Live?
+
+    public init(name: String, attempts: Int? = nil, state: State, reason: String? = nil, live: Live? = nil) {
+        self.name = name
+        self.attempts = attempts
+        self.state = state
+        self.reason = reason
+        self.live = live
+    }
+
+    /// The field order is the one `status` has always had: attempts before the live
+    /// fields, the state's words in the middle.
+    func write(into w: inout JSONWriter) {
+        w.beginObject()
+        w.key("name"); w.string(name)
+        if let attempts { w.key("attempts"); w.int(attempts) }
+        if let live {
+            w.key("pid")
+            if let pid = live.pid { w.int(Int(pid)) } else { w.null() }
+        }
+        w.key("state"); w.string(state.word)
+        if case let .cancelling(reason) = state { w.key("cancel_reason"); w.string(reason.rawValue) }
+        if let reason { w.key("reason"); w.string(reason) }
+        if let live {
+            w.key("elapsed"); w.seconds(live.elapsed)
+            w.key("remaining")
+            if let remaining = live.remaining { w.seconds(remaining) } else { w.null() }
+            w.key("progress"); w.progress(live.progress)
+        }
+        w.endObject()
+    }
+
+    /// Reads one element of a `status` reply's `tasks`. A task with `elapsed` is live.
+    init(_ value: JSONValue) throws(ProtocolError) {
+        guard case .object = value else { throw ProtocolError(.wrongType, "a task is a JSON object") }
+        guard case let .string(name)? = value["name"] else { throw ProtocolError(.wrongType, "\"name\" must be a string") }
+        self.name = name
+        attempts = try Self.count(value["attempts"], "attempts")
+        guard case let .string(word)? = value["state"] else { throw ProtocolError(.wrongType, "\"state\" must be a string") }
+        switch word {
+        case "running": state = .running
+        case "cancelling":
+            guard case let .string(reasonWord)? = value["cancel_reason"], let reason = CancelReason(rawValue: reasonWord) else {
+                throw ProtocolError(.wrongType, "a cancelling task needs a known \"cancel_reason\"")
+            }
+            state = .cancelling(reason)
+        case "exiting": state = .exiting
+        case "starting": state = .starting
+        case "waiting": state = .waiting
+        case "retrying": state = .retrying
+        case "succeeded": state = .succeeded
+        case "failed": state = .failed
+        case "skipped": state = .skipped
+        default: throw ProtocolError(.unknownType, "unknown state \"\(word.prefix(32))\"")
+        }
+        reason = try Self.string(value["reason"], "reason")
+        guard let elapsedValue = value["elapsed"] else {
+            live = nil
+            return
+        }
+        guard case let .number(elapsed) = elapsedValue else { throw ProtocolError(.wrongType, "\"elapsed\" must be a number") }
+        let pid = try Self.count(value["pid"], "pid")
+        guard pid.map({ $0 <= Int(Int32.max) }) ?? true else { throw ProtocolError(.outOfRange, "\"pid\" is not a process id") }
+        let remaining: Double?
+        switch value["remaining"] {
+        case nil, .null?: remaining = nil
+        case let .number(seconds)?: remaining = seconds
+        default: throw ProtocolError(.wrongType, "\"remaining\" must be a number or null")
+        }
+        let progress: Progress?
+        switch value["progress"] {
+        case nil, .null?: progress = nil
+        case let given? where given.isObject:
+            progress = Progress(
+                completed: try Self.count(given["completed"], "completed"),
+                total: try Self.count(given["total"], "total"),
+                fraction: try Self.number(given["fraction"], "fraction"),
+                title: try Self.string(given["title"], "title"),
+                detail: try Self.string(given["detail"], "detail"))
+        default: throw ProtocolError(.wrongType, "\"progress\" must be an object or null")
+        }
+        live = Live(pid: pid.map { Int32($0) }, elapsed: elapsed, remaining: remaining, progress: progress)
+    }
+
+    private static func string(_ value: JSONValue?, _ field: StaticString) throws(ProtocolError) -> String? {
+        switch value {
+        case nil, .null?: return nil
+        case let .string(text)?: return text
+        default: throw ProtocolError(.wrongType, "\"\(field)\" must be a string")
+        }
+    }
+
+    private static func number(_ value: JSONValue?, _ field: StaticString) throws(ProtocolError) -> Double? {
+        switch value {
+        case nil, .null?: return nil
+        case let .number(n)?: return n
+        default: throw ProtocolError(.wrongType, "\"\(field)\" must be a number")
+        }
+    }
+
+    /// An integer ≥ 0, as the channel's counts are read (`JSONReader.readCount`).
+    private static func count(_ value: JSONValue?, _ field: StaticString) throws(ProtocolError) -> Int? {
+        guard let n = try number(value, field) else { return nil }
+        guard n >= 0, n == n.rounded(), n <= 9_007_199_254_740_992 else {
+            throw ProtocolError(.outOfRange, "\"\(field)\" must be an integer ≥ 0")
+        }
+        return Int(n)
+    }
+}
+
+extension JSONValue {
+    var isObject: Bool {
+        if case .object = self { true } else { false }
+    }
+}
+
+extension JSONWriter {
+    /// A progress report's fields, as events and `status` carry them: `fraction` is the
+    /// share done (from `completed`/`total` when the task sent no fraction), to 4 places.
+    public mutating func progressFields(_ p: Progress) {
+        if let c = p.completed { key("completed"); int(c) }
+        if let t = p.total { key("total"); int(t) }
+        if let f = p.fractionCompleted { key("fraction"); number((f * 10_000).rounded() / 10_000) }
+        if let s = p.title { key("title"); string(s) }
+        if let s = p.detail { key("detail"); string(s) }
+    }
+
+    /// A last progress report as an object of those fields, or `null` before the first.
+    public mutating func progress(_ p: Progress?) {
+        guard let p else { return null() }
+        beginObject()
+        progressFields(p)
+        endObject()
+    }
+}
