@@ -10,7 +10,7 @@ let package = Package(
         .library(name: "Overtime", targets: ["Overtime"]),
         .library(name: "OvertimeProtocol", targets: ["OvertimeProtocol"]),
         .library(name: "OvertimeWorker", targets: ["OvertimeWorker"]),
-        .executable(name: "overtime", targets: ["overtime"]),
+        .executable(name: "overtime", targets: ["OvertimeCLI"]),
     ],
     targets: [
         .systemLibrary(
@@ -37,8 +37,11 @@ let package = Package(
             name: "Overtime",
             dependencies: ["OvertimeLoop", "OvertimeProtocol"]
         ),
+        // The CLI. The target is not named `overtime`: `Sources/overtime` beside
+        // `Sources/Overtime` collides on a case-insensitive filesystem. The product (and so
+        // the binary, `.build/<config>/overtime`) keeps the name users type.
         .executableTarget(
-            name: "overtime",
+            name: "OvertimeCLI",
             dependencies: ["Overtime"]
         ),
         // Drives the library for scripts/bench (spawn throughput, protocol throughput).
@@ -63,7 +66,7 @@ let package = Package(
         ),
         .testTarget(
             name: "OvertimeTests",
-            dependencies: ["Overtime", "OvertimeProtocol", "overtime", "upload-file", "process-payment"]
+            dependencies: ["Overtime", "OvertimeProtocol", "OvertimeCLI", "upload-file", "process-payment"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import overtime
+@testable import OvertimeCLI
 
 // Any command line gets a command or a usage error (or help), never a crash: random
 // sequences of the real options, values of every kind (good, bad, empty, huge, `--`,

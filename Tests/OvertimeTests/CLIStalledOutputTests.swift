@@ -6,7 +6,7 @@
 import Foundation
 import Synchronization
 import Testing
-@testable import overtime
+@testable import OvertimeCLI
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -4,7 +4,7 @@
 
 import Testing
 @testable import Overtime
-@testable import overtime
+@testable import OvertimeCLI
 import OvertimeProtocol
 
 private func at(_ seconds: Double) -> MonotonicInstant {

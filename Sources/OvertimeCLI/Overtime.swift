@@ -5,9 +5,10 @@ import Glibc
 import Musl
 #endif
 
-/// The `overtime` command: a thin skin over the Overtime library.
+/// The `overtime` command: a thin skin over the Overtime library. (Not named after its
+/// module, `OvertimeCLI`: a type of the module's name would capture `OvertimeCLI.X`.)
 @main
-enum OvertimeCLI {
+enum OvertimeCommand {
     static let version = "0.1.0"
 
     static let help = """
