@@ -2,10 +2,10 @@ import OvertimeProtocol
 
 /// The lifecycle and budget of one task as a pure state machine (DESIGN §1 and §2).
 ///
-/// It performs no I/O and reads no clock: every input carries `now` and returns the
-/// `Action`s to carry out (with an operator's answer, for operator requests), decided once
-/// the machine has changed, so an executor that calls back in while carrying them out finds
-/// it settled. Unit tests drive it with a fake clock. docs/design.md has its table of
+/// It performs no I/O and reads no clock: every input carries `now` and hands back the
+/// `Action`s to carry out (appended to the executor's list; an operator's request also
+/// returns its answer), decided once the machine has changed, so an executor that calls
+/// back in while carrying them out finds it settled. Unit tests drive it with a fake clock. docs/design.md has its table of
 /// stages × inputs.
 ///
 /// Timers are lazy: extending a deadline only moves a number. The executor keeps one timer
@@ -31,53 +31,6 @@ public struct TaskMachine: Sendable {
         case killLeftovers
         /// Report this event.
         case emit(TaskEvent.Kind)
-    }
-
-    /// What one input decided, in order. Most inputs decide one thing (a progress message is
-    /// one event), and that one is held inline: the hot path of a chatty task allocates
-    /// nothing for it. More go to an array.
-    public struct Actions: Sequence, Sendable, Equatable, ExpressibleByArrayLiteral {
-        private var first: Action?
-        private var rest: [Action] = []
-
-        public init() {}
-
-        public init(_ action: Action) {
-            first = action
-        }
-
-        public init(arrayLiteral elements: Action...) {
-            for element in elements { append(element) }
-        }
-
-        public var isEmpty: Bool { first == nil }
-
-        public mutating func append(_ action: Action) {
-            if first == nil { first = action } else { rest.append(action) }
-        }
-
-        public static func += (lhs: inout Actions, rhs: Actions) {
-            for action in rhs { lhs.append(action) }
-        }
-
-        /// Calls `body` with each, in order, without copying the list (the executor's way).
-        public func forEach(_ body: (Action) -> Void) {
-            if let first { body(first) }
-            for action in rest { body(action) }
-        }
-
-        public func makeIterator() -> Iterator { Iterator(actions: self) }
-
-        public struct Iterator: IteratorProtocol {
-            let actions: Actions
-            var index = 0
-
-            public mutating func next() -> Action? {
-                defer { index += 1 }
-                if index == 0 { return actions.first }
-                return index - 1 < actions.rest.count ? actions.rest[index - 1] : nil
-            }
-        }
     }
 
     /// What an operator's extend or revoke did.
@@ -198,106 +151,113 @@ public struct TaskMachine: Sendable {
     }
 
     // MARK: Inputs
+    //
+    // Each input appends what it decided to `actions`, the executor's list, in order, and
+    // changes nothing after that: the executor carries the list out once the input has
+    // returned. (Appending to the caller's list, not returning a new one, lets the executor
+    // reuse one buffer: a progress message, the hottest input, then allocates nothing.)
 
     /// The process is running: tell it its budget.
-    public mutating func start(pid: Int32, now: MonotonicInstant) -> Actions {
+    public mutating func start(pid: Int32, now: MonotonicInstant, into actions: inout [Action]) {
         let remaining = remaining(at: now)
-        return [.emit(.started(pid: pid)),
-                .send(.budget(remaining: remaining?.seconds, granted: nil)),
-                .emit(.budgetChanged(remaining: remaining, cause: .start))]
+        actions.append(.emit(.started(pid: pid)))
+        actions.append(.send(.budget(remaining: remaining?.seconds, granted: nil)))
+        actions.append(.emit(.budgetChanged(remaining: remaining, cause: .start)))
     }
 
     /// A message from the task.
-    public mutating func receive(_ message: ChildMessage, now: MonotonicInstant) -> Actions {
+    public mutating func receive(_ message: ChildMessage, now: MonotonicInstant, into actions: inout [Action]) {
         switch message {
         case let .progress(progress):
             let advanced = recordAdvance(progress)
             if lastProgress == nil { lastProgress = progress } else { lastProgress!.merge(progress) }
             if advanced || !policy.requireAdvance { heartbeat(now: now) }
-            return Actions(.emit(.progress(lastProgress!, remaining: remaining(at: now))))
+            actions.append(.emit(.progress(lastProgress!, remaining: remaining(at: now))))
         case .heartbeat:
             // Under require-advance a heartbeat proves nothing moved, so it extends nothing.
             if !policy.requireAdvance { heartbeat(now: now) }
-            return Actions(.emit(.heartbeat(remaining: remaining(at: now))))
+            actions.append(.emit(.heartbeat(remaining: remaining(at: now))))
         case let .extend(seconds, why):
-            return childExtend(seconds: seconds, why: why, now: now)
+            childExtend(seconds: seconds, why: why, now: now, into: &actions)
         case .ready:
-            guard !isReady else { return [] }
+            guard !isReady else { return }
             isReady = true
-            return Actions(.emit(.ready))
+            actions.append(.emit(.ready))
         case let .result(value):
             result = value
-            return Actions(.emit(.result(value)))
+            actions.append(.emit(.result(value)))
         }
     }
 
     /// A line on the channel that was not a valid message.
-    public mutating func rejectLine(_ error: ProtocolError, excerpt: String) -> Actions {
+    public mutating func rejectLine(_ error: ProtocolError, excerpt: String, into actions: inout [Action]) {
         protocolErrors += 1
-        return Actions(.emit(.protocolError(error, excerpt: excerpt)))
+        actions.append(.emit(.protocolError(error, excerpt: excerpt)))
     }
 
     /// The timer fired (or the executor is checking): expire, warn or kill as due.
-    public mutating func tick(now: MonotonicInstant) -> Actions {
+    public mutating func tick(now: MonotonicInstant, into actions: inout [Action]) {
         switch stage {
         case .running:
-            guard let due = effectiveDeadline else { return [] }
+            guard let due = effectiveDeadline else { return }
             if due <= now {
-                return cancel(reason: expiryReason, now: now).actions
-            }
-            if policy.warnBefore > .zero, !budget.warned, due - now <= policy.warnBefore {
+                _ = cancel(reason: expiryReason, now: now, into: &actions)
+            } else if policy.warnBefore > .zero, !budget.warned, due - now <= policy.warnBefore {
                 budget.warned = true
                 let remaining = due - now
-                return [.send(.expiring(remaining: remaining.seconds)), .emit(.expiring(remaining: remaining))]
+                actions.append(.send(.expiring(remaining: remaining.seconds)))
+                actions.append(.emit(.expiring(remaining: remaining)))
             }
-            return []
         case var .cancelling(cancel):
-            guard !cancel.killSent, cancel.killAt <= now else { return [] }
+            guard !cancel.killSent, cancel.killAt <= now else { return }
             cancel.killSent = true
             stage = .cancelling(cancel)
-            return [.signalGroup(SIGKILL_NUMBER), .emit(.killSent)]
+            actions.append(.signalGroup(SIGKILL_NUMBER))
+            actions.append(.emit(.killSent))
         case .exited:
-            return []
+            return
         }
     }
 
     /// Cancels the task: the reason on the channel, SIGTERM to the group, SIGKILL after grace.
     /// - Parameter grace: overrides the policy's grace (a shutdown may have less time).
-    public mutating func cancel(reason: CancelReason, grace: Duration? = nil, now: MonotonicInstant) -> (result: CancelResult, actions: Actions) {
+    public mutating func cancel(reason: CancelReason, grace: Duration? = nil, now: MonotonicInstant, into actions: inout [Action]) -> CancelResult {
         switch stage {
-        case .exited: return (.alreadyFinished, [])
-        case let .cancelling(existing): return (.alreadyCancelling(existing.reason), [])
+        case .exited: return .alreadyFinished
+        case let .cancelling(existing): return .alreadyCancelling(existing.reason)
         case .running: break
         }
         let grace = max(.zero, grace ?? policy.grace)
         stage = .cancelling(Cancellation(reason: reason, killAt: now + grace))
-        return (.cancelling, [
-            .send(.cancel(reason: reason, grace: grace.seconds)),
-            .signalGroup(SIGTERM_NUMBER),
-            // A stopped process keeps a caught SIGTERM pending until it runs again: without
-            // this its handler never runs and grace always ends in SIGKILL (as GNU timeout
-            // and systemd do).
-            .signalGroup(SIGCONT_NUMBER),
-            .emit(.cancelSent(reason: reason, grace: grace)),
-        ])
+        actions.append(.send(.cancel(reason: reason, grace: grace.seconds)))
+        actions.append(.signalGroup(SIGTERM_NUMBER))
+        // A stopped process keeps a caught SIGTERM pending until it runs again: without
+        // this its handler never runs and grace always ends in SIGKILL (as GNU timeout and
+        // systemd do).
+        actions.append(.signalGroup(SIGCONT_NUMBER))
+        actions.append(.emit(.cancelSent(reason: reason, grace: grace)))
+        return .cancelling
     }
 
     /// Cuts the grace short: SIGKILL now (a second Ctrl-C or SIGTERM to the supervisor).
-    /// Nothing when the task is not being cancelled or was killed already.
-    public mutating func escalate(now: MonotonicInstant) -> Actions {
-        guard case var .cancelling(cancel) = stage, !cancel.killSent else { return [] }
+    /// - Returns: false when the task was not being cancelled or was killed already.
+    @discardableResult
+    public mutating func escalate(now: MonotonicInstant, into actions: inout [Action]) -> Bool {
+        guard case var .cancelling(cancel) = stage, !cancel.killSent else { return false }
         cancel.killSent = true
         cancel.killAt = now
         stage = .cancelling(cancel)
-        return [.signalGroup(SIGKILL_NUMBER), .emit(.killSent)]
+        actions.append(.signalGroup(SIGKILL_NUMBER))
+        actions.append(.emit(.killSent))
+        return true
     }
 
     /// An operator gives the task `amount` more time, counted from its current deadline (or
     /// from now, if that is already past). Past `max-runtime` only when `pastMax` is true.
-    public mutating func operatorExtend(by amount: Duration, pastMax: Bool, now: MonotonicInstant) -> (result: OperatorResult, actions: Actions) {
-        guard stage == .running else { return (.notRunning(phase), []) }
+    public mutating func operatorExtend(by amount: Duration, pastMax: Bool, now: MonotonicInstant, into actions: inout [Action]) -> OperatorResult {
+        guard stage == .running else { return .notRunning(phase) }
         guard let current = effectiveDeadline else {
-            return (.applied(remaining: nil, clipped: false), [])  // unlimited already
+            return .applied(remaining: nil, clipped: false)  // unlimited already
         }
         let target = max(current, now) + amount
         if let d = budget.deadline { budget.deadline = max(d, target) }
@@ -305,35 +265,32 @@ public struct TaskMachine: Sendable {
         leaveWarningZoneIfClear(now: now)
         let remaining = remaining(at: now)
         let clipped = (effectiveDeadline ?? target) < target
-        return (.applied(remaining: remaining, clipped: clipped), [
-            .send(.budget(remaining: remaining?.seconds, granted: nil)),
-            .emit(.budgetChanged(remaining: remaining, cause: .operatorExtend(amount: amount, pastMax: pastMax, clipped: clipped))),
-        ])
+        actions.append(.send(.budget(remaining: remaining?.seconds, granted: nil)))
+        actions.append(.emit(.budgetChanged(remaining: remaining, cause: .operatorExtend(amount: amount, pastMax: pastMax, clipped: clipped))))
+        return .applied(remaining: remaining, clipped: clipped)
     }
 
     /// An operator (or a policy) takes the extension back: the deadline becomes now +
     /// `after`, and progress no longer moves it.
-    public mutating func revoke(after: Duration = .zero, now: MonotonicInstant) -> (result: OperatorResult, actions: Actions) {
-        guard stage == .running else { return (.notRunning(phase), []) }
+    public mutating func revoke(after: Duration = .zero, now: MonotonicInstant, into actions: inout [Action]) -> OperatorResult {
+        guard stage == .running else { return .notRunning(phase) }
         budget.revoked = true
         budget.deadline = now + max(.zero, after)
         budget.warned = false
         let remaining = remaining(at: now)
-        var actions: Actions = [
-            .send(.budget(remaining: remaining?.seconds, granted: nil)),
-            .emit(.budgetChanged(remaining: remaining, cause: .revoke(after: after))),
-        ]
+        actions.append(.send(.budget(remaining: remaining?.seconds, granted: nil)))
+        actions.append(.emit(.budgetChanged(remaining: remaining, cause: .revoke(after: after))))
         if let remaining, remaining <= .zero {
-            actions += tick(now: now)
+            tick(now: now, into: &actions)
         }
-        return (.applied(remaining: remaining, clipped: false), actions)
+        return .applied(remaining: remaining, clipped: false)
     }
 
     /// The process was reaped. From here on nothing is signalled except the leftovers sweep.
-    public mutating func exited() -> Actions {
-        if case .exited = stage { return [] }
+    public mutating func exited(into actions: inout [Action]) {
+        if case .exited = stage { return }
         stage = .exited(cancellation)
-        return Actions(.killLeftovers)
+        actions.append(.killLeftovers)
     }
 
     // MARK: Rules
@@ -377,7 +334,7 @@ public struct TaskMachine: Sendable {
         }
     }
 
-    private mutating func childExtend(seconds: Double, why: String?, now: MonotonicInstant) -> Actions {
+    private mutating func childExtend(seconds: Double, why: String?, now: MonotonicInstant, into actions: inout [Action]) {
         let asked = Duration.seconds(fromDouble: min(seconds, DurationText.maximum.seconds))
         var granted = false
         if stage == .running, !budget.revoked {
@@ -391,8 +348,8 @@ public struct TaskMachine: Sendable {
         case let .cancelling(cancel): max(.zero, cancel.killAt - now)
         case .exited: .zero
         }
-        return [.send(.budget(remaining: remaining?.seconds, granted: granted)),
-                .emit(.budgetChanged(remaining: remaining, cause: .childExtend(asked: asked, why: why, granted: granted)))]
+        actions.append(.send(.budget(remaining: remaining?.seconds, granted: granted)))
+        actions.append(.emit(.budgetChanged(remaining: remaining, cause: .childExtend(asked: asked, why: why, granted: granted))))
     }
 
     /// A warning already sent may be sent again once the deadline has moved out of range.

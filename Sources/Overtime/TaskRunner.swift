@@ -109,7 +109,8 @@ final class TaskRunner {
             onData: { [unowned self] bytes in self.channelData(bytes) },
             onEnd: { [unowned self] _ in self.channelEnded() }
         )
-        carryOut(machine.start(pid: process!.pid, now: now), at: now)
+        let pid = process!.pid
+        decide(at: now) { machine, actions in machine.start(pid: pid, now: now, into: &actions) }
         rearm(now: now)
         // A SIGTERM or SIGINT that came while this task was being spawned.
         core.applyTermination(to: self)
@@ -271,15 +272,18 @@ final class TaskRunner {
         case let .line(line):
             do {
                 let message = try ChildMessage.decode(line)
-                carryOut(machine.receive(message, now: now), at: now)
+                decide(at: now) { machine, actions in machine.receive(message, now: now, into: &actions) }
             } catch {
                 badLines += 1
-                carryOut(machine.rejectLine(error, excerpt: Self.excerpt(line)), at: now)
+                let text = Self.excerpt(line)
+                decide(at: now) { machine, actions in machine.rejectLine(error, excerpt: text, into: &actions) }
             }
         case let .overlong(excerpt):
             badLines += 1
             let text = excerpt.withUnsafeBytes { Self.excerpt($0) }
-            carryOut(machine.rejectLine(ProtocolError(.tooLong, "line longer than 64 KiB"), excerpt: text), at: now)
+            decide(at: now) { machine, actions in
+                machine.rejectLine(ProtocolError(.tooLong, "line longer than 64 KiB"), excerpt: text, into: &actions)
+            }
         }
     }
 
@@ -319,7 +323,7 @@ final class TaskRunner {
             if channel != nil { channelEnded() } else { finishIfDrained() }
             return
         }
-        carryOut(machine.tick(now: now), at: now)
+        decide(at: now) { machine, actions in machine.tick(now: now, into: &actions) }
         rearm(now: now)
     }
 
@@ -331,7 +335,7 @@ final class TaskRunner {
         // What is left on the channel is read to its end now, however bad.
         paceTimer?.cancel()
         channel?.resumeReading()
-        carryOut(machine.exited(), at: now)
+        decide(at: now) { machine, actions in machine.exited(into: &actions) }
         timer.cancel()
         timer.schedule(inNanoseconds: Self.drainLimit.nanoseconds) { [unowned self] in self.timerFired() }
         finishIfDrained()
@@ -341,8 +345,7 @@ final class TaskRunner {
 
     func cancel(reason: CancelReason, grace: Duration?) -> TaskMachine.CancelResult {
         let now = Self.clock()
-        let (result, actions) = machine.cancel(reason: reason, grace: grace, now: now)
-        carryOut(actions, at: now)
+        let result = decide(at: now) { machine, actions in machine.cancel(reason: reason, grace: grace, now: now, into: &actions) }
         rearm(now: now)
         return result
     }
@@ -350,7 +353,7 @@ final class TaskRunner {
     /// SIGKILL now if the task is being cancelled.
     func escalate() {
         let now = Self.clock()
-        carryOut(machine.escalate(now: now), at: now)
+        decide(at: now) { machine, actions in machine.escalate(now: now, into: &actions) }
     }
 
     /// The task's own grace, for clipping it to a shutdown's.
@@ -358,16 +361,16 @@ final class TaskRunner {
 
     func operatorExtend(by amount: Duration, pastMax: Bool) -> TaskMachine.OperatorResult {
         let now = Self.clock()
-        let (result, actions) = machine.operatorExtend(by: amount, pastMax: pastMax, now: now)
-        carryOut(actions, at: now)
+        let result = decide(at: now) { machine, actions in
+            machine.operatorExtend(by: amount, pastMax: pastMax, now: now, into: &actions)
+        }
         rearm(now: now)
         return result
     }
 
     func revoke(after: Duration) -> TaskMachine.OperatorResult {
         let now = Self.clock()
-        let (result, actions) = machine.revoke(after: after, now: now)
-        carryOut(actions, at: now)
+        let result = decide(at: now) { machine, actions in machine.revoke(after: after, now: now, into: &actions) }
         rearm(now: now)
         return result
     }
@@ -401,11 +404,25 @@ final class TaskRunner {
 
     // MARK: Actions
 
-    /// Carries out what the machine decided, in order, once it has changed; events are
-    /// stamped with the time of the input that caused them.
-    private func carryOut(_ actions: TaskMachine.Actions, at now: MonotonicInstant) {
-        actions.forEach { action in
-            switch action {
+    /// The list inputs append to, kept between inputs so that none allocates one.
+    private var spareActions: [TaskMachine.Action] = []
+
+    /// Feeds the machine one input, then carries out what it decided, in order, stamping
+    /// events with the input's time. The list is taken from `spareActions` for the length
+    /// of the call: an action whose effects bring another input back here (an event whose
+    /// handler cancels the task) gets a list of its own, and the machine is settled by then.
+    @discardableResult
+    private func decide<Answer>(at now: MonotonicInstant, _ input: (inout TaskMachine, inout [TaskMachine.Action]) -> Answer) -> Answer {
+        var actions = spareActions
+        spareActions = []
+        let answer = input(&machine, &actions)
+        for i in actions.indices {
+            // Moved out of the list rather than copied (a progress event's strings are not
+            // retained and released once more per message); a payload-free case is left in
+            // its place for `removeAll`.
+            var action = TaskMachine.Action.killLeftovers
+            swap(&action, &actions[i])
+            switch consume action {
             case let .send(message):
                 channel?.write(message.encoded())
             case let .signalGroup(signal):
@@ -416,6 +433,9 @@ final class TaskRunner {
                 supervisor.emit(TaskEvent(task: ref, time: now, kind: kind))
             }
         }
+        actions.removeAll(keepingCapacity: true)
+        spareActions = actions
+        return answer
     }
 
     /// Keeps the timer armed at the machine's next wake-up or earlier. A later wake-up

@@ -13,7 +13,7 @@ import Testing
         init(_ policy: BudgetPolicy) {
             now = MonotonicInstant(nanoseconds: 1_000_000_000_000)
             machine = TaskMachine(policy: policy, startedAt: now)
-            actions += machine.start(pid: 42, now: now)
+            machine.start(pid: 42, now: now, into: &actions)
         }
 
         mutating func advance(_ d: Duration) {
@@ -25,27 +25,13 @@ import Testing
             let end = now + d
             while let wake = machine.nextWake, wake <= end {
                 now = max(now, wake)
-                actions += machine.tick(now: now)
+                machine.tick(now: now, into: &actions)
             }
             now = end
         }
 
         mutating func send(_ message: ChildMessage) {
-            actions += machine.receive(message, now: now)
-        }
-
-        /// Keeps what an input decided with the rest; returns it.
-        @discardableResult
-        mutating func record(_ new: TaskMachine.Actions) -> [TaskMachine.Action] {
-            actions += new
-            return Array(new)
-        }
-
-        /// Keeps the actions of an operator's request; returns its answer.
-        @discardableResult
-        mutating func record<R>(_ output: (result: R, actions: TaskMachine.Actions)) -> R {
-            actions += output.actions
-            return output.result
+            machine.receive(message, now: now, into: &actions)
         }
 
         mutating func take() -> [TaskMachine.Action] {
@@ -219,9 +205,9 @@ import Testing
 
     @Test func operatorExtendAddsToTheDeadlineAndMayPassMaxRuntime() {
         var h = Harness(BudgetPolicy(budget: .seconds(10), maxRuntime: .seconds(20)))
-        var result = h.record(h.machine.operatorExtend(by: .seconds(30), pastMax: false, now: h.now))
+        var result = h.machine.operatorExtend(by: .seconds(30), pastMax: false, now: h.now, into: &h.actions)
         #expect(result == .applied(remaining: .seconds(20), clipped: true))
-        result = h.record(h.machine.operatorExtend(by: .seconds(30), pastMax: true, now: h.now))
+        result = h.machine.operatorExtend(by: .seconds(30), pastMax: true, now: h.now, into: &h.actions)
         // From the current deadline (20 s) plus 30 s, past the old ceiling.
         #expect(result == .applied(remaining: .seconds(50), clipped: false))
         h.run(for: .seconds(49))
@@ -234,7 +220,7 @@ import Testing
     @Test func revokeSetsAFixedDeadlineThatProgressCannotMove() {
         var h = Harness(BudgetPolicy(budget: .seconds(60)))
         _ = h.take()
-        let result = h.record(h.machine.revoke(after: .seconds(2), now: h.now))
+        let result = h.machine.revoke(after: .seconds(2), now: h.now, into: &h.actions)
         #expect(result == .applied(remaining: .seconds(2), clipped: false))
         #expect(h.sent == [.budget(remaining: 2, granted: nil)])
         h.run(for: .seconds(1))
@@ -248,7 +234,7 @@ import Testing
 
     @Test func revokeWithNoTimeCancelsAtOnce() {
         var h = Harness(BudgetPolicy(budget: .seconds(60)))
-        _ = h.record(h.machine.revoke(now: h.now))
+        _ = h.machine.revoke(now: h.now, into: &h.actions)
         #expect(h.machine.phase == .cancelling(.revoked))
         #expect(h.signals == [15, 18])
     }
@@ -275,18 +261,18 @@ import Testing
     @Test func cancelIsIdempotentAndAFinishedTaskSaysSo() {
         var h = Harness(.default)
         _ = h.take()
-        #expect(h.record(h.machine.cancel(reason: .user, now: h.now)) == .cancelling)
-        #expect(h.record(h.machine.cancel(reason: .shutdown, now: h.now)) == .alreadyCancelling(.user))
+        #expect(h.machine.cancel(reason: .user, now: h.now, into: &h.actions) == .cancelling)
+        #expect(h.machine.cancel(reason: .shutdown, now: h.now, into: &h.actions) == .alreadyCancelling(.user))
         #expect(h.signals == [15, 18], "a second cancel must not signal again")
-        h.record(h.machine.exited())
-        #expect(h.record(h.machine.cancel(reason: .user, now: h.now)) == .alreadyFinished)
+        h.machine.exited(into: &h.actions)
+        #expect(h.machine.cancel(reason: .user, now: h.now, into: &h.actions) == .alreadyFinished)
     }
 
     @Test func nothingIsSignalledAfterExit() {
         var h = Harness(BudgetPolicy(budget: .seconds(1), grace: .seconds(1)))
         h.run(for: .seconds(1.5))
         #expect(h.machine.phase == .cancelling(.timeout))
-        h.record(h.machine.exited())
+        h.machine.exited(into: &h.actions)
         _ = h.take()
         h.run(for: .seconds(10))
         #expect(h.take().isEmpty)
@@ -297,15 +283,15 @@ import Testing
     @Test func exitSweepsTheGroupOnce() {
         var h = Harness(.default)
         _ = h.take()
-        h.record(h.machine.exited())
-        h.record(h.machine.exited())
+        h.machine.exited(into: &h.actions)
+        h.machine.exited(into: &h.actions)
         #expect(h.take() == [.killLeftovers])
     }
 
     @Test func cancelGraceCanBeOverridden() {
         var h = Harness(BudgetPolicy(grace: .seconds(30)))
         _ = h.take()
-        _ = h.record(h.machine.cancel(reason: .shutdown, grace: .seconds(2), now: h.now))
+        _ = h.machine.cancel(reason: .shutdown, grace: .seconds(2), now: h.now, into: &h.actions)
         #expect(h.sent == [.cancel(reason: .shutdown, grace: 2)])
         h.run(for: .seconds(2.1))
         #expect(h.signals == [15, 18, 9])
@@ -313,12 +299,12 @@ import Testing
 
     @Test func escalationKillsAtOnceDuringGraceOnly() {
         var h = Harness(BudgetPolicy(grace: .seconds(30)))
-        #expect(h.record(h.machine.escalate(now: h.now)).isEmpty, "nothing to escalate while running")
+        #expect(!h.machine.escalate(now: h.now, into: &h.actions), "nothing to escalate while running")
         _ = h.take()
-        _ = h.record(h.machine.cancel(reason: .shutdown, now: h.now))
-        #expect(!h.record(h.machine.escalate(now: h.now)).isEmpty)
+        _ = h.machine.cancel(reason: .shutdown, now: h.now, into: &h.actions)
+        #expect(h.machine.escalate(now: h.now, into: &h.actions))
         #expect(h.signals == [15, 18, 9])
-        #expect(h.record(h.machine.escalate(now: h.now)).isEmpty, "killed once")
+        #expect(!h.machine.escalate(now: h.now, into: &h.actions), "killed once")
         h.run(for: .seconds(60))
         #expect(h.signals == [15, 18, 9])
     }
@@ -326,7 +312,7 @@ import Testing
     @Test func zeroGraceKillsOnTheNextTick() {
         var h = Harness(BudgetPolicy(grace: .zero))
         _ = h.take()
-        _ = h.record(h.machine.cancel(reason: .user, now: h.now))
+        _ = h.machine.cancel(reason: .user, now: h.now, into: &h.actions)
         h.run(for: .zero)
         #expect(h.signals == [15, 18, 9])
     }
@@ -337,7 +323,7 @@ import Testing
         h.send(.ready)
         h.send(.result(.string("first")))
         h.send(.result(.object([("loss", .number(0.1))])))
-        h.record(h.machine.rejectLine(ProtocolError(.notJSON, "x"), excerpt: "x"))
+        h.machine.rejectLine(ProtocolError(.notJSON, "x"), excerpt: "x", into: &h.actions)
         #expect(h.machine.isReady)
         #expect(h.actions.filter { $0 == .emit(.ready) }.count == 1)
         #expect(h.machine.result == .object([("loss", .number(0.1))]))
