@@ -64,6 +64,11 @@ let package = Package(
             name: "OvertimeProtocolTests",
             dependencies: ["OvertimeProtocol"]
         ),
+        // The loop module on its own: real descriptors and processes, no supervisor.
+        .testTarget(
+            name: "OvertimeLoopTests",
+            dependencies: ["OvertimeLoop"]
+        ),
         .testTarget(
             name: "OvertimeTests",
             dependencies: ["Overtime", "OvertimeProtocol", "OvertimeCLI", "upload-file", "process-payment"]
