@@ -61,4 +61,44 @@ import Testing
             #expect(outcome == SpawnError(.exec, errno: ENOENT), "\(command)")
         }
     }
+
+    @Test func aTerminalReaderGetsAChildsWholeOutputAndThenTheEnd() async throws {
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        // The tail of a flood written just before the child exits is what a terminal is
+        // apt to lose (TerminalReader's comment): many lines, then exit at once.
+        let lines = 5_000
+        let (reader, terminal) = try Descriptors.outputTerminal(sizeFrom: -1)
+        let output = Shared<[UInt8]>([])
+        let ends = Shared<[Int32?]>([])
+        let exit = Shared<ChildExit?>(nil)
+        let script = "i=0; while [ $i -lt \(lines) ]; do echo \"line $i\"; i=$((i+1)); done"
+        let started = await onLoop(loop) { () -> String? in
+            do {
+                let read = try TerminalReader(loop: loop, fd: reader)
+                read.startReading(onData: { chunk in
+                    let bytes = Array(chunk)
+                    output.update { $0 += bytes }
+                }, onEnd: { end in ends.update { $0.append(end) } })
+                let request = SpawnRequest(arguments: ["/bin/sh", "-c", script], baseEnvironment: nil, environment: [],
+                                           workingDirectory: nil, descriptors: [terminal, terminal, terminal])
+                _ = try ChildProcess(loop: loop, request: request) { how in exit.update { $0 = how } }
+                // Only the child holds the terminal now, so its exit ends the reader.
+                Descriptors.close(terminal)
+                return nil
+            } catch {
+                return "\(error)"
+            }
+        }
+        #expect(started == nil)
+        #expect(await eventually { exit.value != nil && !ends.value.isEmpty })
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(exit.value == .exited(0))
+        #expect(ends.value.count == 1)
+        #expect(ends.value.first == .some(nil))
+        let expected = (0..<lines).map { "line \($0)\n" }.joined()
+        let got = String(decoding: output.value, as: UTF8.self)
+        #expect(got.count == expected.count)
+        #expect(got == expected, "output ends \(got.suffix(40).debugDescription)")
+    }
 }
