@@ -52,9 +52,16 @@ public final class Supervisor: Sendable {
         let ref = TaskRef(id: nextTaskID.add(1, ordering: .relaxed).oldValue, name: spec.name)
         let handle = TaskHandle(ref: ref, supervisor: self)
         let core = self.core
-        loop.execute { [self] in
+        let accepted = loop.execute { [self] in
             let runner = TaskRunner(spec: spec, handle: handle, supervisor: self, core: core.value)
             runner.start()
+        }
+        if !accepted {
+            // Never started: its outcome says so at once, rather than never coming.
+            handle.complete(TaskOutcome(task: ref, pid: nil,
+                                        termination: .failedToStart(SpawnFailure(errno: 0, message: "the supervisor has shut down", beforeExec: true)),
+                                        cancelReason: nil, killed: false, elapsed: .zero, lastProgress: nil, result: nil,
+                                        protocolErrors: 0, wasReady: false))
         }
         return handle
     }
@@ -208,7 +215,7 @@ public final class Supervisor: Sendable {
         try ControlSocketPath.claim(socketPath)
         let done = Completion<Result<Void, ControlSocketError>>()
         let job = UncheckedBox((install, target))
-        loop.execute { [loop] in
+        let accepted = loop.execute { [loop] in
             do {
                 let server = try ControlServer(loop: loop, path: socketPath, target: job.value.1()) { peer in
                     onRefused(peer.map { "refused a control connection from uid \($0.uid) (pid \($0.pid))" } ?? "refused a control connection with unknown credentials")
@@ -219,6 +226,7 @@ public final class Supervisor: Sendable {
                 done.complete(.failure(ControlSocketError("cannot listen on \(socketPath): \(error)")))
             }
         }
+        guard accepted else { throw ControlSocketError("the supervisor has shut down") }
         try done.waitBlocking().get()
         return socketPath
     }
@@ -230,13 +238,15 @@ public final class Supervisor: Sendable {
         let id = handle.ref.id
         return await withCheckedContinuation { continuation in
             let bound = UncheckedBox(body)
-            loop.execute {
+            let accepted = loop.execute {
                 guard let runner = core.value.runners[id] else {
                     continuation.resume(returning: ifGone)
                     return
                 }
                 continuation.resume(returning: bound.value(runner))
             }
+            // The loop has stopped: the job will never run, and nothing runs any more.
+            if !accepted { continuation.resume(returning: ifGone) }
         }
     }
 }

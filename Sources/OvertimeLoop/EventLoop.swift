@@ -60,12 +60,15 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     /// Runs `job` on the loop thread, soon. Safe from any thread, including the loop's own.
-    /// Jobs queued after `shutdown` began are dropped.
-    public func execute(_ job: @escaping @Sendable () -> Void) {
+    /// - Returns: false when `shutdown` has begun: the job is dropped and never runs (a
+    ///   caller awaiting its result must answer itself).
+    @discardableResult
+    public func execute(_ job: @escaping @Sendable () -> Void) -> Bool {
         let accepted = state.withLock { !$0.stopping }
-        guard accepted else { return }
+        guard accepted else { return false }
         jobs.withLock { $0.append(job) }
         uv_async_send(wakeup)
+        return true
     }
 
     /// Makes this process a child subreaper (PID 1 already is one for its namespace) and

@@ -37,6 +37,20 @@ import Testing
         return condition()
     }
 
+    @Test func afterShutdownNothingWaitsForever() async throws {
+        let supervisor = try Supervisor()
+        supervisor.shutdown()
+        // A spawn after shutdown never runs: its outcome says so at once (125, as any step
+        // before exec that fails), and requests to it answer rather than wait for a loop
+        // that is gone.
+        let handle = supervisor.spawn(sh("exit 0"))
+        let outcome = try #require(handle.finishedOutcome, "no outcome for a spawn after shutdown")
+        #expect(outcome.exitCode == 125)
+        #expect(await handle.cancel() == .alreadyFinished)
+        #expect(await handle.extend(by: .seconds(1)) == .notRunning(.exited))
+        #expect(throws: ControlSocketError.self) { try supervisor.serveControl(at: NSTemporaryDirectory() + "/overtime-shut-\(UUID().uuidString).sock") }
+    }
+
     @Test func eventsArriveInOrderAndExitedIsLast() async throws {
         try await withSupervisor { supervisor, log in
             let task = supervisor.spawn(sh(#"printf '{"type":"progress","completed":1,"total":2}\n{"type":"result","value":42}\n' >&3"#))
