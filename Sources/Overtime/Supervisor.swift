@@ -173,9 +173,15 @@ public final class Supervisor: Sendable {
         }
     }
 
-    /// Stops the loop: any task still running is killed (SIGKILL to its group), watchers
-    /// close, and the loop thread ends. Call it when done with the supervisor.
+    /// Stops the loop: any task still running is killed (SIGKILL to its group) and its
+    /// outcome (killed) delivered, watchers close, and the loop thread ends. Call it when
+    /// done with the supervisor.
     public func shutdown() {
+        let core = self.core
+        // Queued before the loop's own shutdown, so it runs first, while handles are open.
+        loop.execute {
+            for runner in Array(core.value.runners.values) { runner.endForShutdown() }
+        }
         loop.shutdown()
     }
 

@@ -23,6 +23,8 @@ final class TaskRunner {
     private var finished = false
     /// Cancelled by Ctrl-C (see `TaskOutcome.interrupted`).
     var interrupted = false
+    /// SIGKILLed because the supervisor shut down with the task still running.
+    private var killedAtShutdown = false
 
     /// A task writing bad lines faster than this is read no faster: past it within a
     /// second, its channel is not read until the second is over (its own writes to fd 3
@@ -452,11 +454,30 @@ final class TaskRunner {
 
     private func finishIfDrained() {
         guard let exit, channel == nil, outputs.isEmpty else { return }
-        let termination: Termination = switch exit {
+        finish(termination: Self.termination(exit))
+    }
+
+    /// The supervisor is shutting down with this task not yet finished: SIGKILL to its
+    /// group now if it still runs, and its outcome at once (killed, or how it exited if it
+    /// only waited for its output to drain), so that nobody awaits it forever. What it
+    /// wrote and was read is in the outcome; the loop closes the rest.
+    func endForShutdown() {
+        guard !finished else { return }
+        if let exit {
+            finish(termination: Self.termination(exit))
+            return
+        }
+        process?.signalGroup(SIGKILL_NUMBER)
+        killedAtShutdown = true
+        exitedAt = Self.clock()
+        finish(termination: .signaled(SIGKILL_NUMBER))
+    }
+
+    private static func termination(_ exit: ChildExit) -> Termination {
+        switch exit {
         case let .exited(code): .exited(code)
         case let .signaled(signal): .signaled(signal)
         }
-        finish(termination: termination)
     }
 
     private func finish(termination: Termination) {
@@ -465,7 +486,7 @@ final class TaskRunner {
         timer.close()
         paceTimer?.close()
         core.runners[ref.id] = nil
-        let killed = machine.killSent && termination == .signaled(9)
+        let killed = (machine.killSent || killedAtShutdown) && termination == .signaled(SIGKILL_NUMBER)
         let outcome = TaskOutcome(
             task: ref,
             pid: process?.pid,

@@ -37,6 +37,19 @@ import Testing
         return condition()
     }
 
+    @Test func aTaskRunningAtShutdownIsKilledAndItsOutcomeComes() async throws {
+        let log = EventLog()
+        let supervisor = try Supervisor { log.append($0) }
+        let handle = supervisor.spawn(sh("sleep 30", policy: BudgetPolicy(budget: nil)))
+        #expect(await eventually { log.kinds.contains { if case .started = $0 { true } else { false } } })
+        supervisor.shutdown()
+        // Before, the outcome of a task killed at shutdown never came: this await hung.
+        let outcome = try #require(await eventually(within: .seconds(5)) { handle.finishedOutcome != nil } ? handle.finishedOutcome : nil,
+                                   "no outcome for a task killed at shutdown")
+        #expect(outcome.killed && outcome.exitCode == 137, "\(outcome)")
+        #expect(log.kinds.contains { if case .exited = $0 { true } else { false } }, "the exited event is reported too")
+    }
+
     @Test func afterShutdownNothingWaitsForever() async throws {
         let supervisor = try Supervisor()
         supervisor.shutdown()
