@@ -69,9 +69,22 @@ let package = Package(
             name: "OvertimeLoopTests",
             dependencies: ["OvertimeLoop"]
         ),
+        // What the test targets share: a deterministic dice for the fuzz tests, a way off
+        // the few shared test threads for blocking or heavy work.
+        .target(
+            name: "OvertimeTestSupport",
+            path: "Tests/OvertimeTestSupport"
+        ),
+        // Fast and pure: the machines on a fake clock, parsers, the job file, the display's
+        // rendering. No process is started (`swift test --filter OvertimeUnitTests`).
+        .testTarget(
+            name: "OvertimeUnitTests",
+            dependencies: ["Overtime", "OvertimeProtocol", "OvertimeCLI", "OvertimeTestSupport"]
+        ),
+        // Real processes, signals, terminals: the engine and the CLI as users meet them.
         .testTarget(
             name: "OvertimeTests",
-            dependencies: ["Overtime", "OvertimeProtocol", "OvertimeCLI", "upload-file", "process-payment"]
+            dependencies: ["Overtime", "OvertimeProtocol", "OvertimeCLI", "OvertimeTestSupport", "upload-file", "process-payment"]
         ),
     ],
     swiftLanguageModes: [.v6]

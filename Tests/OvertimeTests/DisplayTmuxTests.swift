@@ -7,6 +7,7 @@
 // as it would be at a user's prompt.
 
 import Foundation
+import OvertimeTestSupport
 import Testing
 #if canImport(Glibc)
 import Glibc

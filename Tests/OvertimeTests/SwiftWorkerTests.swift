@@ -1,6 +1,7 @@
 import Foundation
 import OvertimeProtocol
 import Synchronization
+import OvertimeTestSupport
 import Testing
 @testable import Overtime
 

@@ -1,3 +1,4 @@
+import OvertimeTestSupport
 import Testing
 @testable import Overtime
 
