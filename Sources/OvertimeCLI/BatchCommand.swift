@@ -167,12 +167,9 @@ struct BatchCommand {
                 ? "received \(SignalNames.name(signal)); cancelling running tasks, starting nothing new; another one kills at once"
                 : "received \(SignalNames.name(signal)) again; killing what still runs")
         }
-        runner.onNotice { text in display.warn(text) }
-        let refusals = RepeatLimiter()
+        runner.onNotice(display.warn)
         do {
-            _ = try runner.serveControl(at: controlPath) { refusal in
-                if let text = refusals.admit(refusal) { display.warn(text) }
-            }
+            _ = try runner.serveControl(at: controlPath, onRefused: RepeatLimiter.passing(to: display.warn))
         } catch where controlPath == nil {
             // The batch matters more than the default socket (an unwritable /tmp, say).
             // Through the display: in tty mode it may already be drawing.

@@ -36,6 +36,15 @@ final class RepeatLimiter: Sendable {
 
     private let allowance = Mutex(RepeatAllowance(shownFreely: RepeatLimiter.shownFreely, interval: RepeatLimiter.interval))
 
+    /// A handler for a remark that may come in a flood (a refused control connection):
+    /// each occurrence it lets through goes to `say`.
+    static func passing(to say: @escaping @Sendable (String) -> Void) -> @Sendable (String) -> Void {
+        let limiter = RepeatLimiter()
+        return { text in
+            if let shown = limiter.admit(text) { say(shown) }
+        }
+    }
+
     /// What to show for this occurrence of the remark, or nil to hold it back.
     func admit(_ text: String, now: MonotonicInstant = .now()) -> String? {
         allowance.withLock { allowance in

@@ -232,12 +232,9 @@ struct RunCommand {
         }
         supervisor.forwardSignals()
         supervisor.adoptOrphans()
-        supervisor.onNotice { text in output.warn(text) }
-        let refusals = RepeatLimiter()
+        supervisor.onNotice(output.warn)
         do {
-            _ = try supervisor.serveControl(at: controlPath) { refusal in
-                if let text = refusals.admit(refusal) { output.warn(text) }
-            }
+            _ = try supervisor.serveControl(at: controlPath, onRefused: RepeatLimiter.passing(to: output.warn))
         } catch where controlPath == nil {
             // The task matters more than the default socket (an unwritable /tmp, say).
             Terminal.error("overtime: no control socket (\(error)); running without one")

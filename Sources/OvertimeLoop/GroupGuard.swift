@@ -110,9 +110,8 @@ final class GroupGuard {
     /// The guard's pid (0: none), for a reaper that takes every child.
     var pid: Int32 { guardPID }
 
-    /// The guard is gone (reaped by the caller or here): a new one, and every live group
-    /// listed with it.
-    func replaceLost(live: [Int32]) {
+    /// The guard is gone (reaped here): a new one, and every live group listed with it.
+    private func replaceLost(live: [Int32]) {
         if channel >= 0 { Descriptors.close(channel) }
         channel = -1
         guardPID = 0
