@@ -32,7 +32,7 @@ import Testing
         var outcomes = [0, 0, 0]  // parsed, usage error, help
         for round in 0..<6_000 {
             // Other tests share this process's few threads: do not hold one for long.
-            if round % 500 == 0 { await Task.yield() }
+            if round % 50 == 0 { await Task.yield() }
             let which = round % 3
             let options = [RunCommand.knownOptions, BatchCommand.knownOptions, ["--socket", "--json", "--past-max"]][which]
             let words = ArraySlice(Self.commandLine(options: options + ["-h"], &dice))
