@@ -37,16 +37,6 @@ public struct EventEncoder: Sendable {
             + "\(pad(Int(parts.tm_hour), 2)):\(pad(Int(parts.tm_min), 2)):\(pad(Int(parts.tm_sec), 2)).\(pad(millis, 3))Z"
     }
 
-    /// The lines to write for `event` under `throttle`: none when it is thinned, else the
-    /// `thinned` summaries it is owed, then the event (an `exited` one with its totals).
-    public func lines(for event: TaskEvent, through throttle: inout FrequentEventThrottle) -> [[UInt8]] {
-        let admission = throttle.admit(event)
-        guard admission.write else { return [] }
-        var lines = admission.summaries.map { thinnedLine(task: event.task, time: event.time, kind: $0.kind, count: $0.count) }
-        lines.append(line(for: event, thinned: admission.totals))
-        return lines
-    }
-
     /// `{"event":"thinned","kind":"protocol-error","count":N}`: N events of a kind were not
     /// written since the last one that was.
     public func thinnedLine(task: TaskRef, time: MonotonicInstant, kind: ThinnedKind, count: Int) -> [UInt8] {

@@ -11,8 +11,9 @@ import Musl
 ///
 /// The supervisor is the embeddable engine behind `overtime run` (and later the queue):
 /// it spawns each task in a session of its own with the channel on fd 3, applies the
-/// budget of DESIGN §1, cancels as DESIGN §2 says, and reports everything through one
-/// event handler. It prints nothing and installs no signal handlers unless asked.
+/// budget of DESIGN §1, cancels as DESIGN §2 says, and reports every event to its sinks
+/// (`EventSink`: the handler given here, a control socket's watchers, a batch's journal).
+/// It prints nothing and installs no signal handlers unless asked.
 ///
 /// ```swift
 /// let supervisor = try Supervisor { event in print(event.kind) }
@@ -27,7 +28,6 @@ public final class Supervisor: Sendable {
     /// Names this run; given to every task as `OVERTIME_RUN`.
     public let runID: String
     let loop: EventLoop
-    let eventHandler: EventHandler
     private let nextTaskID = Atomic<Int>(1)
     /// Loop-thread state: the running tasks and the signal watchers.
     private let core: LoopBound<SupervisorCore>
@@ -37,13 +37,21 @@ public final class Supervisor: Sendable {
     ///   - runID: the run's id (default: a fresh one such as `20261130-050315-3fa2c9d1`).
     ///   - onEvent: receives every event on the loop thread.
     /// - Throws: `SystemError` when the loop cannot start.
-    public init(runID: String = RunID.generate(), onEvent: @escaping EventHandler = { _ in }) throws {
+    public convenience init(runID: String = RunID.generate(), onEvent: @escaping EventHandler = { _ in }) throws {
+        try self.init(runID: runID, sinks: [HandlerSink(onEvent)])
+    }
+
+    /// Starts a supervisor with its own loop thread whose events go to `sinks`, in order
+    /// (a sink that wants the JSON lines gets them encoded once for all).
+    /// - Throws: `SystemError` when the loop cannot start.
+    public init(runID: String = RunID.generate(), sinks: [any EventSink & Sendable]) throws {
         self.runID = runID
-        eventHandler = onEvent
         _ = Self.signalsIgnoredAtStart  // read before any watcher of ours replaces a disposition
         let loop = try EventLoop()
         self.loop = loop
-        core = LoopBound(SupervisorCore(runID: runID), loop: loop)
+        let core = SupervisorCore(runID: runID)
+        core.sinks = sinks
+        self.core = LoopBound(core, loop: loop)
     }
 
     /// Starts a task. Spawn failures (command not found, not executable) are not thrown:
@@ -133,9 +141,21 @@ public final class Supervisor: Sendable {
         }
     }
 
-    /// The runner of a task still running, on the loop thread.
-    func runnerOnLoop(id: Int) -> TaskRunner? {
-        core.value.runners[id]
+    /// The runner of a task still running, for the task's own handle (`TaskHandle`), on
+    /// the loop thread.
+    func runner(of handle: TaskHandle) -> TaskRunner? {
+        core.value.runners[handle.ref.id]
+    }
+
+    /// Adds a sink after those given at start (a control socket's watchers, a batch), on the
+    /// loop thread; it sees the events from then on.
+    func addSink(_ sink: any EventSink) {
+        core.value.sinks.append(sink)
+    }
+
+    /// Takes a sink out, on the loop thread.
+    func removeSink(_ sink: any EventSink) {
+        core.value.sinks.removeAll { $0 === sink }
     }
 
     /// Makes this process a child subreaper (PID 1 is one already): orphans of the tasks
@@ -191,9 +211,9 @@ public final class Supervisor: Sendable {
         loop.shutdown()
     }
 
+    /// Passes `event` to every sink, in order.
     func emit(_ event: TaskEvent) {
-        eventHandler(event)
-        core.value.broadcast(event)
+        core.value.emit(event)
     }
 
     /// Listens on a control socket (docs/control.md) so `overtime ctl` can see and steer the
@@ -204,13 +224,16 @@ public final class Supervisor: Sendable {
     /// - Throws: `ControlSocketError` when the path cannot be used.
     public func serveControl(at path: String? = nil, onRefused: @escaping @Sendable (String) -> Void = { _ in }) throws(ControlSocketError) -> String {
         let core = self.core
-        return try startControlServer(at: path, onRefused: onRefused) { server in core.value.control = server } target: { core.value }
+        return try startControlServer(at: path, onRefused: onRefused) { [self] in
+            (core.value, { server in self.addSink(ControlWatchers(server)) })
+        }
     }
 
     /// Prepares the path, then creates the server on the loop thread and waits for it.
+    /// - Parameter attach: run on the loop thread: what the server acts on, and what to do
+    ///   with it once it listens (make its watchers a sink).
     func startControlServer(at path: String?, onRefused: @escaping @Sendable (String) -> Void,
-                            install: @escaping (ControlServer) -> Void,
-                            target: @escaping () -> any ControlTarget) throws(ControlSocketError) -> String {
+                            attach: @escaping @Sendable () -> (target: any ControlTarget, install: (ControlServer) -> Void)) throws(ControlSocketError) -> String {
         let socketPath: String
         if let path {
             socketPath = path
@@ -220,13 +243,13 @@ public final class Supervisor: Sendable {
         }
         try ControlSocketPath.claim(socketPath)
         let done = Completion<Result<Void, ControlSocketError>>()
-        let job = UncheckedBox((install, target))
         let accepted = loop.execute { [loop] in
+            let (target, install) = attach()
             do {
-                let server = try ControlServer(loop: loop, path: socketPath, target: job.value.1()) { peer in
+                let server = try ControlServer(loop: loop, path: socketPath, target: target) { peer in
                     onRefused(peer.map { "refused a control connection from uid \($0.uid) (pid \($0.pid))" } ?? "refused a control connection with unknown credentials")
                 }
-                job.value.0(server)
+                install(server)
                 done.complete(.success(()))
             } catch {
                 done.complete(.failure(ControlSocketError("cannot listen on \(socketPath): \(error)")))
@@ -237,20 +260,11 @@ public final class Supervisor: Sendable {
         return socketPath
     }
 
-    /// Runs `body` with the task's runner on the loop thread; `ifGone` when it has ended.
-    func onRunner<R: Sendable>(_ handle: TaskHandle, ifGone: R, _ body: @escaping (TaskRunner) -> R) async -> R {
-        if handle.finishedOutcome != nil { return ifGone }
-        let core = self.core
-        let id = handle.ref.id
-        return await withCheckedContinuation { continuation in
-            let bound = UncheckedBox(body)
-            let accepted = loop.execute {
-                guard let runner = core.value.runners[id] else {
-                    continuation.resume(returning: ifGone)
-                    return
-                }
-                continuation.resume(returning: bound.value(runner))
-            }
+    /// Runs `body` on the loop thread and returns its answer; `ifGone` when the loop has
+    /// stopped.
+    func onLoop<R: Sendable>(ifGone: R, _ body: @escaping @Sendable () -> R) async -> R {
+        await withCheckedContinuation { continuation in
+            let accepted = loop.execute { continuation.resume(returning: body()) }
             // The loop has stopped: the job will never run, and nothing runs any more.
             if !accepted { continuation.resume(returning: ifGone) }
         }
@@ -281,16 +295,36 @@ final class SupervisorCore {
         }
         if terminationSignals > 1 { runner.escalate() }
     }
-    /// The control socket of `overtime run`, and what its watchers have seen lately.
-    var control: ControlServer?
-    private lazy var controlEncoder = EventEncoder(runID: runID)
-    private var broadcastThrottle = FrequentEventThrottle(interval: .milliseconds(100))
+    /// Where every event goes, in order (`Supervisor.emit`).
+    var sinks: [any EventSink] = []
+    /// Makes an event's JSON line, once, for the sinks that want it.
+    lazy var encoder = EventEncoder(runID: runID)
+    /// Events that arose while one was being passed round (a sink cancelled a task, and
+    /// the cancel's event came back here): they go out after it, so that every sink sees
+    /// one order, the cause before its effect.
+    private var queued: [TaskEvent] = []
+    private var emitting = false
 
-    /// Passes an event to control-socket watchers, progress (and the other kinds a task
-    /// can cause at any rate) at most 10 a second per task.
-    func broadcast(_ event: TaskEvent) {
-        guard let control else { return }
-        for line in controlEncoder.lines(for: event, through: &broadcastThrottle) { control.broadcast(line) }
+    func emit(_ event: TaskEvent) {
+        guard !emitting else {
+            queued.append(event)
+            return
+        }
+        emitting = true
+        defer { emitting = false }
+        var next: TaskEvent? = event
+        var taken = 0
+        while let event = next {
+            var encoded = EncodedEvent(event, encoder: encoder)
+            for sink in sinks { sink.receive(&encoded) }
+            if taken < queued.count {
+                next = queued[taken]
+                taken += 1
+            } else {
+                next = nil
+            }
+        }
+        queued.removeAll(keepingCapacity: true)
     }
     /// Variables a supervisor sets for its own tasks; a value inherited from an outer
     /// supervisor (Overtime run under Overtime) must not leak through. Others, such as
@@ -322,12 +356,6 @@ final class SupervisorCore {
     init(runID: String) {
         self.runID = runID
     }
-}
-
-/// Carries a value that is not `Sendable` to the loop thread, where alone it is used.
-struct UncheckedBox<T>: @unchecked Sendable {
-    let value: T
-    init(_ value: T) { self.value = value }
 }
 
 /// Run ids: the UTC start time and eight random hex digits, sortable and unique enough for

@@ -42,26 +42,67 @@ public final class TaskHandle: Sendable {
     /// - Parameter grace: overrides the task's grace (a shutdown may have less time).
     @discardableResult
     public func cancel(reason: CancelReason = .user, grace: Duration? = nil) async -> TaskMachine.CancelResult {
-        await supervisor.onRunner(self, ifGone: .alreadyFinished) { runner in
-            runner.cancel(reason: reason, grace: grace)
-        }
+        await onLoop(ifGone: .alreadyFinished) { $0.cancel(reason: reason, grace: grace) }
     }
 
     /// Gives the task `amount` more time, counted from its current deadline; past its
     /// `max-runtime` only when `pastMax`.
     @discardableResult
     public func extend(by amount: Duration, pastMax: Bool = false) async -> TaskMachine.OperatorResult {
-        await supervisor.onRunner(self, ifGone: .notRunning(.exited)) { runner in
-            runner.operatorExtend(by: amount, pastMax: pastMax)
-        }
+        await onLoop(ifGone: .notRunning(.exited)) { $0.extend(by: amount, pastMax: pastMax) }
     }
 
     /// Takes the budget back: the deadline becomes now + `after`, progress no longer moves
     /// it, and when it passes the task is cancelled with reason `revoked`.
     @discardableResult
     public func revoke(after: Duration = .zero) async -> TaskMachine.OperatorResult {
-        await supervisor.onRunner(self, ifGone: .notRunning(.exited)) { runner in
-            runner.revoke(after: after)
+        await onLoop(ifGone: .notRunning(.exited)) { $0.revoke(after: after) }
+    }
+
+    private func onLoop<R: Sendable>(ifGone: R, _ body: @escaping @Sendable (SynchronousOperations) -> R) async -> R {
+        if finishedOutcome != nil { return ifGone }
+        return await supervisor.onLoop(ifGone: ifGone) { [self] in body(syncOperations) }
+    }
+
+    /// The same requests, answered at once, for code that runs on the supervisor's loop
+    /// thread: an event sink or handler (a batch steers its tasks this way). Using them on
+    /// any other thread is a bug (checked in debug builds).
+    public var syncOperations: SynchronousOperations { SynchronousOperations(handle: self) }
+
+    public struct SynchronousOperations {
+        let handle: TaskHandle
+
+        private var runner: TaskRunner? { handle.supervisor.runner(of: handle) }
+
+        @discardableResult
+        public func cancel(reason: CancelReason = .user, grace: Duration? = nil) -> TaskMachine.CancelResult {
+            runner?.cancel(reason: reason, grace: grace) ?? .alreadyFinished
+        }
+
+        @discardableResult
+        public func extend(by amount: Duration, pastMax: Bool = false) -> TaskMachine.OperatorResult {
+            runner?.operatorExtend(by: amount, pastMax: pastMax) ?? .notRunning(.exited)
+        }
+
+        @discardableResult
+        public func revoke(after: Duration = .zero) -> TaskMachine.OperatorResult {
+            runner?.revoke(after: after) ?? .notRunning(.exited)
+        }
+
+        /// SIGKILL to the task's group now, if it is being cancelled (a second Ctrl-C).
+        public func escalate() {
+            runner?.escalate()
+        }
+
+        /// The task as `overtime ctl status` shows it; nil once it has ended.
+        public func status() -> TaskStatus? {
+            runner?.status(now: TaskRunner.clock())
+        }
+
+        /// Records an operator's request (`cancel`, `extend 30s`) with the uid of whoever
+        /// asked in the task's event stream, and so in journals.
+        public func recordOperator(_ action: String, uid: UInt32) {
+            runner?.recordOperator(action, uid: uid)
         }
     }
 }

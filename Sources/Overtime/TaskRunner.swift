@@ -161,7 +161,7 @@ final class TaskRunner {
                 guard let valve, valve.isHeld else { return }
                 self.heldSinceDrainArmed = true
                 reader.pauseReading()
-                let paused = UncheckedBox(reader)
+                let paused = LoopBound(reader, loop: loop)
                 let registered = valve.whenReleased { loop.execute { paused.value.resumeReading() } }
                 if !registered { reader.resumeReading() }  // released in between
             },

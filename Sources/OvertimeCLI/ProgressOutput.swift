@@ -7,7 +7,7 @@ import Synchronization
 /// (progress at most once a second, every state change at once), `json` events on stdout,
 /// or nothing. Failures to start are always shown. Events come on the supervisor's loop
 /// thread.
-final class ProgressOutput: Sendable {
+final class ProgressOutput: EventSink, Sendable {
     /// Progress lines per task per second, at most, in each mode.
     static let plainInterval = Duration.seconds(1)
     static let jsonInterval = Duration.milliseconds(100)
@@ -69,13 +69,14 @@ final class ProgressOutput: Sendable {
         return .summary(text: text, succeeded: outcome.succeeded)
     }
 
-    func handle(_ event: TaskEvent) {
+    func receive(_ encoded: inout EncodedEvent) {
+        let event = encoded.event
         switch mode {
         case .none, .json:
             if case let .exited(outcome) = event.kind, case let .failedToStart(failure) = outcome.termination {
                 Terminal.error("overtime: \(failure.message)")
             }
-            if mode == .json { json(event) }
+            if mode == .json { json(&encoded) }
         case .plain:
             plain?.handle(event)
         case .tty:
@@ -106,9 +107,10 @@ final class ProgressOutput: Sendable {
         }
     }
 
-    private func json(_ event: TaskEvent) {
+    private func json(_ encoded: inout EncodedEvent) {
         // Thinned as the journal is: a task flooding its channel must not flood stdout.
-        let lines = jsonThrottle.withLock { encoder.lines(for: event, through: &$0) }
+        let event = encoded.event
+        let lines = jsonThrottle.withLock { encoded.lines(through: &$0) }
         for (i, line) in lines.enumerated() {
             // The last line is the event's own; any before it are `thinned` counts.
             Terminal.writeOut(line, i == lines.count - 1 ? .of(event) : .event)

@@ -219,7 +219,7 @@ struct RunCommand {
         let output = ProgressOutput(mode: progress, encoder: EventEncoder(runID: runID))
         let supervisor: Supervisor
         do {
-            supervisor = try Supervisor(runID: runID) { event in output.handle(event) }
+            supervisor = try Supervisor(runID: runID, sinks: [output])
         } catch {
             Terminal.error("overtime: cannot start the supervisor: \(error)")
             return 125

@@ -206,7 +206,7 @@ struct DisplayTmuxTests {
     func runAdvancesAndEnds() async throws {
         let scratch = try CLIScratch()
         try await DisplayTmux.with("advance", scratch: scratch) { tmux in
-            try await tmux.start("\(overtime) run --name resize -- sh \(progressScript) 24")
+            try await tmux.start("\(overtime) run --name resize -- sh \(progressScript) 48")
 
             let first = try #require(try await tmux.waitFor { lines in rows(lines, "resize").contains { $0.contains("left ") } },
                                      "no live row appeared")
@@ -217,8 +217,8 @@ struct DisplayTmuxTests {
             #expect(try await tmux.cursorVisible() == false, "the cursor is hidden while the row is up")
 
             // Growth still to come: on a loaded machine the first row seen may already be far
-            // along (79% once), and past 80% a rise of 20 may end with the task before a
-            // screen shows it.
+            // along (79% of 24 items once, in a full parallel run: hence 48 items, 12 s), and
+            // past 80% a rise of 20 may end with the task before a screen shows it.
             let rise = max(1, min(20, (100 - firstPercent) / 2))
             let later = try await tmux.waitFor { lines in
                 (percents(rows(lines, "resize")).first ?? 0) >= firstPercent + rise
@@ -232,7 +232,7 @@ struct DisplayTmuxTests {
             let status = try await tmux.waitForExit()
             #expect(status == 0)
             let end = try await tmux.screen(history: true)
-            #expect(end.contains("resized 24 images"), "the child's own stdout, whole: \(end)")
+            #expect(end.contains("resized 48 images"), "the child's own stdout, whole: \(end)")
             #expect(end.contains { $0.hasPrefix("✓ resize: succeeded in") }, "\(end)")
             #expect(end.contains { $0.hasPrefix("✓ done: 1 of 1 succeeded") && $0.hasSuffix("; exit 0") }, "\(end)")
             #expect(rows(end, "resize").isEmpty, "the row is gone at the end: \(end)")

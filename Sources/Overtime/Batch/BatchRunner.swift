@@ -96,7 +96,7 @@ public final class BatchRunner: Sendable {
     public let runID: String
     public let journal: RunJournal
     let supervisor: Supervisor
-    private let core: CoreSlot
+    private let core: LoopBound<BatchCore>
     private let completion = Completion<BatchSummary>()
 
     /// Prepares the run directory and the supervisor; nothing starts until `start()`.
@@ -129,42 +129,36 @@ public final class BatchRunner: Sendable {
                 throw BatchError(failure)
             }
         }
-        let slot = CoreSlot()
-        core = slot
-        supervisor = try Supervisor(runID: runID) { event in slot.core?.handle(event) }
-        let supervisor = self.supervisor
-        let journal = self.journal
-        let failFast = options.failFast
-        let onUpdate = options.onUpdate
-        let (plannedJob, resumedNames) = (job, succeeded)
+        // The batch is one of its supervisor's event sinks, as any embedding program's
+        // handler is, and steers its tasks through their handles.
+        let supervisor = try Supervisor(runID: runID, sinks: [])
+        self.supervisor = supervisor
         let completion = self.completion
-        let finished: @Sendable (BatchSummary) -> Void = { summary in completion.complete(summary) }
-        supervisor.loop.execute {
-            slot.core = BatchCore(job: plannedJob, runID: runID, succeeded: resumedNames, failFast: failFast, supervisor: supervisor,
-                                  journal: journal, onUpdate: onUpdate, onDone: finished)
-        }
+        let batch = BatchCore(job: job, runID: runID, succeeded: succeeded, failFast: options.failFast, supervisor: supervisor,
+                              journal: journal, onUpdate: options.onUpdate) { summary in completion.complete(summary) }
+        core = LoopBound(batch, loop: supervisor.loop)
+        let core = self.core
+        supervisor.loop.execute { supervisor.addSink(core.value) }
     }
 
     /// Starts the queue.
     public func start() {
-        let slot = core
-        supervisor.loop.execute { slot.core?.begin() }
+        let core = self.core
+        supervisor.loop.execute { core.value.begin() }
     }
 
     /// Cancels every running task with `reason` and starts nothing more.
     public func stop(reason: CancelReason) {
-        let slot = core
-        supervisor.loop.execute { slot.core?.stop(reason) }
+        let core = self.core
+        supervisor.loop.execute { core.value.stop(reason) }
     }
 
     /// Listens on a control socket (docs/control.md) for `overtime ctl`; returns its path.
     /// - Throws: `ControlSocketError` when the path cannot be used.
     public func serveControl(at path: String? = nil, onRefused: @escaping @Sendable (String) -> Void = { _ in }) throws(ControlSocketError) -> String {
-        let slot = core
-        return try supervisor.startControlServer(at: path, onRefused: onRefused) { server in
-            slot.core?.control = server
-        } target: {
-            slot.core!
+        let core = self.core
+        return try supervisor.startControlServer(at: path, onRefused: onRefused) {
+            (core.value, { server in core.value.control = server })
         }
     }
 
@@ -173,10 +167,10 @@ public final class BatchRunner: Sendable {
     /// - Parameter shutdownGrace: the time an orchestrator gives the whole shutdown; each
     ///   running task's grace is clipped to fit inside it (`Supervisor.grace(within:)`).
     public func stopOnTerminationSignals(shutdownGrace: Duration? = nil, _ onSignal: @escaping @Sendable (Int32) -> Void = { _ in }) {
-        let slot = core
+        let core = self.core
         supervisor.onSignals([SIGINT_NUMBER, SIGTERM_NUMBER]) { signal in
             onSignal(signal)
-            slot.core?.terminationSignal(signal == SIGINT_NUMBER ? .user : .shutdown, shutdownGrace: shutdownGrace)
+            core.value.terminationSignal(signal == SIGINT_NUMBER ? .user : .shutdown, shutdownGrace: shutdownGrace)
         }
     }
 
@@ -212,14 +206,9 @@ public final class BatchRunner: Sendable {
 
 let SIGINT_NUMBER: Int32 = 2
 
-/// Holds the loop-confined core for closures made before it exists. Set and read only on
-/// the supervisor's loop thread.
-final class CoreSlot: @unchecked Sendable {
-    var core: BatchCore?
-}
-
-/// The batch on its loop thread: the queue machine, the task handles, the journal.
-final class BatchCore {
+/// The batch on its loop thread: the queue machine, the task handles, the journal. Made
+/// before the loop runs anything of it; used on the loop thread only.
+final class BatchCore: EventSink {
     private(set) var machine: QueueMachine
     let job: JobFile
     private let runID: String
@@ -232,12 +221,16 @@ final class BatchCore {
     // The three maps below hold running (or retrying) tasks only: a finished task keeps
     // nothing here but its report, so a batch's memory grows by a summary row a task.
     private var indexByTaskID: [Int: Int] = [:]
-    private(set) var taskIDByIndex: [Int: Int] = [:]
+    /// The running attempt of each task, steered through its handle as an embedding
+    /// program steers its own (`TaskHandle.syncOperations`).
+    private(set) var handles: [Int: TaskHandle] = [:]
     private var lastOutcome: [Int: TaskOutcome] = [:]
     private(set) var reports: [Int: TaskReport] = [:]
     private var journalThrottle = FrequentEventThrottle(interval: BatchCore.journalProgressInterval)
     private let resumed: Set<String>
+    /// The retry timer, made on the loop thread at its first use.
     private var timer: LoopTimer?
+    private var timerClosed = false
     private var armedFor: MonotonicInstant?
     private var stoppedBy: CancelReason?
     private var reported = false
@@ -263,7 +256,6 @@ final class BatchCore {
         startedAt = TaskRunner.clock()
         resumed = succeeded.intersection(job.tasks.map(\.name))
         machine = QueueMachine(job: job, startedAt: startedAt, failFast: failFast, succeeded: resumed)
-        timer = LoopTimer(loop: supervisor.loop)
     }
 
     func begin() {
@@ -285,9 +277,7 @@ final class BatchCore {
     /// The first SIGINT/SIGTERM stops the batch; a later one kills what still runs.
     func terminationSignal(_ reason: CancelReason, shutdownGrace: Duration?) {
         if stoppedBy != nil {
-            for index in taskIDByIndex.keys {
-                if let id = taskIDByIndex[index], let runner = supervisor.runnerOnLoop(id: id) { runner.escalate() }
-            }
+            for handle in handles.values { handle.syncOperations.escalate() }
             return
         }
         stopGrace = shutdownGrace.map(Supervisor.grace(within:))
@@ -302,16 +292,17 @@ final class BatchCore {
         afterInput(now)
     }
 
-    func handle(_ event: TaskEvent) {
+    func receive(_ encoded: inout EncodedEvent) {
+        let event = encoded.event
         guard let index = indexByTaskID[event.task.id] else { return }
         onUpdate(.taskEvent(event))
-        let lines = encoder.lines(for: event, through: &journalThrottle)
+        let lines = encoded.lines(through: &journalThrottle)
         guard !lines.isEmpty else { return }
         for (i, line) in lines.enumerated() {
             writeJournal(line)
             // The last line is the event's own; any before it are `thinned` counts.
             onUpdate(.journalLine(line, event: i == lines.count - 1 ? event : nil))
-            control?.broadcast(line)
+            broadcast(line)
         }
         let now = event.time
         switch event.kind {
@@ -322,7 +313,7 @@ final class BatchCore {
         case let .exited(outcome):
             // Nothing more comes from this attempt's runner.
             indexByTaskID[event.task.id] = nil
-            taskIDByIndex[index] = nil
+            handles[index] = nil
             lastOutcome[index] = outcome
             if case .failedToStart = outcome.termination {
                 onUpdate(.started(task: job.tasks[index].name, attempt: machine.attempts[index], pid: nil))
@@ -349,8 +340,8 @@ final class BatchCore {
         case let .start(index, attempt, slots, amounts, maxRuntime):
             launch(index, attempt: attempt, slots: slots, amounts: amounts, maxRuntime: maxRuntime)
         case let .cancel(index, reason):
-            guard let id = taskIDByIndex[index], let runner = supervisor.runnerOnLoop(id: id) else { return }
-            _ = runner.cancel(reason: reason, grace: stopGrace.map { min(runner.grace, $0) })
+            let grace = stopGrace.map { min(job.tasks[index].policy.grace, $0) }
+            handles[index]?.syncOperations.cancel(reason: reason, grace: grace)
         case let .retry(index, nextAttempt, at):
             let name = job.tasks[index].name
             let because = lastOutcome[index].map(Self.failureReason) ?? "failed"
@@ -397,7 +388,7 @@ final class BatchCore {
                             isolation: task.isolation)
         let handle = supervisor.spawn(spec)
         indexByTaskID[handle.ref.id] = index
-        taskIDByIndex[index] = handle.ref.id
+        handles[index] = handle
         record(batchEvent: "attempt", task: task.name, now: TaskRunner.clock()) { w in
             w.key("attempt"); w.int(attempt)
             if !slots.isEmpty || !amounts.isEmpty {
@@ -484,7 +475,12 @@ final class BatchCore {
         w.raw("\n")
         writeJournal(w.bytes)
         onUpdate(.journalLine(w.bytes, event: nil))
-        control?.broadcast(w.bytes)
+        broadcast(w.bytes)
+    }
+
+    /// A journal line to the control socket's watchers, who see what the journal gets.
+    private func broadcast(_ line: [UInt8]) {
+        if let control, control.hasWatchers { control.broadcast(line) }
     }
 
     /// Appends to the journal; a failure is said at once (`BatchUpdate.recordFailed`).
@@ -498,9 +494,11 @@ final class BatchCore {
             finish(now)
             return
         }
-        if let wake = machine.nextWake, armedFor.map({ wake < $0 }) ?? true {
+        if let wake = machine.nextWake, armedFor.map({ wake < $0 }) ?? true, !timerClosed {
             armedFor = wake
-            timer?.schedule(inNanoseconds: max(0, (wake - now).nanoseconds)) { [weak self] in
+            let timer = self.timer ?? LoopTimer(loop: supervisor.loop)
+            self.timer = timer
+            timer.schedule(inNanoseconds: max(0, (wake - now).nanoseconds)) { [weak self] in
                 guard let self else { return }
                 self.armedFor = nil
                 let now = TaskRunner.clock()
@@ -515,6 +513,7 @@ final class BatchCore {
         reported = true
         timer?.close()
         timer = nil
+        timerClosed = true
         control?.close()
         control = nil
         var summary = BatchSummary(runID: runID, runDirectory: journal.directory,
@@ -576,8 +575,7 @@ extension BatchCore: ControlTarget {
         job.tasks.indices.map { index in
             let name = job.tasks[index].name
             let attempts = machine.attempts[index]
-            if let id = taskIDByIndex[index], let runner = supervisor.runnerOnLoop(id: id), case .running = machine.states[index] {
-                var status = runner.status(now: now)
+            if case .running = machine.states[index], var status = handles[index]?.syncOperations.status() {
                 status.name = name
                 status.attempts = attempts
                 return status
@@ -598,11 +596,11 @@ extension BatchCore: ControlTarget {
         machine.index(named: name).map { .success($0) } ?? .failure(ControlFailure("no task named '\(name)' in this batch"))
     }
 
-    private func runningRunner(_ index: Int) -> Result<TaskRunner, ControlFailure> {
-        guard case .running = machine.states[index], let id = taskIDByIndex[index], let runner = supervisor.runnerOnLoop(id: id) else {
+    private func runningTask(_ index: Int) -> Result<TaskHandle.SynchronousOperations, ControlFailure> {
+        guard case .running = machine.states[index], let handle = handles[index] else {
             return .failure(ControlFailure("'\(job.tasks[index].name)' is not running"))
         }
-        return .success(runner)
+        return .success(handle.syncOperations)
     }
 
     private func recordOperator(_ index: Int, _ action: String, uid: UInt32) {
@@ -625,18 +623,18 @@ extension BatchCore: ControlTarget {
 
     func controlExtend(task: String, by amount: Duration, pastMax: Bool, uid: UInt32) -> Result<String, ControlFailure> {
         index(of: task).flatMap { index in
-            runningRunner(index).flatMap { runner in
+            runningTask(index).flatMap { task in
                 recordOperator(index, pastMax ? "extend --past-max \(DurationText.format(amount))" : "extend \(DurationText.format(amount))", uid: uid)
-                return ControlWords.budget(runner.operatorExtend(by: amount, pastMax: pastMax))
+                return ControlWords.budget(task.extend(by: amount, pastMax: pastMax))
             }
         }
     }
 
     func controlRevoke(task: String, after: Duration, uid: UInt32) -> Result<String, ControlFailure> {
         index(of: task).flatMap { index in
-            runningRunner(index).flatMap { runner in
+            runningTask(index).flatMap { task in
                 recordOperator(index, "revoke \(DurationText.format(after))", uid: uid)
-                return ControlWords.budget(runner.revoke(after: after))
+                return ControlWords.budget(task.revoke(after: after))
             }
         }
     }

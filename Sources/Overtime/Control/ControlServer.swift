@@ -46,6 +46,9 @@ final class ControlServer {
     private var listener: UnixListener?
     private weak var target: (any ControlTarget)?
     private var clients: [ObjectIdentifier: Client] = [:]
+    /// Clients that asked to `watch`: with none, events are not even encoded for them.
+    private(set) var watcherCount = 0
+    var hasWatchers: Bool { watcherCount > 0 }
     private let onRefused: (PeerCredentials?) -> Void
     private let ownUID = geteuid()
 
@@ -63,6 +66,7 @@ final class ControlServer {
         listener = nil
         for client in clients.values { client.stream.close() }
         clients.removeAll()
+        watcherCount = 0
     }
 
     /// Sends a line to every client that asked to `watch`.
@@ -88,6 +92,7 @@ final class ControlServer {
             },
             onEnd: { [unowned self] _ in
                 client.stream.close()
+                if client.watching { self.watcherCount -= 1 }
                 self.clients[key] = nil
             }
         )
@@ -117,6 +122,7 @@ final class ControlServer {
         case .status:
             return .status(target.controlStatus(now: TaskRunner.clock()))
         case .watch:
+            if !client.watching { watcherCount += 1 }
             client.watching = true
             return .watching
         case let .cancel(task):

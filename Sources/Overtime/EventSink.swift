@@ -1,0 +1,68 @@
+import OvertimeProtocol
+
+/// Where a supervisor's task events go: the embedding program's handler, the control
+/// socket's watchers, a batch's journal, the CLI's output. The supervisor holds a list of
+/// them and passes each event to every one, in order, on its loop thread; keep `receive`
+/// quick.
+///
+/// An event is turned into its JSON line at most once, and only when a sink asks for the
+/// bytes (`EncodedEvent.line()`): a supervisor whose sinks all take the typed event never
+/// encodes one.
+public protocol EventSink: AnyObject {
+    func receive(_ event: inout EncodedEvent)
+}
+
+/// One event on its way through the sinks, with its JSON line made on first request and
+/// shared by every sink after.
+public struct EncodedEvent {
+    public let event: TaskEvent
+    private let encoder: EventEncoder
+    private var encoded: [UInt8]?
+
+    init(_ event: TaskEvent, encoder: EventEncoder) {
+        self.event = event
+        self.encoder = encoder
+    }
+
+    /// The event as a JSON line (newline included), as `EventEncoder.line(for:)` writes it.
+    public mutating func line() -> [UInt8] {
+        if let encoded { return encoded }
+        let line = encoder.line(for: event)
+        encoded = line
+        return line
+    }
+
+    /// The lines a consumer thinned by `throttle` writes for this event: none when it is
+    /// held back, else the `thinned` counts it is owed, then the event itself (an `exited`
+    /// event carries the consumer's own totals, so that one line is the consumer's alone).
+    public mutating func lines(through throttle: inout FrequentEventThrottle) -> [[UInt8]] {
+        let admission = throttle.admit(event)
+        guard admission.write else { return [] }
+        var lines = admission.summaries.map { encoder.thinnedLine(task: event.task, time: event.time, kind: $0.kind, count: $0.count) }
+        lines.append(admission.totals.isEmpty ? line() : encoder.line(for: event, thinned: admission.totals))
+        return lines
+    }
+}
+
+/// The embedding program's handler as a sink: it takes the typed event, never the bytes.
+final class HandlerSink: EventSink, Sendable {
+    private let handler: Supervisor.EventHandler
+    init(_ handler: @escaping Supervisor.EventHandler) { self.handler = handler }
+    func receive(_ event: inout EncodedEvent) { handler(event.event) }
+}
+
+/// The watchers of `overtime run`'s control socket: every event, except that progress (and
+/// the other kinds a task can cause at any rate) reaches them at most 10 times a second per
+/// task.
+final class ControlWatchers: EventSink {
+    static let interval = Duration.milliseconds(100)
+    private let server: ControlServer
+    private var throttle = FrequentEventThrottle(interval: ControlWatchers.interval)
+
+    init(_ server: ControlServer) { self.server = server }
+
+    func receive(_ event: inout EncodedEvent) {
+        guard server.hasWatchers else { return }
+        for line in event.lines(through: &throttle) { server.broadcast(line) }
+    }
+}
