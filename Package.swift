@@ -2,13 +2,15 @@
 import PackageDescription
 
 // The arrows point one way: the `overtime` CLI → `Overtime` (the supervisor engine) →
-// `OvertimeLoop` (the only module that touches libuv) and `OvertimeProtocol` (the wire
-// format, pure Swift, shared later with the child-side worker library).
+// `OvertimeCore` (the pure machines and models) and `OvertimeLoop` (the only module that
+// touches libuv); `OvertimeCore` → `OvertimeProtocol` (the wire format, pure Swift, shared
+// with the child-side worker library). docs/design.md draws the whole map.
 let package = Package(
     name: "Overtime",
     products: [
         .library(name: "Overtime", targets: ["Overtime"]),
         .library(name: "OvertimeProtocol", targets: ["OvertimeProtocol"]),
+        .library(name: "OvertimeCore", targets: ["OvertimeCore"]),
         .library(name: "OvertimeWorker", targets: ["OvertimeWorker"]),
         .executable(name: "overtime", targets: ["OvertimeCLI"]),
     ],
@@ -27,6 +29,18 @@ let package = Package(
             dependencies: ["CLibUV", "COvertimeSpawn"]
         ),
         .target(name: "OvertimeProtocol"),
+        // The pure core: the task and queue machines, budget policy, events and their
+        // encoder, durations, the job file's model, decoder and validator. It imports
+        // OvertimeProtocol only: no Glibc, no Foundation, no loop. What it needs of the
+        // machine (a clock, the wall-clock offset, the account database, a command lookup)
+        // is given to it. The CorePurity plugin fails its build on any other import.
+        .target(
+            name: "OvertimeCore",
+            dependencies: ["OvertimeProtocol"],
+            plugins: ["CorePurity"]
+        ),
+        .plugin(name: "CorePurity", capability: .buildTool(), dependencies: ["core-purity"]),
+        .executableTarget(name: "core-purity"),
         // The task's side: what a Swift program run by Overtime links. Never sees the
         // supervisor's code.
         .target(
@@ -35,7 +49,7 @@ let package = Package(
         ),
         .target(
             name: "Overtime",
-            dependencies: ["OvertimeLoop", "OvertimeProtocol"]
+            dependencies: ["OvertimeCore", "OvertimeLoop", "OvertimeProtocol"]
         ),
         // The CLI. The target is not named `overtime`: `Sources/overtime` beside
         // `Sources/Overtime` collides on a case-insensitive filesystem. The product (and so
@@ -67,7 +81,7 @@ let package = Package(
         // The loop module on its own: real descriptors and processes, no supervisor.
         .testTarget(
             name: "OvertimeLoopTests",
-            dependencies: ["OvertimeLoop"]
+            dependencies: ["OvertimeLoop", "OvertimeProtocol"]
         ),
         // What the test targets share: a deterministic dice for the fuzz tests, a way off
         // the few shared test threads for blocking or heavy work.

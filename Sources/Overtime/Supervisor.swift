@@ -90,15 +90,15 @@ public final class Supervisor: Sendable {
     ///   - shutdownGrace: the time an orchestrator gives the whole shutdown (Kubernetes'
     ///     terminationGracePeriodSeconds): each task's grace is clipped to fit inside it.
     ///   - onSignal: also told of each signal, on the loop thread.
-    public func cancelAllOnTerminationSignals(shutdownGrace: Duration? = nil, _ onSignal: @escaping @Sendable (Int32) -> Void = { _ in }) {
+    public func cancelAllOnTerminationSignals(shutdownGrace: Duration? = nil, _ onSignal: @escaping @Sendable (Signal) -> Void = { _ in }) {
         let core = self.core
-        onSignals([SIGINT, SIGTERM]) { signal in
+        onSignals([.interrupt, .terminate]) { signal in
             onSignal(signal)
             let core = core.value
             core.terminationSignals += 1
             if core.termination == nil {
-                core.termination = (signal == SIGINT ? .user : .shutdown, shutdownGrace)
-                core.interrupted = signal == SIGINT
+                core.termination = (signal == .interrupt ? .user : .shutdown, shutdownGrace)
+                core.interrupted = signal == .interrupt
             }
             for runner in core.runners.values { core.applyTermination(to: runner) }
         }
@@ -117,22 +117,22 @@ public final class Supervisor: Sendable {
     /// shell ignores SIGINT and SIGQUIT for a command run in the background, so that the
     /// terminal's Ctrl-C does not reach it). They stay ignored: neither acted on nor passed
     /// on. Tasks still start with every signal at its default.
-    public static let signalsIgnoredAtStart: Set<Int32> = {
-        Set(([SIGINT, SIGTERM] + forwardedSignals).filter { signal in
+    public static let signalsIgnoredAtStart: Set<Signal> = {
+        Set(([.interrupt, .terminate] + forwardedSignals).filter { signal in
             var current = sigaction()
-            guard sigaction(signal, nil, &current) == 0, let handler = current.__sigaction_handler.sa_handler else { return false }
+            guard sigaction(signal.rawValue, nil, &current) == 0, let handler = current.__sigaction_handler.sa_handler else { return false }
             return unsafeBitCast(handler, to: Int.self) == unsafeBitCast(SIG_IGN, to: Int.self)
         })
     }()
 
     /// Runs `handler` on the loop thread for each of `signals` the supervisor receives
     /// (except those ignored at start, `signalsIgnoredAtStart`).
-    func onSignals(_ signals: [Int32], _ handler: @escaping @Sendable (Int32) -> Void) {
+    func onSignals(_ signals: [Signal], _ handler: @escaping @Sendable (Signal) -> Void) {
         let core = self.core
         loop.execute { [self] in
             for signal in signals where !Self.signalsIgnoredAtStart.contains(signal) {
                 do {
-                    core.value.signalWatchers.append(try SignalWatcher(loop: loop, signal: signal, handler))
+                    core.value.signalWatchers.append(try SignalWatcher(loop: loop, signal: signal.rawValue) { handler(Signal(rawValue: $0)) })
                 } catch {
                     // uv_signal_start fails only for invalid signal numbers.
                     assertionFailure("\(error)")
@@ -182,11 +182,11 @@ public final class Supervisor: Sendable {
 
     /// The signals an entrypoint passes on rather than acting on: SIGHUP, SIGQUIT, SIGUSR1,
     /// SIGUSR2, SIGWINCH.
-    public static let forwardedSignals: [Int32] = [SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH]
+    public static let forwardedSignals: [Signal] = [.hangup, .quit, .user1, .user2, .windowChange]
 
     /// Passes each of `signals` that the supervisor receives on to every running task's
     /// process group, instead of letting it end the supervisor and orphan the tasks.
-    public func forwardSignals(_ signals: [Int32] = Supervisor.forwardedSignals) {
+    public func forwardSignals(_ signals: [Signal] = Supervisor.forwardedSignals) {
         let core = self.core
         onSignals(signals) { signal in
             for runner in core.value.runners.values { runner.forward(signal: signal) }

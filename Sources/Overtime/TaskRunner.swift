@@ -187,7 +187,7 @@ final class TaskRunner {
 
     private func isolate(_ request: inout SpawnRequest) {
         let isolation = spec.isolation
-        request.limits = isolation.limits
+        request.limits = isolation.limits.map(RLimit.init)
         request.niceness = isolation.niceness
         if let (uid, gid) = isolation.credentialsToSwitch() {
             request.userID = uid
@@ -396,12 +396,12 @@ final class TaskRunner {
     }
 
     /// Passes a signal the supervisor received on to the task's group (while it runs).
-    func forward(signal: Int32) {
-        if signal == SIGWINCH_NUMBER {
+    func forward(signal: Signal) {
+        if signal == .windowChange {
             // The task's terminal follows the real one before the task is told it changed.
             for terminal in terminals { terminal.reader.copyWindowSize(from: terminal.sizeFrom) }
         }
-        process?.signalGroup(signal)
+        process?.signalGroup(signal.rawValue)
     }
 
     // MARK: Actions
@@ -428,7 +428,7 @@ final class TaskRunner {
             case let .send(message):
                 channel?.write(message.encoded())
             case let .signalGroup(signal):
-                process?.signalGroup(signal)
+                process?.signalGroup(signal.rawValue)
             case .killLeftovers:
                 process?.killLeftoverGroup()
             case let .emit(kind):
@@ -467,16 +467,16 @@ final class TaskRunner {
             finish(termination: Self.termination(exit))
             return
         }
-        process?.signalGroup(SIGKILL_NUMBER)
+        process?.signalGroup(Signal.kill.rawValue)
         killedAtShutdown = true
         exitedAt = Self.clock()
-        finish(termination: .signaled(SIGKILL_NUMBER))
+        finish(termination: .signaled(.kill))
     }
 
     private static func termination(_ exit: ChildExit) -> Termination {
         switch exit {
         case let .exited(code): .exited(code)
-        case let .signaled(signal): .signaled(signal)
+        case let .signaled(signal): .signaled(Signal(rawValue: signal))
         }
     }
 
@@ -486,7 +486,7 @@ final class TaskRunner {
         timer.close()
         paceTimer?.close()
         core.runners[ref.id] = nil
-        let killed = (machine.killSent || killedAtShutdown) && termination == .signaled(SIGKILL_NUMBER)
+        let killed = (machine.killSent || killedAtShutdown) && termination == .signaled(.kill)
         let outcome = TaskOutcome(
             task: ref,
             pid: process?.pid,

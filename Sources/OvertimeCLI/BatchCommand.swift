@@ -164,8 +164,8 @@ struct BatchCommand {
         let signals = TerminationCount()
         runner.stopOnTerminationSignals(shutdownGrace: shutdownGrace) { signal in
             display.note(signals.first()
-                ? "received \(SignalNames.name(signal)); cancelling running tasks, starting nothing new; another one kills at once"
-                : "received \(SignalNames.name(signal)) again; killing what still runs")
+                ? "received \(signal.name); cancelling running tasks, starting nothing new; another one kills at once"
+                : "received \(signal.name) again; killing what still runs")
         }
         runner.onNotice(display.warn)
         do {

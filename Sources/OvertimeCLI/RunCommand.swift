@@ -227,8 +227,8 @@ struct RunCommand {
         let signals = TerminationCount()
         supervisor.cancelAllOnTerminationSignals(shutdownGrace: shutdownGrace) { signal in
             output.note(signals.first()
-                ? "received \(SignalNames.name(signal)); cancelling (\(signal == SIGINT ? "user" : "shutdown")); another one kills at once"
-                : "received \(SignalNames.name(signal)) again; killing now")
+                ? "received \(signal.name); cancelling (\(signal == .interrupt ? "user" : "shutdown")); another one kills at once"
+                : "received \(signal.name) again; killing now")
         }
         supervisor.forwardSignals()
         supervisor.adoptOrphans()

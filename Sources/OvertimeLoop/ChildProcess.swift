@@ -28,7 +28,7 @@ public struct SpawnRequest {
     /// Nothing else is open in the child at exec.
     public var descriptors: [Int32]
     /// Resource limits set in the child before exec.
-    public var limits: [ResourceLimit] = []
+    public var limits: [RLimit] = []
     /// The child's nice value (-20…19), or nil to inherit the supervisor's.
     public var niceness: Int32?
     /// Credentials to switch to before exec (needs root): supplementary groups cleared,
@@ -49,8 +49,9 @@ public struct SpawnRequest {
     }
 }
 
-/// A resource limit (`setrlimit`) for a child.
-public struct ResourceLimit: Sendable, Equatable {
+/// A resource limit (`setrlimit`) for a child, as the kernel takes it (the task's own,
+/// `ResourceLimit`, is the pure core's).
+public struct RLimit: Sendable, Equatable {
     public enum Resource: String, Sendable, CaseIterable {
         /// RLIMIT_AS: bytes of address space.
         case addressSpace = "as"
@@ -89,7 +90,7 @@ public struct ResourceLimit: Sendable, Equatable {
 /// Why a spawn failed: the step of starting the child that did not succeed, and its errno.
 public struct SpawnError: Error, Sendable, Equatable, CustomStringConvertible {
     public enum Step: Sendable, Equatable {
-        case fork, session, descriptors, limit(ResourceLimit.Resource), priority
+        case fork, session, descriptors, limit(RLimit.Resource), priority
         case supplementaryGroups, group, user, workingDirectory, parentDeath
         /// exec itself: the command was not found or could not be run.
         case exec
@@ -215,7 +216,7 @@ public final class ChildProcess {
         return UnsafePointer(defaultSearchPath)
     }
 
-    private static func step(_ failure: overtime_spawn_failure, limits: [ResourceLimit]) -> SpawnError.Step {
+    private static func step(_ failure: overtime_spawn_failure, limits: [RLimit]) -> SpawnError.Step {
         switch overtime_spawn_step(rawValue: UInt32(failure.step)) {
         case OVERTIME_SPAWN_FORK: .fork
         case OVERTIME_SPAWN_SESSION: .session

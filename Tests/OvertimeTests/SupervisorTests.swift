@@ -168,7 +168,7 @@ import Testing
                                            policy: BudgetPolicy(budget: .milliseconds(300), grace: .milliseconds(500))))
             let outcome = await task.outcome
             #expect(outcome.killed)
-            #expect(outcome.termination == .signaled(9))
+            #expect(outcome.termination == .signaled(.kill))
             #expect(outcome.exitCode == 137)
             #expect(outcome.cancelReason == .timeout)
             #expect(outcome.elapsed < .seconds(10))

@@ -448,7 +448,7 @@ struct DisplayRendererTests {
         #expect(plain.notice(.cancelling(task: "stall", reason: .timeout, grace: .seconds(1))).plain
             == "! stall: cancelling (timeout: no progress within its budget); SIGTERM sent, SIGKILL in 1s")
         #expect(plain.notice(.note("received SIGINT; cancelling (user)")).plain == "· overtime: received SIGINT; cancelling (user)")
-        let killed = TaskOutcome(task: TaskRef(id: 1, name: "stuck"), pid: 9, termination: .signaled(9), cancelReason: .deadline,
+        let killed = TaskOutcome(task: TaskRef(id: 1, name: "stuck"), pid: 9, termination: .signaled(.kill), cancelReason: .deadline,
                                  killed: true, elapsed: .seconds(12), lastProgress: nil, result: nil, protocolErrors: 0, wasReady: false)
         #expect(plain.notice(.ended(killed)).plain.hasSuffix("after 12s; killed after grace; exit 137"))
         let ascii = DisplayRenderer(capabilities: asciiPlain)

@@ -279,22 +279,22 @@ private let repositoryRoot = URL(fileURLWithPath: #filePath)
     @Test func outcomesMapToConditions() {
         #expect(RetryCondition(outcome: Self.outcome(.exited(0))) == nil)
         #expect(RetryCondition(outcome: Self.outcome(.exited(3))) == .exit)
-        #expect(RetryCondition(outcome: Self.outcome(.signaled(11))) == .signal)
-        #expect(RetryCondition(outcome: Self.outcome(.signaled(9))) == .signal)
+        #expect(RetryCondition(outcome: Self.outcome(.signaled(.segmentationFault))) == .signal)
+        #expect(RetryCondition(outcome: Self.outcome(.signaled(.kill))) == .signal)
         #expect(RetryCondition(outcome: Self.outcome(.exited(0), .timeout)) == .timeout)
-        #expect(RetryCondition(outcome: Self.outcome(.signaled(9), .timeout, killed: true)) == .timeout)
+        #expect(RetryCondition(outcome: Self.outcome(.signaled(.kill), .timeout, killed: true)) == .timeout)
         #expect(RetryCondition(outcome: Self.outcome(.exited(143), .deadline)) == .deadline)
-        #expect(RetryCondition(outcome: Self.outcome(.signaled(15), .revoked)) == .revoked)
-        #expect(RetryCondition(outcome: Self.outcome(.signaled(15), .user)) == nil)
+        #expect(RetryCondition(outcome: Self.outcome(.signaled(.terminate), .revoked)) == .revoked)
+        #expect(RetryCondition(outcome: Self.outcome(.signaled(.terminate), .user)) == nil)
         #expect(RetryCondition(outcome: Self.outcome(.exited(1), .shutdown)) == nil)
         #expect(RetryCondition(outcome: Self.outcome(.failedToStart(SpawnFailure(errno: 2, message: "not found")))) == nil)
     }
 
     @Test func aUserCancelNeverRetriesWhateverOnSays() {
         let everything = RetryPolicy(maxRetries: 5, on: Set(RetryCondition.allCases))
-        #expect(!everything.shouldRetry(after: Self.outcome(.signaled(15), .user), attempt: 1))
-        #expect(!everything.shouldRetry(after: Self.outcome(.signaled(15), .shutdown), attempt: 1))
-        #expect(everything.shouldRetry(after: Self.outcome(.signaled(15), .timeout), attempt: 1))
+        #expect(!everything.shouldRetry(after: Self.outcome(.signaled(.terminate), .user), attempt: 1))
+        #expect(!everything.shouldRetry(after: Self.outcome(.signaled(.terminate), .shutdown), attempt: 1))
+        #expect(everything.shouldRetry(after: Self.outcome(.signaled(.terminate), .timeout), attempt: 1))
     }
 
     @Test func retriesStopAtMaxAndFollowOn() {
@@ -303,7 +303,7 @@ private let repositoryRoot = URL(fileURLWithPath: #filePath)
         #expect(retry.shouldRetry(after: failed, attempt: 1))
         #expect(retry.shouldRetry(after: failed, attempt: 2))
         #expect(!retry.shouldRetry(after: failed, attempt: 3))
-        #expect(!retry.shouldRetry(after: Self.outcome(.signaled(11)), attempt: 1))
+        #expect(!retry.shouldRetry(after: Self.outcome(.signaled(.segmentationFault)), attempt: 1))
         #expect(!retry.shouldRetry(after: Self.outcome(.exited(0)), attempt: 1))
         #expect(!RetryPolicy.none.shouldRetry(after: failed, attempt: 1))
     }

@@ -43,7 +43,7 @@ import Testing
             actions.compactMap { if case let .send(m) = $0 { m } else { nil } }
         }
 
-        var signals: [Int32] {
+        var signals: [Signal] {
             actions.compactMap { if case let .signalGroup(s) = $0 { s } else { nil } }
         }
     }
@@ -62,12 +62,12 @@ import Testing
         h.run(for: .milliseconds(200))
         #expect(h.machine.phase == .cancelling(.timeout))
         #expect(h.sent == [.cancel(reason: .timeout, grace: 10)])
-        #expect(h.signals == [15, 18])
+        #expect(h.signals == [.terminate, .continue])
         _ = h.take()
         h.run(for: .seconds(9.9))
         #expect(h.signals.isEmpty)
         h.run(for: .seconds(0.2))
-        #expect(h.signals == [9])
+        #expect(h.signals == [.kill])
         #expect(h.actions.contains(.emit(.killSent)))
         #expect(h.machine.killSent)
     }
@@ -236,7 +236,7 @@ import Testing
         var h = Harness(BudgetPolicy(budget: .seconds(60)))
         _ = h.machine.revoke(now: h.now, into: &h.actions)
         #expect(h.machine.phase == .cancelling(.revoked))
-        #expect(h.signals == [15, 18])
+        #expect(h.signals == [.terminate, .continue])
     }
 
     @Test func warnBeforeSendsExpiringOncePerDeadline() {
@@ -263,7 +263,7 @@ import Testing
         _ = h.take()
         #expect(h.machine.cancel(reason: .user, now: h.now, into: &h.actions) == .cancelling)
         #expect(h.machine.cancel(reason: .shutdown, now: h.now, into: &h.actions) == .alreadyCancelling(.user))
-        #expect(h.signals == [15, 18], "a second cancel must not signal again")
+        #expect(h.signals == [.terminate, .continue], "a second cancel must not signal again")
         h.machine.exited(into: &h.actions)
         #expect(h.machine.cancel(reason: .user, now: h.now, into: &h.actions) == .alreadyFinished)
     }
@@ -294,7 +294,7 @@ import Testing
         _ = h.machine.cancel(reason: .shutdown, grace: .seconds(2), now: h.now, into: &h.actions)
         #expect(h.sent == [.cancel(reason: .shutdown, grace: 2)])
         h.run(for: .seconds(2.1))
-        #expect(h.signals == [15, 18, 9])
+        #expect(h.signals == [.terminate, .continue, .kill])
     }
 
     @Test func escalationKillsAtOnceDuringGraceOnly() {
@@ -303,10 +303,10 @@ import Testing
         _ = h.take()
         _ = h.machine.cancel(reason: .shutdown, now: h.now, into: &h.actions)
         #expect(h.machine.escalate(now: h.now, into: &h.actions))
-        #expect(h.signals == [15, 18, 9])
+        #expect(h.signals == [.terminate, .continue, .kill])
         #expect(!h.machine.escalate(now: h.now, into: &h.actions), "killed once")
         h.run(for: .seconds(60))
-        #expect(h.signals == [15, 18, 9])
+        #expect(h.signals == [.terminate, .continue, .kill])
     }
 
     @Test func zeroGraceKillsOnTheNextTick() {
@@ -314,7 +314,7 @@ import Testing
         _ = h.take()
         _ = h.machine.cancel(reason: .user, now: h.now, into: &h.actions)
         h.run(for: .zero)
-        #expect(h.signals == [15, 18, 9])
+        #expect(h.signals == [.terminate, .continue, .kill])
     }
 
     @Test func resultReadyAndProtocolErrorsAreRecorded() {
@@ -348,7 +348,7 @@ import Testing
         h.send(.result(.bool(true)))
         #expect(h.machine.result == .bool(true))
         h.run(for: .seconds(5))
-        #expect(h.signals == [9])
+        #expect(h.signals == [.kill])
     }
 
     @Test func expiryReasonPrefersDeadlineWhenTheCeilingComesFirst() {
@@ -370,13 +370,13 @@ import Testing
     }
 
     @Test func exitCodesFollowGNUTimeout() {
-        #expect(outcome(.signaled(11)).exitCode == 139)
+        #expect(outcome(.signaled(.segmentationFault)).exitCode == 139)
         #expect(outcome(.exited(0), reason: .timeout).exitCode == 124)
-        #expect(outcome(.signaled(15), reason: .deadline).exitCode == 124)
+        #expect(outcome(.signaled(.terminate), reason: .deadline).exitCode == 124)
         #expect(outcome(.exited(3), reason: .revoked).exitCode == 124)
-        #expect(outcome(.signaled(9), reason: .timeout, killed: true).exitCode == 137)
+        #expect(outcome(.signaled(.kill), reason: .timeout, killed: true).exitCode == 137)
         #expect(outcome(.exited(3), reason: .user).exitCode == 3)
-        #expect(outcome(.signaled(15), reason: .shutdown).exitCode == 143)
+        #expect(outcome(.signaled(.terminate), reason: .shutdown).exitCode == 143)
         #expect(outcome(.failedToStart(SpawnFailure(errno: 2, message: ""))).exitCode == 127)
         #expect(outcome(.failedToStart(SpawnFailure(errno: 13, message: ""))).exitCode == 126)
         #expect(outcome(.failedToStart(SpawnFailure(errno: 24, message: ""))).exitCode == 125)
@@ -384,7 +384,7 @@ import Testing
 
     @Test func preservedStatusIsTheChildsOwn() {
         #expect(outcome(.exited(3), reason: .timeout).preservedStatus == 3)
-        #expect(outcome(.signaled(9), reason: .timeout, killed: true).preservedStatus == 137)
-        #expect(outcome(.signaled(15), reason: .timeout).preservedStatus == 143)
+        #expect(outcome(.signaled(.kill), reason: .timeout, killed: true).preservedStatus == 137)
+        #expect(outcome(.signaled(.terminate), reason: .timeout).preservedStatus == 143)
     }
 }

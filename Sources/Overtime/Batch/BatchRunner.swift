@@ -166,11 +166,11 @@ public final class BatchRunner: Sendable {
     /// kills what still runs at once.
     /// - Parameter shutdownGrace: the time an orchestrator gives the whole shutdown; each
     ///   running task's grace is clipped to fit inside it (`Supervisor.grace(within:)`).
-    public func stopOnTerminationSignals(shutdownGrace: Duration? = nil, _ onSignal: @escaping @Sendable (Int32) -> Void = { _ in }) {
+    public func stopOnTerminationSignals(shutdownGrace: Duration? = nil, _ onSignal: @escaping @Sendable (Signal) -> Void = { _ in }) {
         let core = self.core
-        supervisor.onSignals([SIGINT_NUMBER, SIGTERM_NUMBER]) { signal in
+        supervisor.onSignals([.interrupt, .terminate]) { signal in
             onSignal(signal)
-            core.value.terminationSignal(signal == SIGINT_NUMBER ? .user : .shutdown, shutdownGrace: shutdownGrace)
+            core.value.terminationSignal(signal == .interrupt ? .user : .shutdown, shutdownGrace: shutdownGrace)
         }
     }
 
@@ -203,8 +203,6 @@ public final class BatchRunner: Sendable {
         return summary
     }
 }
-
-let SIGINT_NUMBER: Int32 = 2
 
 /// The batch on its loop thread: the queue machine, the task handles, the journal. Made
 /// before the loop runs anything of it; used on the loop thread only.
@@ -412,7 +410,7 @@ final class BatchCore: EventSink {
         if let reason = outcome.cancelReason { return outcome.killed ? "\(reason.rawValue), killed" : reason.rawValue }
         switch outcome.termination {
         case let .exited(code): return "exit \(code)"
-        case let .signaled(signal): return SignalNames.name(signal)
+        case let .signaled(signal): return signal.name
         case let .failedToStart(failure): return failure.message
         }
     }
@@ -434,7 +432,7 @@ final class BatchCore: EventSink {
                 } else {
                     switch outcome.termination {
                     case let .exited(code): report.reason = "exit"; report.detail = "exit \(code)"
-                    case let .signaled(signal): report.reason = "signal"; report.detail = SignalNames.name(signal)
+                    case let .signaled(signal): report.reason = "signal"; report.detail = signal.name
                     case let .failedToStart(failure): report.reason = "exit"; report.detail = failure.message
                     }
                 }

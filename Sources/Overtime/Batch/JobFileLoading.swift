@@ -39,7 +39,7 @@ extension JobFile {
 
 /// Reading the file and placing relative paths: the only parts of the job file that touch
 /// the system.
-enum JobFilePath {
+extension JobFilePath {
     struct ReadProblem: Error {
         var message: String
     }
@@ -98,18 +98,6 @@ enum JobFilePath {
         }
         if directory.hasPrefix("/") { return normalize(directory) }
         return resolve(directory, against: currentDirectory())
-    }
-
-    /// `path` if absolute, else `base/path`; `.` components and doubled slashes are
-    /// dropped, `..` is left for the kernel (it may cross a symbolic link).
-    static func resolve(_ path: String, against base: String) -> String {
-        normalize(path.hasPrefix("/") ? path : base + "/" + path)
-    }
-
-    private static func normalize(_ path: String) -> String {
-        let parts = path.split(separator: "/", omittingEmptySubsequences: true).filter { $0 != "." }
-        let joined = parts.joined(separator: "/")
-        return path.hasPrefix("/") ? "/" + joined : (joined.isEmpty ? "." : joined)
     }
 
     static func currentDirectory() -> String {
@@ -178,5 +166,39 @@ enum CommandLookup {
     private static func isExecutableFile(_ path: String) -> Bool {
         var info = stat()
         return stat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFREG && info.st_mode & 0o111 != 0
+    }
+}
+
+extension JobFileHost {
+    /// This machine: its account databases, and, given the environment tasks inherit,
+    /// every command looked up on its task's `PATH` (`CommandLookup`).
+    public static func system(commandEnvironment: [String: String]? = nil) -> JobFileHost {
+        guard let environment = commandEnvironment else { return JobFileHost(accounts: .system) }
+        return JobFileHost(accounts: .system) { program, task in
+            CommandLookup.problem(program, task: task, inherited: environment)
+        }
+    }
+}
+
+extension JobFile {
+    /// Parses and validates a job file's text, read on this machine.
+    /// - Parameters:
+    ///   - bytes: the file's content (UTF-8 JSON; a leading byte-order mark is skipped).
+    ///   - origin: the file's path, named in every message; a relative `cwd` is resolved
+    ///     against its directory.
+    /// - Throws: `JobFileError` listing every problem found.
+    public static func parse(_ bytes: [UInt8], origin: String) throws(JobFileError) -> JobFile {
+        try parse(bytes, origin: origin, directory: JobFilePath.absoluteDirectory(of: origin))
+    }
+
+    /// Parses and validates a job file's text, resolving a relative `cwd` against
+    /// `directory` rather than the directory of `origin`.
+    /// - Parameter commandEnvironment: the environment tasks inherit; when given, every
+    ///   command is looked up on its task's `PATH` now (`command-made-by` aside), and one
+    ///   that is not there is a problem of the file.
+    /// - Throws: `JobFileError` listing every problem found.
+    public static func parse(_ bytes: [UInt8], origin: String, directory: String,
+                             commandEnvironment: [String: String]? = nil) throws(JobFileError) -> JobFile {
+        try parse(bytes, origin: origin, directory: directory, host: .system(commandEnvironment: commandEnvironment))
     }
 }

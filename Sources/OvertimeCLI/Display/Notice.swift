@@ -135,7 +135,7 @@ enum EventText {
     static func describe(_ termination: Termination) -> String {
         switch termination {
         case let .exited(code): "exited \(code)"
-        case let .signaled(signal): "died of \(SignalNames.name(signal))"
+        case let .signaled(signal): "died of \(signal.name)"
         case let .failedToStart(failure): failure.message
         }
     }

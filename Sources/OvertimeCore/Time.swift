@@ -1,5 +1,3 @@
-import OvertimeLoop
-
 /// A point on the monotonic clock, in nanoseconds. Budgets never use wall-clock time, so
 /// a clock step (NTP, a suspended VM) cannot cancel or spare a task.
 public struct MonotonicInstant: Comparable, Hashable, Sendable {
@@ -7,11 +5,6 @@ public struct MonotonicInstant: Comparable, Hashable, Sendable {
 
     public init(nanoseconds: Int64) {
         self.nanoseconds = nanoseconds
-    }
-
-    /// Now, on the clock the supervisor stamps events with (CLOCK_MONOTONIC).
-    public static func now() -> Self {
-        Self(nanoseconds: EventLoop.now())
     }
 
     public static func < (a: Self, b: Self) -> Bool { a.nanoseconds < b.nanoseconds }

@@ -1,40 +1,33 @@
 import OvertimeProtocol
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 
 /// Writes events and outcomes as JSON lines: the form shared by `--progress json`, the
 /// final `--json` report, and (later) the journal and the control socket.
 public struct EventEncoder: Sendable {
     public let runID: String
-    /// Wall-clock minus monotonic time, sampled once: events carry monotonic instants, and
-    /// reports show them as UTC timestamps.
-    private let wallOffsetNanoseconds: Int64
+    /// Wall-clock minus monotonic time, sampled once by whoever makes the encoder (the
+    /// supervisor reads both clocks): events carry monotonic instants, and reports show
+    /// them as UTC timestamps.
+    public let wallOffsetNanoseconds: Int64
 
-    public init(runID: String) {
+    public init(runID: String, wallOffsetNanoseconds: Int64) {
         self.runID = runID
-        var wall = timespec()
-        var mono = timespec()
-        clock_gettime(CLOCK_REALTIME, &wall)
-        clock_gettime(CLOCK_MONOTONIC, &mono)
-        wallOffsetNanoseconds = (Int64(wall.tv_sec) - Int64(mono.tv_sec)) * 1_000_000_000 + Int64(wall.tv_nsec - mono.tv_nsec)
+        self.wallOffsetNanoseconds = wallOffsetNanoseconds
     }
 
     /// `2026-11-30T05:03:15.123Z` for a monotonic instant.
     public func timestamp(_ instant: MonotonicInstant) -> String {
         let wall = instant.nanoseconds &+ wallOffsetNanoseconds
-        var seconds = time_t(wall / 1_000_000_000)
-        let millis = Int((wall % 1_000_000_000) / 1_000_000)
-        var parts = tm()
-        gmtime_r(&seconds, &parts)
-        func pad(_ n: Int, _ width: Int) -> String {
+        let (seconds, nanos) = wall.quotientAndRemainder(dividingBy: 1_000_000_000)
+        let (wholeSeconds, millis) = nanos < 0 ? (seconds - 1, Int((nanos + 1_000_000_000) / 1_000_000)) : (seconds, Int(nanos / 1_000_000))
+        let (days, secondOfDay) = wholeSeconds.quotientAndRemainder(dividingBy: 86_400)
+        let (day, second) = secondOfDay < 0 ? (days - 1, secondOfDay + 86_400) : (days, secondOfDay)
+        let date = CivilDate(daysSinceEpoch: day)
+        func pad(_ n: Int64, _ width: Int) -> String {
             let s = String(n)
             return String(repeating: "0", count: max(0, width - s.count)) + s
         }
-        return "\(pad(Int(parts.tm_year) + 1900, 4))-\(pad(Int(parts.tm_mon) + 1, 2))-\(pad(Int(parts.tm_mday), 2))T"
-            + "\(pad(Int(parts.tm_hour), 2)):\(pad(Int(parts.tm_min), 2)):\(pad(Int(parts.tm_sec), 2)).\(pad(millis, 3))Z"
+        return "\(pad(date.year, 4))-\(pad(date.month, 2))-\(pad(date.day, 2))T"
+            + "\(pad(second / 3600, 2)):\(pad(second / 60 % 60, 2)):\(pad(second % 60, 2)).\(pad(Int64(millis), 3))Z"
     }
 
     /// `{"event":"thinned","kind":"protocol-error","count":N}`: N events of a kind were not
@@ -155,7 +148,7 @@ public struct EventEncoder: Sendable {
             w.key("code"); w.int(Int(code))
         case let .signaled(signal):
             w.key("status"); w.string("signaled")
-            w.key("signal"); w.string(SignalNames.name(signal))
+            w.key("signal"); w.string(signal.name)
         case let .failedToStart(failure):
             w.key("status"); w.string("failed-to-start")
             w.key("error"); w.string(failure.message)
@@ -177,17 +170,28 @@ public struct EventEncoder: Sendable {
     }
 }
 
-/// Signal names for reports (`SIGTERM`), numbers Linux uses.
-public enum SignalNames {
-    private static let names: [Int32: String] = [
-        1: "SIGHUP", 2: "SIGINT", 3: "SIGQUIT", 4: "SIGILL", 5: "SIGTRAP", 6: "SIGABRT", 7: "SIGBUS",
-        8: "SIGFPE", 9: "SIGKILL", 10: "SIGUSR1", 11: "SIGSEGV", 12: "SIGUSR2", 13: "SIGPIPE",
-        14: "SIGALRM", 15: "SIGTERM", 16: "SIGSTKFLT", 17: "SIGCHLD", 18: "SIGCONT", 19: "SIGSTOP",
-        20: "SIGTSTP", 21: "SIGTTIN", 22: "SIGTTOU", 23: "SIGURG", 24: "SIGXCPU", 25: "SIGXFSZ",
-        26: "SIGVTALRM", 27: "SIGPROF", 28: "SIGWINCH", 29: "SIGIO", 30: "SIGPWR", 31: "SIGSYS",
-    ]
+/// A day of the proleptic Gregorian calendar, from days since 1970-01-01 (the civil-from-
+/// days algorithm: eras of 400 years, March-based years so that leap days fall last).
+struct CivilDate: Equatable {
+    var year: Int64
+    var month: Int64
+    var day: Int64
 
-    public static func name(_ signal: Int32) -> String {
-        names[signal] ?? "SIG\(signal)"
+    init(daysSinceEpoch: Int64) {
+        let z = daysSinceEpoch + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let dayOfEra = z - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let shiftedMonth = (5 * dayOfYear + 2) / 153
+        day = dayOfYear - (153 * shiftedMonth + 2) / 5 + 1
+        month = shiftedMonth < 10 ? shiftedMonth + 3 : shiftedMonth - 9
+        year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
+    }
+
+    init(year: Int64, month: Int64, day: Int64) {
+        self.year = year
+        self.month = month
+        self.day = day
     }
 }

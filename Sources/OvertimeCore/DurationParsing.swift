@@ -90,7 +90,7 @@ public enum DurationText {
 }
 
 extension String {
-    var trimmingSpaces: String {
+    package var trimmingSpaces: String {
         var s = Substring(self)
         while let c = s.first, c.isWhitespace { s = s.dropFirst() }
         while let c = s.last, c.isWhitespace { s = s.dropLast() }

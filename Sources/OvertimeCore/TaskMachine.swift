@@ -25,7 +25,7 @@ public struct TaskMachine: Sendable {
         /// Write this message on the task's channel.
         case send(SupervisorMessage)
         /// Send this signal to the task's process group (the leader is alive or a zombie).
-        case signalGroup(Int32)
+        case signalGroup(Signal)
         /// The leader was just reaped: kill whatever is left in its group, so nothing of the
         /// task runs unsupervised.
         case killLeftovers
@@ -212,7 +212,7 @@ public struct TaskMachine: Sendable {
             guard !cancel.killSent, cancel.killAt <= now else { return }
             cancel.killSent = true
             stage = .cancelling(cancel)
-            actions.append(.signalGroup(SIGKILL_NUMBER))
+            actions.append(.signalGroup(.kill))
             actions.append(.emit(.killSent))
         case .exited:
             return
@@ -230,11 +230,11 @@ public struct TaskMachine: Sendable {
         let grace = max(.zero, grace ?? policy.grace)
         stage = .cancelling(Cancellation(reason: reason, killAt: now + grace))
         actions.append(.send(.cancel(reason: reason, grace: grace.seconds)))
-        actions.append(.signalGroup(SIGTERM_NUMBER))
+        actions.append(.signalGroup(.terminate))
         // A stopped process keeps a caught SIGTERM pending until it runs again: without
         // this its handler never runs and grace always ends in SIGKILL (as GNU timeout and
         // systemd do).
-        actions.append(.signalGroup(SIGCONT_NUMBER))
+        actions.append(.signalGroup(.continue))
         actions.append(.emit(.cancelSent(reason: reason, grace: grace)))
         return .cancelling
     }
@@ -247,7 +247,7 @@ public struct TaskMachine: Sendable {
         cancel.killSent = true
         cancel.killAt = now
         stage = .cancelling(cancel)
-        actions.append(.signalGroup(SIGKILL_NUMBER))
+        actions.append(.signalGroup(.kill))
         actions.append(.emit(.killSent))
         return true
     }
@@ -358,8 +358,3 @@ public struct TaskMachine: Sendable {
     }
 }
 
-// Signal numbers are Linux's; spelled here so the pure machine needs no C module.
-let SIGTERM_NUMBER: Int32 = 15
-let SIGKILL_NUMBER: Int32 = 9
-let SIGWINCH_NUMBER: Int32 = 28
-let SIGCONT_NUMBER: Int32 = 18

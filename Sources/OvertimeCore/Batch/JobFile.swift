@@ -34,22 +34,12 @@ public struct JobFile: Sendable, Equatable {
     /// Parses and validates a job file's text.
     /// - Parameters:
     ///   - bytes: the file's content (UTF-8 JSON; a leading byte-order mark is skipped).
-    ///   - origin: the file's path, named in every message; a relative `cwd` is resolved
-    ///     against its directory.
+    ///   - origin: the file's path, named in every message.
+    ///   - directory: what a relative `cwd` is resolved against (absolute).
+    ///   - host: the account lookups, and the command lookup if commands are to be found now.
     /// - Throws: `JobFileError` listing every problem found.
-    public static func parse(_ bytes: [UInt8], origin: String) throws(JobFileError) -> JobFile {
-        try parse(bytes, origin: origin, directory: JobFilePath.absoluteDirectory(of: origin))
-    }
-
-    /// Parses and validates a job file's text, resolving a relative `cwd` against
-    /// `directory` rather than the directory of `origin`.
-    /// - Throws: `JobFileError` listing every problem found.
-    /// - Parameter commandEnvironment: the environment tasks inherit; when given, every
-    ///   command is looked up on its task's `PATH` now (`command-made-by` aside), and one
-    ///   that is not there is a problem of the file.
-    public static func parse(_ bytes: [UInt8], origin: String, directory: String,
-                             commandEnvironment: [String: String]? = nil) throws(JobFileError) -> JobFile {
-        var decoder = JobFileDecoder(baseDirectory: directory, commandEnvironment: commandEnvironment)
+    public static func parse(_ bytes: [UInt8], origin: String, directory: String, host: JobFileHost) throws(JobFileError) -> JobFile {
+        var decoder = JobFileDecoder(baseDirectory: directory, host: host)
         let file = decoder.decode(bytes)
         let problems = decoder.problems
         guard problems.isEmpty, let file else {

@@ -1,11 +1,29 @@
-import OvertimeLoop
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
+/// A resource limit a task runs under (`setrlimit` in the child before exec).
+public struct ResourceLimit: Sendable, Equatable {
+    public enum Resource: String, Sendable, CaseIterable {
+        /// RLIMIT_AS: bytes of address space.
+        case addressSpace = "as"
+        /// RLIMIT_NOFILE: open descriptors.
+        case openFiles = "nofile"
+        /// RLIMIT_CPU: seconds of CPU time (SIGXCPU at the soft limit, SIGKILL at the hard).
+        case cpuSeconds = "cpu"
+        /// RLIMIT_NPROC: processes (threads) of the task's user.
+        case processes = "nproc"
+    }
 
-public typealias ResourceLimit = OvertimeLoop.ResourceLimit
+    /// `UInt64.max` is RLIM_INFINITY.
+    public static let unlimited = UInt64.max
+
+    public var resource: Resource
+    public var soft: UInt64
+    public var hard: UInt64
+
+    public init(_ resource: Resource, soft: UInt64, hard: UInt64) {
+        self.resource = resource
+        self.soft = soft
+        self.hard = hard
+    }
+}
 
 /// Whose a task is and what it may use: the user and group it runs as, its resource
 /// limits and its nice value. All of it is set in the child before exec; any step that
@@ -33,22 +51,12 @@ public struct TaskIsolation: Sendable, Equatable {
     public static let none = TaskIsolation()
 
     /// The gid to switch to, if any: the named group, else the user's primary group.
-    var effectiveGroupID: UInt32? { groupID ?? user?.primaryGroupID }
-
-    /// The user and group ids to switch to, or nil when there is nothing to switch: not
-    /// root, and asked to be what the supervisor already is (clearing supplementary groups
-    /// would need a privilege it does not have).
-    func credentialsToSwitch() -> (uid: UInt32?, gid: UInt32?)? {
-        let uid = user?.uid, gid = effectiveGroupID
-        guard uid != nil || gid != nil else { return nil }
-        if geteuid() != 0, (uid ?? geteuid()) == geteuid(), (gid ?? getegid()) == getegid() { return nil }
-        return (uid, gid)
-    }
+    package var effectiveGroupID: UInt32? { groupID ?? user?.primaryGroupID }
 
     /// The variables a user switch sets under the task's own: what login would set. A uid
     /// the password database does not list gets HOME=/ (as container runtimes give it),
     /// never the supervisor's home.
-    var accountEnvironment: [String: String] {
+    package var accountEnvironment: [String: String] {
         guard let user else { return [:] }
         var variables = ["HOME": user.home ?? "/"]
         if let name = user.name {
@@ -62,7 +70,7 @@ public struct TaskIsolation: Sendable, Equatable {
     public struct ParseError: Error, Sendable, Equatable, CustomStringConvertible {
         public var message: String
         public var description: String { message }
-        init(_ message: String) { self.message = message }
+        public init(_ message: String) { self.message = message }
     }
 
     /// Parses a nice value: an integer from -20 to 19.
@@ -71,23 +79,6 @@ public struct TaskIsolation: Sendable, Equatable {
             throw ParseError("'\(text)' is not a nice value; expected a whole number from -20 (first) to 19 (last)")
         }
         return value
-    }
-
-    /// Looks up a group by name or number in the group database; a number need not be
-    /// listed there.
-    public static func lookUpGroup(_ text: String) throws(ParseError) -> UInt32 {
-        let name = text.trimmingSpaces
-        if let gid = UInt32(name) {
-            guard gid != UInt32.max else { throw ParseError("\(gid) is not a group id (it means 'no change' to the kernel)") }
-            return gid
-        }
-        guard !name.isEmpty else { throw ParseError("an empty group name") }
-        var entry = group()
-        var result: UnsafeMutablePointer<group>?
-        var buffer = [CChar](repeating: 0, count: 16_384)
-        let rc = getgrnam_r(name, &entry, &buffer, buffer.count, &result)
-        guard rc == 0, let found = result else { throw ParseError("no such group: \(name)") }
-        return found.pointee.gr_gid
     }
 }
 
@@ -104,26 +95,6 @@ public struct Account: Sendable, Equatable {
         self.uid = uid
         self.primaryGroupID = primaryGroupID
         self.home = home
-    }
-
-    /// Looks up a user by name or uid. A uid the database does not list is accepted (as
-    /// container images often run as a bare uid), with its own number as primary group.
-    public static func lookUp(_ text: String) throws(TaskIsolation.ParseError) -> Account {
-        let key = text.trimmingSpaces
-        guard !key.isEmpty else { throw TaskIsolation.ParseError("an empty user name") }
-        var entry = passwd()
-        var result: UnsafeMutablePointer<passwd>?
-        var buffer = [CChar](repeating: 0, count: 16_384)
-        let uid = UInt32(key)
-        if uid == UInt32.max { throw TaskIsolation.ParseError("\(key) is not a user id (it means 'no change' to the kernel)") }
-        let rc = if let uid { getpwuid_r(uid, &entry, &buffer, buffer.count, &result) }
-                 else { getpwnam_r(key, &entry, &buffer, buffer.count, &result) }
-        if rc == 0, let found = result {
-            return Account(name: String(cString: found.pointee.pw_name), uid: found.pointee.pw_uid,
-                           primaryGroupID: found.pointee.pw_gid, home: String(cString: found.pointee.pw_dir))
-        }
-        guard let uid else { throw TaskIsolation.ParseError("no such user: \(key)") }
-        return Account(name: nil, uid: uid, primaryGroupID: uid, home: nil)
     }
 }
 

@@ -2,9 +2,9 @@ import OvertimeProtocol
 
 /// The wording of job file messages: how values are shown, which known name a typo was
 /// meant to be, where in the text a JSON error sits.
-enum JobFileText {
+package enum JobFileText {
     /// A value as a message shows it: strings quoted (and cut short), containers by kind.
-    static func show(_ value: JSONValue) -> String {
+    package static func show(_ value: JSONValue) -> String {
         switch value {
         case .null: return "null"
         case let .bool(b): return b ? "true" : "false"
@@ -16,20 +16,20 @@ enum JobFileText {
     }
 
     /// A number as written: `3`, `1.5`, `-1`.
-    static func number(_ n: Double) -> String {
+    package static func number(_ n: Double) -> String {
         if n == n.rounded(), abs(n) < 1e15 { return String(Int64(n)) }
         return String(n)
     }
 
     /// `"text"`, JSON-style, at most 40 characters of it.
-    static func quote(_ s: String) -> String {
+    package static func quote(_ s: String) -> String {
         "\"" + printable(s, limit: 40, escapingQuote: true) + "\""
     }
 
     /// Text from the file as it may be shown in a one-line message: control characters
     /// (a newline, an escape sequence) written as JSON escapes, so no message spans lines
     /// or reaches the terminal as a command; cut at `limit` characters.
-    static func printable(_ s: String, limit: Int = 60, escapingQuote: Bool = false) -> String {
+    package static func printable(_ s: String, limit: Int = 60, escapingQuote: Bool = false) -> String {
         var shown = ""
         for (i, c) in s.unicodeScalars.enumerated() {
             if i == limit {
@@ -52,7 +52,7 @@ enum JobFileText {
     }
 
     /// `a, b or c`.
-    static func list(_ words: [String], _ conjunction: String = "or") -> String {
+    package static func list(_ words: [String], _ conjunction: String = "or") -> String {
         switch words.count {
         case 0: return ""
         case 1: return words[0]
@@ -61,12 +61,12 @@ enum JobFileText {
     }
 
     /// "; did you mean 'x'?" or nothing.
-    static func suggestion(for typo: String, among known: [String], synonyms: [String: String] = [:]) -> String {
+    package static func suggestion(for typo: String, among known: [String], synonyms: [String: String] = [:]) -> String {
         Spelling.closest(to: typo, among: known, synonyms: synonyms).map { "; did you mean '\($0)'?" } ?? ""
     }
 
     /// " (did you mean 'x'?)" (with the leading space) or nothing, for the middle of a sentence.
-    static func aside(for typo: String, among known: [String], synonyms: [String: String] = [:]) -> String {
+    package static func aside(for typo: String, among known: [String], synonyms: [String: String] = [:]) -> String {
         Spelling.closest(to: typo, among: known, synonyms: synonyms).map { " (did you mean '\($0)'?)" } ?? ""
     }
 
@@ -74,7 +74,7 @@ enum JobFileText {
 
     /// "not JSON: … at line L, column C" for a reader error, with a hint for the usual
     /// mistakes (a trailing comma, a comment, single quotes, a bare key).
-    static func syntaxProblem(_ error: ProtocolError, in bytes: [UInt8]) -> String {
+    package static func syntaxProblem(_ error: ProtocolError, in bytes: [UInt8]) -> String {
         var message = error.message
         var offset: Int?
         if let range = message.ranges(of: " at byte ").last,
@@ -96,7 +96,7 @@ enum JobFileText {
     }
 
     /// "line L, column C", both from 1; a column counts characters, not bytes.
-    static func position(of offset: Int, in bytes: [UInt8]) -> String {
+    package static func position(of offset: Int, in bytes: [UInt8]) -> String {
         var line = 1
         var column = 1
         for b in bytes[0..<min(offset, bytes.count)] {

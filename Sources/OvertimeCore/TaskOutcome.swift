@@ -5,7 +5,7 @@ public enum Termination: Sendable, Equatable {
     /// It exited with this status.
     case exited(Int32)
     /// It died of this signal.
-    case signaled(Int32)
+    case signaled(Signal)
     /// It never ran: the command could not be started.
     case failedToStart(SpawnFailure)
 }
@@ -94,8 +94,8 @@ public struct TaskOutcome: Sendable, Equatable {
     /// 130, as a shell user expects of Ctrl-C, rather than 143.
     public var exitCode: Int32 {
         if case let .failedToStart(failure) = termination { return failure.exitCode }
-        if killed { return 128 + SIGKILL_NUMBER }
-        if interrupted, cancelReason == .user, termination == .signaled(SIGTERM_NUMBER) { return 128 + SIGINT_NUMBER }
+        if killed { return 128 + Signal.kill.rawValue }
+        if interrupted, cancelReason == .user, termination == .signaled(.terminate) { return 128 + Signal.interrupt.rawValue }
         switch cancelReason {
         case .timeout?, .deadline?, .revoked?: return 124
         default: return preservedStatus
@@ -106,22 +106,22 @@ public struct TaskOutcome: Sendable, Equatable {
     public var preservedStatus: Int32 {
         switch termination {
         case let .exited(code): return code
-        case let .signaled(signal): return 128 + signal
+        case let .signaled(signal): return 128 + signal.rawValue
         case let .failedToStart(failure): return failure.exitCode
         }
     }
 }
 
 /// The errno values Overtime reasons about, named without importing Glibc into pure code.
-enum ErrorNumber {
-    static let EPERM: Int32 = 1
-    static let ENOENT: Int32 = 2
-    static let E2BIG: Int32 = 7
-    static let ENOEXEC: Int32 = 8
-    static let EACCES: Int32 = 13
-    static let ENOTDIR: Int32 = 20
-    static let EISDIR: Int32 = 21
-    static let ETXTBSY: Int32 = 26
-    static let ENAMETOOLONG: Int32 = 36
-    static let ELOOP: Int32 = 40
+package enum ErrorNumber {
+    package static let EPERM: Int32 = 1
+    package static let ENOENT: Int32 = 2
+    package static let E2BIG: Int32 = 7
+    package static let ENOEXEC: Int32 = 8
+    package static let EACCES: Int32 = 13
+    package static let ENOTDIR: Int32 = 20
+    package static let EISDIR: Int32 = 21
+    package static let ETXTBSY: Int32 = 26
+    package static let ENAMETOOLONG: Int32 = 36
+    package static let ELOOP: Int32 = 40
 }

@@ -14,13 +14,13 @@ struct JobFileDecoder {
     /// Pools that could not be read whole: requests are not measured against them.
     private var unreadablePools: Set<String> = []
 
-    /// The environment tasks inherit, to find each command on its task's `PATH` before
-    /// anything runs; nil: commands are not looked up (a file parsed only to be read).
-    let commandEnvironment: [String: String]?
+    /// The account lookups, and whether (and how) each command is found before anything
+    /// runs.
+    let host: JobFileHost
 
-    init(baseDirectory: String, commandEnvironment: [String: String]? = nil) {
+    init(baseDirectory: String, host: JobFileHost) {
         self.baseDirectory = baseDirectory
-        self.commandEnvironment = commandEnvironment
+        self.host = host
     }
 
     var problems: [String] { checker.problems }
@@ -177,8 +177,8 @@ struct JobFileDecoder {
                 }
                 continue
             }
-            guard let environment = commandEnvironment, let program = task.command.first else { continue }
-            if let problem = CommandLookup.problem(program, task: task, inherited: environment) {
+            guard let lookUp = host.commandProblem, let program = task.command.first else { continue }
+            if let problem = lookUp(program, task) {
                 add(scope, "command", problem)
             }
         }
@@ -328,9 +328,9 @@ struct JobFileDecoder {
             case "clean-env":
                 f.cleanEnv = bool(value, scope, key)
             case "user":
-                f.user = isolationText(value, scope, key, example: "\"nobody\" or 65534", Account.lookUp)
+                f.user = isolationText(value, scope, key, example: "\"nobody\" or 65534", host.accounts.user)
             case "group":
-                f.group = isolationText(value, scope, key, example: "\"nogroup\" or 65534", TaskIsolation.lookUpGroup)
+                f.group = isolationText(value, scope, key, example: "\"nogroup\" or 65534", host.accounts.group)
             case "limits":
                 f.limits = limits(value, scope)
             case "nice":

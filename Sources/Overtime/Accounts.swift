@@ -1,0 +1,78 @@
+import OvertimeLoop
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// The account and group databases, and the credentials the supervisor runs with: what a
+/// task's isolation asks of this machine, kept out of the pure core, which is given the
+/// lookups (`AccountLookup`).
+extension TaskIsolation {
+    /// The user and group ids to switch to, or nil when there is nothing to switch: not
+    /// root, and asked to be what the supervisor already is (clearing supplementary groups
+    /// would need a privilege it does not have).
+    func credentialsToSwitch() -> (uid: UInt32?, gid: UInt32?)? {
+        let uid = user?.uid, gid = effectiveGroupID
+        guard uid != nil || gid != nil else { return nil }
+        if geteuid() != 0, (uid ?? geteuid()) == geteuid(), (gid ?? getegid()) == getegid() { return nil }
+        return (uid, gid)
+    }
+
+    /// Looks up a group by name or number in the group database; a number need not be
+    /// listed there.
+    public static func lookUpGroup(_ text: String) throws(ParseError) -> UInt32 {
+        let name = text.trimmingSpaces
+        if let gid = UInt32(name) {
+            guard gid != UInt32.max else { throw ParseError("\(gid) is not a group id (it means 'no change' to the kernel)") }
+            return gid
+        }
+        guard !name.isEmpty else { throw ParseError("an empty group name") }
+        var entry = group()
+        var result: UnsafeMutablePointer<group>?
+        var buffer = [CChar](repeating: 0, count: 16_384)
+        let rc = getgrnam_r(name, &entry, &buffer, buffer.count, &result)
+        guard rc == 0, let found = result else { throw ParseError("no such group: \(name)") }
+        return found.pointee.gr_gid
+    }
+}
+
+extension Account {
+    /// Looks up a user by name or uid. A uid the database does not list is accepted (as
+    /// container images often run as a bare uid), with its own number as primary group.
+    public static func lookUp(_ text: String) throws(TaskIsolation.ParseError) -> Account {
+        let key = text.trimmingSpaces
+        guard !key.isEmpty else { throw TaskIsolation.ParseError("an empty user name") }
+        var entry = passwd()
+        var result: UnsafeMutablePointer<passwd>?
+        var buffer = [CChar](repeating: 0, count: 16_384)
+        let uid = UInt32(key)
+        if uid == UInt32.max { throw TaskIsolation.ParseError("\(key) is not a user id (it means 'no change' to the kernel)") }
+        let rc = if let uid { getpwuid_r(uid, &entry, &buffer, buffer.count, &result) }
+                 else { getpwnam_r(key, &entry, &buffer, buffer.count, &result) }
+        if rc == 0, let found = result {
+            return Account(name: String(cString: found.pointee.pw_name), uid: found.pointee.pw_uid,
+                           primaryGroupID: found.pointee.pw_gid, home: String(cString: found.pointee.pw_dir))
+        }
+        guard let uid else { throw TaskIsolation.ParseError("no such user: \(key)") }
+        return Account(name: nil, uid: uid, primaryGroupID: uid, home: nil)
+    }
+}
+
+extension AccountLookup {
+    /// This machine's password and group databases.
+    public static let system = AccountLookup(user: Account.lookUp, group: TaskIsolation.lookUpGroup)
+}
+
+extension RLimit {
+    /// The kernel's form of a task's limit.
+    init(_ limit: ResourceLimit) {
+        let resource: RLimit.Resource = switch limit.resource {
+        case .addressSpace: .addressSpace
+        case .openFiles: .openFiles
+        case .cpuSeconds: .cpuSeconds
+        case .processes: .processes
+        }
+        self.init(resource, soft: limit.soft, hard: limit.hard)
+    }
+}
