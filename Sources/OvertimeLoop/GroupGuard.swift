@@ -1,5 +1,5 @@
 import CLibUV
-import COvertimeSpawn
+import COvertime
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)

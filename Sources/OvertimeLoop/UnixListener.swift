@@ -1,4 +1,5 @@
 import CLibUV
+import COvertime
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
