@@ -44,9 +44,11 @@ let package = Package(
         // The CLI. The target is not named `overtime`: `Sources/overtime` beside
         // `Sources/Overtime` collides on a case-insensitive filesystem. The product (and so
         // the binary, `.build/<config>/overtime`) keeps the name users type.
+        // It names OvertimeLoop too, for its plain system calls alone (Syscall.retrying,
+        // Descriptors.writeAll): one EINTR loop and one write-all loop for the whole program.
         .executableTarget(
             name: "OvertimeCLI",
-            dependencies: ["Overtime"]
+            dependencies: ["Overtime", "OvertimeLoop"]
         ),
         // Drives the library for scripts/bench (spawn throughput, protocol throughput).
         .executableTarget(
