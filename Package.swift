@@ -20,13 +20,17 @@ let package = Package(
             pkgConfig: "libuv",
             providers: [.apt(["libuv1-dev"])]
         ),
-        // C for what runs as a vfork child or a fork of the supervisor (the child's side of
-        // a spawn, the group guard), where only plain system calls are safe, and the
-        // pseudo-terminal a task's output may go through. OvertimeLoop only.
-        .target(name: "COvertimeSpawn"),
+        // All of Overtime's own C, in one room: what runs as a vfork child or a fork of the
+        // supervisor (the child's side of a spawn, the group guard), where only plain system
+        // calls are safe; the pseudo-terminal a task's output may go through; and the calls
+        // Swift cannot make as they are (glibc's _GNU_SOURCE-only accept4 and SO_PEERCRED,
+        // variadic prctl, the wait-status macros). Named for Overtime rather than for
+        // spawning, since it is no longer only that. It needs no libuv header: CLibUV stays
+        // the bare libuv system library. OvertimeLoop only, like CLibUV.
+        .target(name: "COvertime"),
         .target(
             name: "OvertimeLoop",
-            dependencies: ["CLibUV", "COvertimeSpawn"]
+            dependencies: ["CLibUV", "COvertime"]
         ),
         .target(name: "OvertimeProtocol"),
         // The pure core: the task and queue machines, budget policy, events and their
@@ -54,9 +58,11 @@ let package = Package(
         // The CLI. The target is not named `overtime`: `Sources/overtime` beside
         // `Sources/Overtime` collides on a case-insensitive filesystem. The product (and so
         // the binary, `.build/<config>/overtime`) keeps the name users type.
+        // It names OvertimeLoop too, for its plain system calls alone (Syscall.retrying,
+        // Descriptors.writeAll): one EINTR loop and one write-all loop for the whole program.
         .executableTarget(
             name: "OvertimeCLI",
-            dependencies: ["Overtime"]
+            dependencies: ["Overtime", "OvertimeLoop"]
         ),
         // Drives the library for scripts/bench (spawn throughput, protocol throughput).
         .executableTarget(

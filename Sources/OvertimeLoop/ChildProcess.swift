@@ -1,5 +1,5 @@
 import CLibUV
-import COvertimeSpawn
+import COvertime
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -10,6 +10,14 @@ import Musl
 public enum ChildExit: Sendable, Equatable {
     case exited(Int32)
     case signaled(Int32)
+
+    /// Decodes a status `waitpid` filled in (without WUNTRACED, so the child has ended:
+    /// exited with a code, or killed by a signal), through <sys/wait.h>'s own macros.
+    public init(waitStatus status: Int32) {
+        self = overtime_status_exited(status) != 0
+            ? .exited(overtime_status_exit_code(status))
+            : .signaled(overtime_status_signal(status))
+    }
 }
 
 /// What to spawn. Arguments go to exec as they are: never through a shell.
@@ -111,7 +119,7 @@ public struct SpawnError: Error, Sendable, Equatable, CustomStringConvertible {
 
 /// A child process in a session (and process group) of its own. Loop-thread only.
 ///
-/// Spawned by `overtime_spawn` (the COvertimeSpawn module) rather than libuv's `uv_spawn`
+/// Spawned by `overtime_spawn` (the COvertime module) rather than libuv's `uv_spawn`
 /// or `posix_spawn`: libuv 1.44 forks, which halved spawn throughput (docs/benchmarks.md),
 /// and neither has a place to run code in the child before exec, which the parent-death
 /// signal, resource limits, nice value and privilege drop all need. It vforks, as glibc's
@@ -170,32 +178,27 @@ public final class ChildProcess {
             request.descriptors.withUnsafeBufferPointer { descriptors in
                 limits.withUnsafeBufferPointer { limits in
                     withOptionalCString(request.workingDirectory) { directory in
-                        var spawn = overtime_spawn_request()
-                        spawn.file = UnsafePointer(command)
-                        spawn.argv = UnsafePointer(argv.base)
-                        spawn.envp = UnsafePointer(env.baseAddress)
-                        spawn.search_path = searchPath
-                        spawn.path_buffer = pathBuffer
-                        spawn.path_buffer_size = bufferSize
-                        spawn.working_directory = directory
-                        spawn.descriptors = descriptors.baseAddress
-                        spawn.descriptor_count = Int32(descriptors.count)
-                        spawn.limits = limits.baseAddress
-                        spawn.limit_count = Int32(limits.count)
-                        if let niceness = request.niceness {
-                            spawn.set_priority = 1
-                            spawn.priority = niceness
-                        }
-                        if let gid = request.groupID {
-                            spawn.set_group = 1
-                            spawn.gid = gid
-                        }
-                        if let uid = request.userID {
-                            spawn.set_user = 1
-                            spawn.uid = uid
-                        }
-                        spawn.parent_death_signal = SIGKILL
-                        spawn.guard_channel = guardChannel
+                        var spawn = overtime_spawn_request(
+                            file: UnsafePointer(command),
+                            argv: UnsafePointer(argv.base),
+                            envp: UnsafePointer(env.baseAddress!),  // never empty: it ends in nil
+                            search_path: searchPath,
+                            path_buffer: pathBuffer,
+                            path_buffer_size: bufferSize,
+                            working_directory: directory,
+                            descriptors: descriptors.baseAddress,
+                            descriptor_count: Int32(descriptors.count),
+                            limits: limits.baseAddress,
+                            limit_count: Int32(limits.count),
+                            set_priority: request.niceness == nil ? 0 : 1,
+                            priority: request.niceness ?? 0,
+                            set_group: request.groupID == nil ? 0 : 1,
+                            gid: request.groupID ?? 0,
+                            set_user: request.userID == nil ? 0 : 1,
+                            uid: request.userID ?? 0,
+                            parent_death_signal: SIGKILL,
+                            guard_channel: guardChannel
+                        )
                         return overtime_spawn(&spawn, &failure)
                     }
                 }
@@ -322,7 +325,7 @@ final class ChildReaper: LoopHandleOwner {
         var status: Int32 = 0
         guard waitpid(pid, &status, WNOHANG) == pid else { return }
         children[pid] = nil
-        let exit: ChildExit = (status & 0x7F) == 0 ? .exited((status >> 8) & 0xFF) : .signaled(status & 0x7F)
+        let exit = ChildExit(waitStatus: status)
         child.reaped(exit)
         // The owner has killed what was left of the group (killLeftoverGroup) by now.
         groupGuard.forget(pid)

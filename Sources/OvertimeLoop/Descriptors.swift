@@ -1,5 +1,5 @@
 import CLibUV
-import COvertimeSpawn
+import COvertime
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -70,16 +70,14 @@ public enum Descriptors {
     }
 
     /// A whole file's bytes (a journal, a /proc file), or nil when it cannot be opened.
+    /// A read error ends it early: what was read so far.
     public static func readWholeFile(_ path: String) -> [UInt8]? {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
         var result: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 64 * 1024)
-        while true {
-            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n < 0, errno == EINTR { continue }
-            if n <= 0 { break }
+        while let n = try? Syscall.retrying("read \(path)", { chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) } }), n > 0 {
             result.append(contentsOf: chunk[0..<n])
         }
         return result
@@ -89,17 +87,52 @@ public enum Descriptors {
         _ = Glibc.close(fd)  // after close, even EINTR leaves fd closed on Linux: never retry
     }
 
+    /// Writes every byte of `bytes` to `fd`, however many calls that takes (a pipe or a
+    /// terminal takes part of a large write at a time), retrying EINTR. It blocks while the
+    /// reader does not read: call it off the loop's thread, or on a regular file. A
+    /// descriptor someone else made non-blocking (EAGAIN) is waited on until it takes more.
+    /// - Parameter suppressingSIGPIPE: send(2) with MSG_NOSIGNAL rather than write(2), for
+    ///   a socket whose peer may have gone: EPIPE is thrown instead of SIGPIPE raised.
+    /// - Throws: `SystemError` with the errno of the call that failed (ENOSPC for one that
+    ///   made no progress without saying why); the bytes before it are out. A closed or bad
+    ///   descriptor is an ordinary error here, not a trap: the caller's to give up on.
+    public static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, suppressingSIGPIPE: Bool = false) throws(SystemError) {
+        let operation = suppressingSIGPIPE ? "send" : "write"
+        var offset = 0
+        while offset < bytes.count {
+            let start = bytes.baseAddress! + offset, count = bytes.count - offset
+            let n: Int
+            do throws(SystemError) {
+                n = try Syscall.retrying(operation) {
+                    suppressingSIGPIPE ? send(fd, start, count, Int32(MSG_NOSIGNAL)) : write(fd, start, count)
+                }
+            } catch where error.errno == EAGAIN || error.errno == EWOULDBLOCK {
+                var entry = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+                _ = poll(&entry, 1, 100)
+                continue
+            }
+            guard n > 0 else { throw SystemError(operation, errno: ENOSPC) }
+            offset += n
+        }
+    }
+
+    /// `writeAll` for an array.
+    public static func writeAll(_ fd: Int32, _ bytes: [UInt8], suppressingSIGPIPE: Bool = false) throws(SystemError) {
+        // withUnsafeBytes rethrows untyped: the error comes out through a Result.
+        try bytes.withUnsafeBytes { raw in
+            Result { () throws(SystemError) in try writeAll(fd, raw, suppressingSIGPIPE: suppressingSIGPIPE) }
+        }.get()
+    }
+
     /// Sends `bytes` without blocking and without SIGPIPE. Returns the count written (0 when
     /// the peer's buffer is full) or nil when the peer is gone.
     static func sendNonBlocking(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Int? {
-        while true {
-            let n = send(fd, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT))
-            if n >= 0 { return n }
-            switch errno {
-            case EINTR: continue
-            case EAGAIN, EWOULDBLOCK: return 0
-            default: return nil
+        do throws(SystemError) {
+            return try Syscall.retrying("send") {
+                send(fd, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT))
             }
+        } catch {
+            return error.errno == EAGAIN || error.errno == EWOULDBLOCK ? 0 : nil
         }
     }
 }

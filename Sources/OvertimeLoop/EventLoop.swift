@@ -1,4 +1,5 @@
 import CLibUV
+import COvertime
 import Synchronization
 #if canImport(Glibc)
 import Glibc

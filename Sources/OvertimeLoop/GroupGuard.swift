@@ -1,5 +1,5 @@
 import CLibUV
-import COvertimeSpawn
+import COvertime
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -70,12 +70,20 @@ final class GroupGuard {
     private func flush() {
         while channel >= 0, var next = pending.first {
             // A sequenced-packet socket: each record goes whole or not at all.
-            let sent = withUnsafeBytes(of: &next) { Glibc.send(channel, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT)) }
-            if sent == MemoryLayout<Int32>.size {
-                pending.removeFirst()
-                continue
+            let code: Int32
+            do throws(SystemError) {
+                let sent = try Syscall.retrying("send to the group guard") {
+                    withUnsafeBytes(of: &next) { Glibc.send(channel, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT)) }
+                }
+                if sent == MemoryLayout<Int32>.size {
+                    pending.removeFirst()
+                    continue
+                }
+                code = EAGAIN  // never cut (see above), but were it: try it whole later
+            } catch {
+                code = error.errno
             }
-            switch errno {
+            switch code {
             case EPIPE, ECONNRESET, ENOTCONN:
                 // The guard was killed from outside; its SIGCHLD brings a new one
                 // (`checkAlive`). Until then, carry on without. (Only then: closing the
@@ -83,8 +91,6 @@ final class GroupGuard {
                 Descriptors.close(channel)
                 channel = -1
                 pending.removeAll()
-            case EINTR:
-                continue
             default:
                 // Full (EAGAIN), or short of kernel memory for a moment (ENOBUFS): later.
                 guard let loop else { return }

@@ -27,19 +27,38 @@ public struct SystemError: Error, Sendable, Equatable, CustomStringConvertible {
     }
 }
 
-/// Runs a system call that reports failure as -1 with errno, retrying EINTR.
-///
-/// Codes that can only mean a bug in Overtime (a bad descriptor, a bad address) stop the
-/// process at once rather than travel on as ordinary errors.
+/// The one way Overtime makes a plain system call: again while a signal interrupts it
+/// (EINTR), and a failure as a typed `SystemError` carrying its errno. Every module above
+/// the loop uses it rather than a retry loop of its own (OvertimeWorker, which never sees
+/// the supervisor's code, keeps its own).
+public enum Syscall {
+    /// Runs `body`, a system call that reports failure as -1 with errno, until it returns
+    /// anything but -1 or fails with something other than EINTR.
+    /// - Returns: what `body` returned (a count, a descriptor, 0).
+    /// - Throws: `SystemError(operation, errno:)` for the failure. EAGAIN, EPIPE and the
+    ///   like are the caller's to handle (`catch` and look at `errno`).
+    @discardableResult
+    public static func retrying<T: FixedWidthInteger>(_ operation: @autoclosure () -> String, _ body: () -> T) throws(SystemError) -> T {
+        while true {
+            let result = body()
+            if result != -1 { return result }
+            let code = errno
+            if code == EINTR { continue }
+            throw SystemError(operation(), errno: code)
+        }
+    }
+}
+
+/// `Syscall.retrying` for the loop's own descriptors, where codes that can only mean a bug
+/// in Overtime (a bad descriptor, a bad address) stop the process at once rather than
+/// travel on as ordinary errors.
 @discardableResult
 func syscall<T: FixedWidthInteger>(_ operation: @autoclosure () -> String, _ body: () -> T) throws(SystemError) -> T {
-    while true {
-        let result = body()
-        if result != -1 { return result }
-        let code = errno
-        if code == EINTR { continue }
-        trapOnBug(code, operation())
-        throw SystemError(operation(), errno: code)
+    do throws(SystemError) {
+        return try Syscall.retrying(operation(), body)
+    } catch {
+        trapOnBug(error.errno, error.operation)
+        throw error
     }
 }
 

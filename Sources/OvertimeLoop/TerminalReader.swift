@@ -89,21 +89,25 @@ public final class TerminalReader: LoopHandleOwner, OutputReader {
         // level-triggered, so what is left is read on the next turn.
         var reads = 0
         while !closed, !isPaused, onEnd != nil, reads < 32 {
-            let n = read(fd, buffer, Self.readBufferSize)
-            if n > 0 {
-                reads += 1
-                onData?(UnsafeRawBufferPointer(start: buffer, count: n))
-                continue
+            let code: Int32
+            do throws(SystemError) {
+                let n = try Syscall.retrying("read a task's terminal") { read(fd, buffer, Self.readBufferSize) }
+                if n > 0 {
+                    reads += 1
+                    onData?(UnsafeRawBufferPointer(start: buffer, count: n))
+                    continue
+                }
+                code = 0
+            } catch {
+                code = error.errno
             }
-            let code = n < 0 ? errno : 0
-            if n < 0, code == EINTR { continue }
-            if n < 0, code == EAGAIN || code == EWOULDBLOCK { return }
+            if code == EAGAIN || code == EWOULDBLOCK { return }
             // 0 or EIO: the task's side is closed and everything it wrote has been read.
             uv_poll_stop(handle)
             let end = onEnd
             onData = nil
             onEnd = nil
-            end?(n == 0 || code == EIO ? nil : code)
+            end?(code == 0 || code == EIO ? nil : code)
             return
         }
     }

@@ -1,4 +1,5 @@
 import CLibUV
+import COvertime
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -117,10 +118,11 @@ public final class UnixListener: LoopHandleOwner {
 
     private func acceptAll() {
         while !closed {
-            let client = overtime_accept_cloexec_nonblock(fd)
-            if client < 0 {
-                switch errno {
-                case EINTR: continue
+            let client: Int32
+            do throws(SystemError) {
+                client = try Syscall.retrying("accept") { overtime_accept_cloexec_nonblock(fd) }
+            } catch {
+                switch error.errno {
                 case EMFILE, ENFILE, ENOBUFS, ENOMEM:
                     // Out of descriptors or memory: the socket stays readable, so polling on
                     // would spin. Rest a moment, then listen again.

@@ -39,12 +39,10 @@ func eventually(within timeout: Duration = .seconds(20), _ condition: () -> Bool
 
 /// Writes all of `bytes` to a blocking descriptor (the test's end of a pair).
 func writeAll(_ fd: Int32, _ bytes: [UInt8]) {
-    var offset = 0
-    while offset < bytes.count {
-        let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + offset, $0.count - offset) }
-        if n < 0, errno == EINTR { continue }
-        precondition(n > 0, "write failed: errno \(errno)")
-        offset += n
+    do throws(SystemError) {
+        try Descriptors.writeAll(fd, bytes)
+    } catch {
+        preconditionFailure("\(error)")
     }
 }
 

@@ -65,10 +65,11 @@ extension JobFilePath {
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 64 << 10)
         while true {
-            let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                return .failure(ReadProblem(message: "cannot read the job file: \(explain(errno))"))
+            let n: Int
+            do throws(SystemError) {
+                n = try Syscall.retrying("read") { chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) } }
+            } catch {
+                return .failure(ReadProblem(message: "cannot read the job file: \(explain(error.errno))"))
             }
             if n == 0 { break }
             bytes.append(contentsOf: chunk[0..<n])

@@ -146,16 +146,14 @@ public final class RunJournal: @unchecked Sendable {
         return String(decoding: bytes, as: UTF8.self)
     }
 
-    /// Writes every byte; returns 0, or the errno of the write that failed (ENOSPC for a
-    /// write that made no progress without saying why).
+    /// Writes every byte (`Descriptors.writeAll`); returns 0, or the errno of the write that
+    /// failed (ENOSPC for a write that made no progress without saying why).
     private static func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> Int32 {
-        bytes.withUnsafeBytes { buffer in
-            var offset = 0
-            while offset < buffer.count {
-                let n = write(fd, buffer.baseAddress! + offset, buffer.count - offset)
-                if n > 0 { offset += n } else if n < 0, errno == EINTR { continue } else { return n < 0 ? errno : ENOSPC }
-            }
+        do throws(SystemError) {
+            try Descriptors.writeAll(fd, bytes)
             return 0
+        } catch {
+            return error.errno
         }
     }
 

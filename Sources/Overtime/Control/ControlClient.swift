@@ -35,14 +35,7 @@ public final class ControlClient {
     /// Sends `bytes` whole (a request line, newline included); false once the supervisor
     /// has gone. Never raises SIGPIPE.
     public func send(_ bytes: [UInt8]) -> Bool {
-        bytes.withUnsafeBytes { raw in
-            var offset = 0
-            while offset < raw.count {
-                let n = Glibc.send(fd, raw.baseAddress! + offset, raw.count - offset, Int32(MSG_NOSIGNAL))
-                if n > 0 { offset += n } else if n < 0, errno == EINTR { continue } else { return false }
-            }
-            return true
-        }
+        (try? Descriptors.writeAll(fd, bytes, suppressingSIGPIPE: true)) != nil
     }
 
     /// What came back for a request.
@@ -77,8 +70,7 @@ public final class ControlClient {
                 return line
             }
             var chunk = [UInt8](repeating: 0, count: 65536)
-            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n < 0, errno == EINTR { continue }
+            let n = (try? Syscall.retrying("read") { chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) } }) ?? -1
             if n <= 0 {
                 defer { buffer.removeAll() }
                 return buffer.isEmpty ? nil : buffer

@@ -1,3 +1,4 @@
+import OvertimeLoop
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -47,9 +48,10 @@ final class LogFollower: Sendable {
             var result: [UInt8] = []
             var buffer = [UInt8](repeating: 0, count: 64 * 1024)
             while result.count < Self.chunk {
-                let n = buffer.withUnsafeMutableBytes { pread(state.fd, $0.baseAddress, $0.count, off_t(state.offset)) }
-                if n < 0, errno == EINTR { continue }
-                guard n > 0 else { break }
+                let got = try? Syscall.retrying("read \(path)") {
+                    buffer.withUnsafeMutableBytes { pread(state.fd, $0.baseAddress, $0.count, off_t(state.offset)) }
+                }
+                guard let n = got, n > 0 else { break }
                 result += buffer[0..<n]
                 state.offset += Int64(n)
             }

@@ -1,3 +1,4 @@
+import OvertimeLoop
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -51,33 +52,17 @@ enum TerminalDevice {
         return result
     }
 
-    /// Writes all of `bytes` to `fd`, retrying short writes and EINTR; gives up quietly on
-    /// a closed descriptor (nothing more can be shown). It blocks while the reader does not
-    /// read: call it on a thread of the display's or the output's own, never the loop's.
+    /// Writes all of `bytes` to `fd` (`Descriptors.writeAll`: short writes, EINTR and a
+    /// descriptor someone made non-blocking all taken care of); gives up quietly on a closed
+    /// descriptor (nothing more can be shown). It blocks while the reader does not read:
+    /// call it on a thread of the display's or the output's own, never the loop's.
     static func write(_ fd: Int32, _ bytes: [UInt8]) {
         _ = writeAll(fd, bytes)
     }
 
     /// `write`, saying whether everything was written.
     static func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
-        bytes.withUnsafeBytes { buffer in
-            var offset = 0
-            while offset < buffer.count {
-                let n = Glibc.write(fd, buffer.baseAddress! + offset, buffer.count - offset)
-                if n > 0 {
-                    offset += n
-                } else if n < 0, errno == EINTR {
-                    continue
-                } else if n < 0, errno == EAGAIN {
-                    // A descriptor someone made non-blocking: wait until it takes more.
-                    var entry = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
-                    _ = poll(&entry, 1, 100)
-                } else {
-                    return false
-                }
-            }
-            return true
-        }
+        (try? Descriptors.writeAll(fd, bytes)) != nil
     }
 
     /// The local wall-clock time of day, `14:03:07`, for plain lines.

@@ -12,6 +12,9 @@
 extern "C" {
 #endif
 
+// Every pointer here is non-null unless marked _Nullable (for Swift: non-optional).
+#pragma clang assume_nonnull begin
+
 /// Which step of starting the child failed.
 enum overtime_spawn_step {
     OVERTIME_SPAWN_OK = 0,
@@ -47,8 +50,8 @@ struct overtime_spawn_limit {
 struct overtime_spawn_request {
     /// The command: run as is when it contains a slash, else looked up on `search_path`.
     const char *file;
-    char *const *argv;
-    char *const *envp;
+    char *_Nullable const *_Nonnull argv;   // NULL-terminated
+    char *_Nullable const *_Nonnull envp;   // NULL-terminated
     /// Colon-separated directories for a command without a slash (an empty entry is ".").
     const char *search_path;
     /// Scratch space for "directory/file", at least strlen of the longest search entry +
@@ -56,11 +59,11 @@ struct overtime_spawn_request {
     char *path_buffer;
     size_t path_buffer_size;
     /// NULL to stay in the supervisor's directory.
-    const char *working_directory;
+    const char *_Nullable working_directory;
     /// The child's descriptors by position: descriptors[i] becomes fd i; all else is closed.
-    const int *descriptors;
+    const int *_Nullable descriptors;   // NULL when descriptor_count is 0
     int descriptor_count;
-    const struct overtime_spawn_limit *limits;
+    const struct overtime_spawn_limit *_Nullable limits;   // NULL when limit_count is 0
     int limit_count;
     int set_priority;       // nonzero: setpriority to `priority`
     int priority;
@@ -116,6 +119,8 @@ int overtime_copy_window_size(int from, int reader);
 /// Reaps the child `pid` once it exits, waiting at most `timeout_ms` (on a pidfd, so it
 /// returns the moment the child is gone). Returns 1 when reaped, 0 when it still runs.
 int overtime_reap_within(pid_t pid, int timeout_ms);
+
+#pragma clang assume_nonnull end
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,53 @@
+#ifndef OVERTIME_SYSTEM_H
+#define OVERTIME_SYSTEM_H
+// The few Linux calls Swift cannot make as they are: ones glibc declares only under
+// _GNU_SOURCE (which system.c defines, so nothing here respells a kernel structure), a
+// variadic one, and the wait-status macros (a macro with arguments never reaches Swift).
+// Only OvertimeLoop imports it.
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#pragma clang assume_nonnull begin
+
+/// The credentials of a Unix socket's peer (SO_PEERCRED), as struct ucred has them.
+struct overtime_peer { int pid; unsigned int uid; unsigned int gid; };
+
+/// Fills `peer` with the credentials of the process at the other end of socket `fd`.
+/// Returns 0, or -1 with errno set.
+int overtime_peer_credentials(int fd, struct overtime_peer *peer);
+
+/// accept4(fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK): the new connection's
+/// descriptor, or -1 with errno set.
+int overtime_accept_cloexec_nonblock(int fd);
+
+/// Makes the calling process a child subreaper: orphaned descendants are reparented to it
+/// instead of to init (prctl is variadic). Returns 0, or -1 with errno set.
+int overtime_become_subreaper(void);
+
+/// The pid of some child that has exited, without reaping it (waitid WNOWAIT); 0 when none,
+/// -1 when there are no children at all.
+int overtime_peek_exited_child(void);
+
+/// pipe2(fds, O_CLOEXEC): both ends close-on-exec from birth; fds[0] reads, fds[1] writes.
+/// Returns 0, or -1 with errno set.
+int overtime_pipe_cloexec(int fds[_Nonnull 2]);
+
+/// The wait-status macros of <sys/wait.h>, for a status waitpid filled in.
+/// Nonzero when the child exited by itself (WIFEXITED).
+int overtime_status_exited(int status);
+/// Its exit code, 0 to 255 (WEXITSTATUS; only when it exited).
+int overtime_status_exit_code(int status);
+/// Nonzero when a signal ended it (WIFSIGNALED).
+int overtime_status_signaled(int status);
+/// The signal that ended it (WTERMSIG; only when signaled).
+int overtime_status_signal(int status);
+
+#pragma clang assume_nonnull end
+
+#ifdef __cplusplus
+}
+#endif
+#endif
