@@ -212,7 +212,7 @@ public final class Supervisor: Sendable {
     }
 
     /// Passes `event` to every sink, in order.
-    func emit(_ event: TaskEvent) {
+    func emit(_ event: consuming TaskEvent) {
         core.value.emit(event)
     }
 
@@ -298,31 +298,36 @@ final class SupervisorCore {
     /// Where every event goes, in order (`Supervisor.emit`).
     var sinks: [any EventSink] = []
     /// Makes an event's JSON line, once, for the sinks that want it.
-    lazy var encoder = EventEncoder(runID: runID)
+    let encoder: EventEncoder
     /// Events that arose while one was being passed round (a sink cancelled a task, and
     /// the cancel's event came back here): they go out after it, so that every sink sees
     /// one order, the cause before its effect.
     private var queued: [TaskEvent] = []
     private var emitting = false
 
-    func emit(_ event: TaskEvent) {
-        guard !emitting else {
+    func emit(_ event: consuming TaskEvent) {
+        if emitting {
             queued.append(event)
             return
         }
         emitting = true
-        defer { emitting = false }
-        var next: TaskEvent? = event
-        var taken = 0
-        while let event = next {
-            var encoded = EncodedEvent(event, encoder: encoder)
-            for sink in sinks { sink.receive(&encoded) }
-            if taken < queued.count {
-                next = queued[taken]
-                taken += 1
-            } else {
-                next = nil
-            }
+        deliver(event)
+        if !queued.isEmpty { deliverQueued() }
+        emitting = false
+    }
+
+    /// The common case, kept lean (an event per progress line): one pass over the sinks.
+    @inline(__always)
+    private func deliver(_ event: consuming TaskEvent) {
+        var encoded = EncodedEvent(event, encoder: encoder)
+        for sink in sinks { sink.receive(&encoded) }
+    }
+
+    private func deliverQueued() {
+        var index = 0
+        while index < queued.count {
+            deliver(queued[index])
+            index += 1
         }
         queued.removeAll(keepingCapacity: true)
     }
@@ -355,6 +360,7 @@ final class SupervisorCore {
 
     init(runID: String) {
         self.runID = runID
+        encoder = EventEncoder(runID: runID)
     }
 }
 

@@ -274,7 +274,11 @@ final class TaskRunner {
         case let .line(line):
             do {
                 let message = try ChildMessage.decode(line)
-                decide(at: now) { machine, actions in machine.receive(message, now: now, into: &actions) }
+                // Not through `decide`'s closure, which would copy the message once more:
+                // this is the path every progress line takes.
+                var actions = takeActionList()
+                machine.receive(message, now: now, into: &actions)
+                carryOut(&actions, at: now)
             } catch {
                 badLines += 1
                 let text = Self.excerpt(line)
@@ -410,20 +414,33 @@ final class TaskRunner {
     private var spareActions: [TaskMachine.Action] = []
 
     /// Feeds the machine one input, then carries out what it decided, in order, stamping
-    /// events with the input's time. The list is taken from `spareActions` for the length
-    /// of the call: an action whose effects bring another input back here (an event whose
-    /// handler cancels the task) gets a list of its own, and the machine is settled by then.
+    /// events with the input's time.
     @discardableResult
     private func decide<Answer>(at now: MonotonicInstant, _ input: (inout TaskMachine, inout [TaskMachine.Action]) -> Answer) -> Answer {
-        var actions = spareActions
-        spareActions = []
+        var actions = takeActionList()
         let answer = input(&machine, &actions)
-        for i in actions.indices {
-            // Moved out of the list rather than copied (a progress event's strings are not
-            // retained and released once more per message); a payload-free case is left in
-            // its place for `removeAll`.
-            var action = TaskMachine.Action.killLeftovers
-            swap(&action, &actions[i])
+        carryOut(&actions, at: now)
+        return answer
+    }
+
+    /// The spare list, for the length of one input: an action whose effects bring another
+    /// input back here (an event whose sink cancels the task) gets a list of its own, and
+    /// the machine is settled by then.
+    @inline(__always)
+    private func takeActionList() -> [TaskMachine.Action] {
+        var actions: [TaskMachine.Action] = []
+        swap(&actions, &spareActions)
+        return actions
+    }
+
+    /// Carries out `actions` in order and keeps the emptied list for the next input. Each
+    /// action is moved out of the list (reversed, then popped), so a progress event's
+    /// strings are not retained and released once more per message, and nothing is left
+    /// to clear.
+    @inline(__always)
+    private func carryOut(_ actions: inout [TaskMachine.Action], at now: MonotonicInstant) {
+        actions.reverse()
+        while let action = actions.popLast() {
             switch consume action {
             case let .send(message):
                 channel?.write(message.encoded())
@@ -435,9 +452,7 @@ final class TaskRunner {
                 supervisor.emit(TaskEvent(task: ref, time: now, kind: kind))
             }
         }
-        actions.removeAll(keepingCapacity: true)
         spareActions = actions
-        return answer
     }
 
     /// Keeps the timer armed at the machine's next wake-up or earlier. A later wake-up

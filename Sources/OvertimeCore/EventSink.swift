@@ -19,7 +19,7 @@ public struct EncodedEvent {
     private let encoder: EventEncoder
     private var encoded: [UInt8]?
 
-    package init(_ event: TaskEvent, encoder: EventEncoder) {
+    package init(_ event: consuming TaskEvent, encoder: EventEncoder) {
         self.event = event
         self.encoder = encoder
     }

@@ -74,6 +74,12 @@ public struct TaskMachine: Sendable {
         case running
         case cancelling(Cancellation)
         case exited(Cancellation?)
+
+        /// Asked on every report: a pattern match, not the synthesized `==`, which compares
+        /// payloads.
+        var isRunning: Bool {
+            if case .running = self { true } else { false }
+        }
     }
 
     public let policy: BudgetPolicy
@@ -255,7 +261,7 @@ public struct TaskMachine: Sendable {
     /// An operator gives the task `amount` more time, counted from its current deadline (or
     /// from now, if that is already past). Past `max-runtime` only when `pastMax` is true.
     public mutating func operatorExtend(by amount: Duration, pastMax: Bool, now: MonotonicInstant, into actions: inout [Action]) -> OperatorResult {
-        guard stage == .running else { return .notRunning(phase) }
+        guard stage.isRunning else { return .notRunning(phase) }
         guard let current = effectiveDeadline else {
             return .applied(remaining: nil, clipped: false)  // unlimited already
         }
@@ -273,7 +279,7 @@ public struct TaskMachine: Sendable {
     /// An operator (or a policy) takes the extension back: the deadline becomes now +
     /// `after`, and progress no longer moves it.
     public mutating func revoke(after: Duration = .zero, now: MonotonicInstant, into actions: inout [Action]) -> OperatorResult {
-        guard stage == .running else { return .notRunning(phase) }
+        guard stage.isRunning else { return .notRunning(phase) }
         budget.revoked = true
         budget.deadline = now + max(.zero, after)
         budget.warned = false
@@ -319,7 +325,7 @@ public struct TaskMachine: Sendable {
     /// Progress or heartbeat: deadline = max(deadline, now + window), unless revoked; with an
     /// unlimited window the soft deadline goes (max-runtime still holds).
     private mutating func heartbeat(now: MonotonicInstant) {
-        guard stage == .running, !budget.revoked, let d = budget.deadline else { return }
+        guard stage.isRunning, !budget.revoked, let d = budget.deadline else { return }
         if policy.reportsLiftDeadline {
             budget.deadline = nil
             // The warning for the old deadline does not stand for the hard limit's.
@@ -337,7 +343,7 @@ public struct TaskMachine: Sendable {
     private mutating func childExtend(seconds: Double, why: String?, now: MonotonicInstant, into actions: inout [Action]) {
         let asked = Duration.seconds(fromDouble: min(seconds, DurationText.maximum.seconds))
         var granted = false
-        if stage == .running, !budget.revoked {
+        if stage.isRunning, !budget.revoked {
             let target = now + asked
             if let d = budget.deadline { budget.deadline = max(d, target) }
             granted = (effectiveDeadline ?? target) >= target
