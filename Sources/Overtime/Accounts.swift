@@ -67,12 +67,12 @@ extension AccountLookup {
 extension RLimit {
     /// The kernel's form of a task's limit.
     init(_ limit: ResourceLimit) {
-        let resource: RLimit.Resource = switch limit.resource {
-        case .addressSpace: .addressSpace
-        case .openFiles: .openFiles
-        case .cpuSeconds: .cpuSeconds
-        case .processes: .processes
+        let code = switch limit.resource {
+        case .addressSpace: RLimit.addressSpace
+        case .openFiles: RLimit.openFiles
+        case .cpuSeconds: RLimit.cpuSeconds
+        case .processes: RLimit.processes
         }
-        self.init(resource, soft: limit.soft, hard: limit.hard)
+        self.init(code: code, soft: limit.soft, hard: limit.hard)
     }
 }

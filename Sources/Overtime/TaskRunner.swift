@@ -233,7 +233,8 @@ final class TaskRunner {
         case .group, .supplementaryGroups:
             isolation.user == nil ? "cannot run as group \(groupName): \(reason)"
                                   : "cannot run as user \(userName): cannot switch to group \(groupName): \(reason)"
-        case let .limit(resource): "cannot set the \(resource.rawValue) limit: \(reason)"
+        case let .limit(index):
+            "cannot set the \(isolation.limits.indices.contains(index) ? isolation.limits[index].resource.rawValue : "?") limit: \(reason)"
         case .priority: "cannot set nice value \(isolation.niceness.map(String.init) ?? "?"): \(reason)"
         case .parentDeath: "cannot tie the task's life to the supervisor's: \(reason)"
         case .fork: "cannot start a process: \(reason)"

@@ -57,39 +57,22 @@ public struct SpawnRequest {
     }
 }
 
-/// A resource limit (`setrlimit`) for a child, as the kernel takes it (the task's own,
-/// `ResourceLimit`, is the pure core's).
+/// A resource limit (`setrlimit`) for a child, as the kernel takes it: which resource (one
+/// of the codes below), soft and hard. The task's own limit, with its names and parsing,
+/// is the core's `ResourceLimit`.
 public struct RLimit: Sendable, Equatable {
-    public enum Resource: String, Sendable, CaseIterable {
-        /// RLIMIT_AS: bytes of address space.
-        case addressSpace = "as"
-        /// RLIMIT_NOFILE: open descriptors.
-        case openFiles = "nofile"
-        /// RLIMIT_CPU: seconds of CPU time (SIGXCPU at the soft limit, SIGKILL at the hard).
-        case cpuSeconds = "cpu"
-        /// RLIMIT_NPROC: processes (threads) of the task's user.
-        case processes = "nproc"
+    /// RLIMIT_AS, RLIMIT_NOFILE, RLIMIT_CPU, RLIMIT_NPROC, as the C side names them.
+    public static let addressSpace = Int32(OVERTIME_LIMIT_ADDRESS_SPACE.rawValue)
+    public static let openFiles = Int32(OVERTIME_LIMIT_OPEN_FILES.rawValue)
+    public static let cpuSeconds = Int32(OVERTIME_LIMIT_CPU_SECONDS.rawValue)
+    public static let processes = Int32(OVERTIME_LIMIT_PROCESSES.rawValue)
 
-        var code: Int32 {
-            let resource = switch self {
-            case .addressSpace: OVERTIME_LIMIT_ADDRESS_SPACE
-            case .openFiles: OVERTIME_LIMIT_OPEN_FILES
-            case .cpuSeconds: OVERTIME_LIMIT_CPU_SECONDS
-            case .processes: OVERTIME_LIMIT_PROCESSES
-            }
-            return Int32(resource.rawValue)
-        }
-    }
-
-    /// `UInt64.max` is RLIM_INFINITY.
-    public static let unlimited = UInt64.max
-
-    public var resource: Resource
+    public var code: Int32
     public var soft: UInt64
     public var hard: UInt64
 
-    public init(_ resource: Resource, soft: UInt64, hard: UInt64) {
-        self.resource = resource
+    public init(code: Int32, soft: UInt64, hard: UInt64) {
+        self.code = code
         self.soft = soft
         self.hard = hard
     }
@@ -98,7 +81,9 @@ public struct RLimit: Sendable, Equatable {
 /// Why a spawn failed: the step of starting the child that did not succeed, and its errno.
 public struct SpawnError: Error, Sendable, Equatable, CustomStringConvertible {
     public enum Step: Sendable, Equatable {
-        case fork, session, descriptors, limit(RLimit.Resource), priority
+        case fork, session, descriptors, priority
+        /// The limit at this position of the request's `limits`.
+        case limit(index: Int)
         case supplementaryGroups, group, user, workingDirectory, parentDeath
         /// exec itself: the command was not found or could not be run.
         case exec
@@ -171,7 +156,7 @@ public final class ChildProcess {
         let bufferSize = strlen(searchPath) + strlen(command) + 3
         let pathBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: bufferSize)
         defer { pathBuffer.deallocate() }
-        let limits = request.limits.map { overtime_spawn_limit(resource: $0.resource.code, soft: $0.soft, hard: $0.hard) }
+        let limits = request.limits.map { overtime_spawn_limit(resource: $0.code, soft: $0.soft, hard: $0.hard) }
         var failure = overtime_spawn_failure()
 
         let pid = envp.withUnsafeMutableBufferPointer { env in
@@ -206,7 +191,7 @@ public final class ChildProcess {
         }
         guard pid < 0 else { return (pid, failure.listed != 0) }
         if failure.listed != 0 { unlist(failure.pid) }
-        throw SpawnError(Self.step(failure, limits: request.limits), errno: failure.error)
+        throw SpawnError(Self.step(failure), errno: failure.error)
     }
 
     // Never freed or written: a constant C string.
@@ -219,12 +204,12 @@ public final class ChildProcess {
         return UnsafePointer(defaultSearchPath)
     }
 
-    private static func step(_ failure: overtime_spawn_failure, limits: [RLimit]) -> SpawnError.Step {
+    private static func step(_ failure: overtime_spawn_failure) -> SpawnError.Step {
         switch overtime_spawn_step(rawValue: UInt32(failure.step)) {
         case OVERTIME_SPAWN_FORK: .fork
         case OVERTIME_SPAWN_SESSION: .session
         case OVERTIME_SPAWN_DESCRIPTORS: .descriptors
-        case OVERTIME_SPAWN_LIMIT: .limit(limits[Int(failure.detail)].resource)
+        case OVERTIME_SPAWN_LIMIT: .limit(index: Int(failure.detail))
         case OVERTIME_SPAWN_PRIORITY: .priority
         case OVERTIME_SPAWN_GROUPS: .supplementaryGroups
         case OVERTIME_SPAWN_GROUP: .group
