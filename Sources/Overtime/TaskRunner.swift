@@ -11,8 +11,15 @@ final class TaskRunner {
     private unowned let core: SupervisorCore
     private var machine: TaskMachine
     private var process: ChildProcess?
-    private var channel: ByteStream?
-    private var framer = LineFramer()
+    /// The leader's fd 3; nil once it has reached its end.
+    private var channel: ReporterChannel?
+    /// The task's other processes, connected to its `OVERTIME_SOCKET` (DESIGN §3a).
+    private var reporters: [ReporterID: ReporterChannel] = [:]
+    private var nextReporter = 1
+    /// Where they connect; nil when no socket could be had (the task runs without one).
+    private var reporterListener: UnixListener?
+    /// Connections refused because their process is not part of the task.
+    private var refusedReporters = 0
     private var outputs: [OutputReader] = []
     /// The pseudo-terminals the task writes to, and the terminal whose size each follows.
     private var terminals: [(reader: TerminalReader, sizeFrom: Int32)] = []
@@ -26,14 +33,10 @@ final class TaskRunner {
     /// SIGKILLed because the supervisor shut down with the task still running.
     private var killedAtShutdown = false
 
-    /// A task writing bad lines faster than this is read no faster: past it within a
-    /// second, its channel is not read until the second is over (its own writes to fd 3
-    /// wait), so garbage on one channel costs the loop a bounded share however fast it comes.
+    /// A reporter writing bad lines faster than this is read no faster: past it within a
+    /// second, its channel is not read until the second is over (its own writes wait), so
+    /// garbage on one channel costs the loop a bounded share however fast it comes.
     static let badLinesPerSecond = 20_000
-    /// Bad lines in the current second, from `badLinesSince`; the timer that resumes reading.
-    private var badLines = 0
-    private var badLinesSince: MonotonicInstant
-    private var paceTimer: LoopTimer?
 
     /// After the leader exits, how long to wait for its channel and pipes to reach end of
     /// file. Whatever it wrote before dying is already buffered and read at once; this only
@@ -52,7 +55,6 @@ final class TaskRunner {
         self.supervisor = supervisor
         self.core = core
         let now = Self.clock()
-        badLinesSince = now
         machine = TaskMachine(policy: spec.policy, startedAt: now)
         timer = LoopTimer(loop: supervisor.loop)
     }
@@ -74,8 +76,8 @@ final class TaskRunner {
         do {
             let (ours, theirs) = try Descriptors.socketPair()
             passed.append(theirs)
-            let channel = try ByteStream(loop: supervisor.loop, fd: ours)
-            self.channel = channel
+            channel = ReporterChannel(id: .leader, stream: try ByteStream(loop: supervisor.loop, fd: ours), now: Self.clock())
+            openReporterSocket()
             var stdin: Int32 = 0
             if case .null = spec.stdin {
                 stdin = try core.nullInput ?? Descriptors.openNull(forWriting: false).also { passed.append($0) }
@@ -107,10 +109,7 @@ final class TaskRunner {
         core.runners[ref.id] = self
         let now = Self.clock()
         machine = TaskMachine(policy: spec.policy, startedAt: now)
-        channel?.startReading(
-            onData: { [unowned self] bytes in self.channelData(bytes) },
-            onEnd: { [unowned self] _ in self.channelEnded() }
-        )
+        if let channel { startReading(channel) }
         let pid = process!.pid
         decide(at: now) { machine, actions in machine.start(pid: pid, now: now, into: &actions) }
         rearm(now: now)
@@ -180,6 +179,7 @@ final class TaskRunner {
     private func environmentOverrides() -> [String] {
         var overrides = spec.isolation.accountEnvironment.merging(spec.environment) { _, task in task }
         overrides["OVERTIME_FD"] = "3"
+        if let reporterListener { overrides["OVERTIME_SOCKET"] = reporterListener.path }
         overrides["OVERTIME_TASK"] = spec.name
         overrides["OVERTIME_RUN"] = core.runID
         return overrides.sorted(by: { $0.key < $1.key }).map { "\($0.key)=\($0.value)" }
@@ -198,6 +198,7 @@ final class TaskRunner {
     private func failToStart(_ error: any Error) {
         channel?.close()
         channel = nil
+        closeReporters()
         outputs.forEach { $0.close() }
         outputs.removeAll()
         let failure: SpawnFailure
@@ -246,31 +247,38 @@ final class TaskRunner {
 
     // MARK: Inputs
 
-    private func channelData(_ bytes: UnsafeRawBufferPointer) {
+    private func startReading(_ reporter: ReporterChannel) {
+        reporter.stream.startReading(
+            onData: { [unowned self, unowned reporter] bytes in self.channelData(bytes, from: reporter) },
+            onEnd: { [unowned self, unowned reporter] _ in self.channelEnded(reporter) }
+        )
+    }
+
+    private func channelData(_ bytes: UnsafeRawBufferPointer, from reporter: ReporterChannel) {
         let now = Self.clock()
-        let badBefore = badLines
-        framer.feed(bytes) { item in handleLine(item, now: now) }
+        let badBefore = reporter.badLines
+        reporter.framer.feed(bytes) { item in handleLine(item, from: reporter, now: now) }
         rearm(now: now)
-        paceBadLines(inThisChunk: badLines - badBefore, now: now)
+        paceBadLines(of: reporter, inThisChunk: reporter.badLines - badBefore, now: now)
     }
 
-    /// Holds back a channel that has sent more than `badLinesPerSecond` bad lines this second.
-    private func paceBadLines(inThisChunk: Int, now: MonotonicInstant) {
-        if now - badLinesSince >= .seconds(1) {
+    /// Holds back a reporter that has sent more than `badLinesPerSecond` bad lines this second.
+    private func paceBadLines(of reporter: ReporterChannel, inThisChunk: Int, now: MonotonicInstant) {
+        if now - reporter.badLinesSince >= .seconds(1) {
             // A new second, which this chunk opens.
-            badLinesSince = now
-            badLines = inThisChunk
+            reporter.badLinesSince = now
+            reporter.badLines = inThisChunk
         }
-        guard badLines > Self.badLinesPerSecond, exit == nil, let channel else { return }
-        channel.pauseReading()
-        let timer = paceTimer ?? LoopTimer(loop: supervisor.loop)
-        paceTimer = timer
-        timer.schedule(inNanoseconds: max(0, (badLinesSince + .seconds(1) - now).nanoseconds)) { [unowned self] in
-            self.channel?.resumeReading()
+        guard reporter.badLines > Self.badLinesPerSecond, exit == nil, !reporter.closed else { return }
+        reporter.stream.pauseReading()
+        let timer = reporter.paceTimer ?? LoopTimer(loop: supervisor.loop)
+        reporter.paceTimer = timer
+        timer.schedule(inNanoseconds: max(0, (reporter.badLinesSince + .seconds(1) - now).nanoseconds)) { [unowned reporter] in
+            if !reporter.closed { reporter.stream.resumeReading() }
         }
     }
 
-    private func handleLine(_ item: LineFramer.Item, now: MonotonicInstant) {
+    private func handleLine(_ item: LineFramer.Item, from reporter: ReporterChannel, now: MonotonicInstant) {
         switch item {
         case let .line(line):
             do {
@@ -278,15 +286,15 @@ final class TaskRunner {
                 // Not through `decide`'s closure, which would copy the message once more:
                 // this is the path every progress line takes.
                 var actions = takeActionList()
-                machine.receive(message, now: now, into: &actions)
+                machine.receive(message, from: reporter.id, now: now, into: &actions)
                 carryOut(&actions, at: now)
             } catch {
-                badLines += 1
+                reporter.badLines += 1
                 let text = Self.excerpt(line)
                 decide(at: now) { machine, actions in machine.rejectLine(error, excerpt: text, into: &actions) }
             }
         case let .overlong(excerpt):
-            badLines += 1
+            reporter.badLines += 1
             let text = excerpt.withUnsafeBytes { Self.excerpt($0) }
             decide(at: now) { machine, actions in
                 machine.rejectLine(ProtocolError(.tooLong, "line longer than 64 KiB"), excerpt: text, into: &actions)
@@ -303,12 +311,53 @@ final class TaskRunner {
         return line.count > limit ? text + "…" : text
     }
 
-    private func channelEnded() {
+    private func channelEnded(_ reporter: ReporterChannel) {
         let now = Self.clock()
-        framer.finish { item in handleLine(item, now: now) }
-        channel?.close()
-        channel = nil
-        finishIfDrained()
+        reporter.framer.finish { item in handleLine(item, from: reporter, now: now) }
+        reporter.close()
+        if reporter.id == .leader {
+            channel = nil
+            finishIfDrained()
+        } else {
+            reporters[reporter.id] = nil
+            machine.reporterLeft(reporter.id)
+        }
+    }
+
+    // MARK: Reporters
+
+    /// The task's own socket, in the abstract namespace (nothing on disk to clean up; the
+    /// name goes with the socket): `@overtime/<run>/<task id>`. A task still runs without
+    /// one (out of descriptors, say): only its leader can report then.
+    private func openReporterSocket() {
+        let address = "@overtime/\(core.runID)/\(ref.id)"
+        reporterListener = try? UnixListener(loop: supervisor.loop, path: address) { [unowned self] stream, peer in
+            self.reporterConnected(stream, peer: peer)
+        }
+    }
+
+    /// A process connected to the task's socket: a reporter when it is part of the task
+    /// (DESIGN §3a), else refused and counted.
+    private func reporterConnected(_ stream: ByteStream, peer: PeerCredentials?) {
+        guard let leader = process?.pid, let peer, ProcessTree.belongs(peer.pid, toTaskLedBy: leader) else {
+            stream.close()
+            refusedReporters += 1
+            supervisor.emit(TaskEvent(task: ref, time: Self.clock(), kind: .reporterRefused(pid: peer?.pid, uid: peer?.uid)))
+            return
+        }
+        let now = Self.clock()
+        let reporter = ReporterChannel(id: ReporterID(nextReporter), stream: stream, now: now)
+        nextReporter += 1
+        reporters[reporter.id] = reporter
+        startReading(reporter)
+        decide(at: now) { machine, actions in machine.reporterJoined(reporter.id, now: now, into: &actions) }
+    }
+
+    private func closeReporters() {
+        reporterListener?.close()
+        reporterListener = nil
+        for reporter in reporters.values { reporter.close() }
+        reporters.removeAll()
     }
 
     private func timerFired() {
@@ -327,7 +376,7 @@ final class TaskRunner {
             // The drain limit passed: finish with what was read.
             outputs.forEach { $0.close() }
             outputs.removeAll()
-            if channel != nil { channelEnded() } else { finishIfDrained() }
+            if let channel { channelEnded(channel) } else { finishIfDrained() }
             return
         }
         decide(at: now) { machine, actions in machine.tick(now: now, into: &actions) }
@@ -340,8 +389,8 @@ final class TaskRunner {
         exitedAt = now
         heldSinceDrainArmed = false
         // What is left on the channel is read to its end now, however bad.
-        paceTimer?.cancel()
-        channel?.resumeReading()
+        channel?.paceTimer?.cancel()
+        channel?.stream.resumeReading()
         decide(at: now) { machine, actions in machine.exited(into: &actions) }
         timer.cancel()
         timer.schedule(inNanoseconds: Self.drainLimit.nanoseconds) { [unowned self] in self.timerFired() }
@@ -443,8 +492,8 @@ final class TaskRunner {
         actions.reverse()
         while let action = actions.popLast() {
             switch consume action {
-            case let .send(message):
-                channel?.write(message.encoded())
+            case let .send(message, recipient):
+                send(message, to: recipient)
             case let .signalGroup(signal):
                 process?.signalGroup(signal.rawValue)
             case .killLeftovers:
@@ -454,6 +503,17 @@ final class TaskRunner {
             }
         }
         spareActions = actions
+    }
+
+    private func send(_ message: SupervisorMessage, to recipient: TaskMachine.Recipient) {
+        switch recipient {
+        case let .reporter(id):
+            (id == .leader ? channel : reporters[id])?.stream.write(message.encoded())
+        case .everyReporter:
+            let line = message.encoded()
+            channel?.stream.write(line)
+            for reporter in reporters.values { reporter.stream.write(line) }
+        }
     }
 
     /// Keeps the timer armed at the machine's next wake-up or earlier. A later wake-up
@@ -500,7 +560,8 @@ final class TaskRunner {
         guard !finished else { return }
         finished = true
         timer.close()
-        paceTimer?.close()
+        channel?.paceTimer?.close()
+        closeReporters()
         core.runners[ref.id] = nil
         let killed = (machine.killSent || killedAtShutdown) && termination == .signaled(.kill)
         let outcome = TaskOutcome(

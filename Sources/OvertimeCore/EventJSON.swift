@@ -107,6 +107,10 @@ public struct EventEncoder: Sendable {
             w.key("error"); w.string(error.kind.rawValue)
             w.key("message"); w.string(error.message)
             w.key("excerpt"); w.string(excerpt)
+        case let .reporterRefused(pid, uid):
+            w.string("reporter-refused")
+            w.key("pid"); if let pid { w.int(Int(pid)) } else { w.null() }
+            w.key("uid"); if let uid { w.int(Int(uid)) } else { w.null() }
         case let .operatorRequest(action, uid):
             w.string("operator")
             w.key("action"); w.string(action)

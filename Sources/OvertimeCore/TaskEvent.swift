@@ -48,6 +48,9 @@ public struct TaskEvent: Sendable {
         case protocolError(ProtocolError, excerpt: String)
         /// An operator asked for `action` (cancel, extend, revoke) over the control socket.
         case operatorRequest(action: String, uid: UInt32)
+        /// A process that is not part of the task connected to its socket and was turned
+        /// away (its pid and uid, when the kernel told them).
+        case reporterRefused(pid: Int32?, uid: UInt32?)
         /// The task is over: exited, killed, or never started. Always the last event.
         // Boxed: an outcome is several times the size of any other kind, and every event
         // (a progress message's too) would otherwise be copied at that size.
@@ -78,6 +81,7 @@ extension TaskEvent.Kind {
             if case .childExtend = cause { .extendReply } else { nil }
         case .result: .result
         case .expiring: .expiring
+        case .reporterRefused: .reporterRefused
         default: nil
         }
     }
@@ -97,6 +101,8 @@ public enum ThinnedKind: String, Sendable, CaseIterable, Hashable {
     /// `expiring` warnings (a task that keeps extending just past `warn-before` gets one
     /// each time).
     case expiring
+    /// Connections to the task's socket from processes outside it.
+    case reporterRefused = "reporter-refused"
 }
 
 /// Thins what a consumer writes out of the events a task can cause at any rate (progress,

@@ -22,8 +22,9 @@ public struct TaskMachine: Sendable {
     }
 
     public enum Action: Sendable, Equatable {
-        /// Write this message on the task's channel.
-        case send(SupervisorMessage)
+        /// Write this message to one reporter, or to every one (DESIGN §3a: a `budget`
+        /// answer goes to the one that asked; `expiring` and `cancel` to all).
+        case send(SupervisorMessage, to: Recipient)
         /// Send this signal to the task's process group (the leader is alive or a zombie).
         case signalGroup(Signal)
         /// The leader was just reaped: kill whatever is left in its group, so nothing of the
@@ -31,6 +32,12 @@ public struct TaskMachine: Sendable {
         case killLeftovers
         /// Report this event.
         case emit(TaskEvent.Kind)
+    }
+
+    /// Who a message from the supervisor is for.
+    public enum Recipient: Sendable, Equatable {
+        case reporter(ReporterID)
+        case everyReporter
     }
 
     /// What an operator's extend or revoke did.
@@ -90,8 +97,10 @@ public struct TaskMachine: Sendable {
     public private(set) var result: JSONValue?
     public private(set) var protocolErrors = 0
     public private(set) var isReady = false
-    private var bestCompleted: Int?
-    private var bestFraction: Double?
+    /// Each reporter's bars, for require-advance and for what the task shows.
+    private var bars = BarTable()
+    /// The reporters connected now (the leader's fd 3 among them while it is open).
+    public private(set) var reporters: Set<ReporterID> = [.leader]
 
     public init(policy: BudgetPolicy, startedAt: MonotonicInstant) {
         self.policy = policy
@@ -167,24 +176,25 @@ public struct TaskMachine: Sendable {
     public mutating func start(pid: Int32, now: MonotonicInstant, into actions: inout [Action]) {
         let remaining = remaining(at: now)
         actions.append(.emit(.started(pid: pid)))
-        actions.append(.send(.budget(remaining: remaining?.seconds, granted: nil)))
+        actions.append(.send(.budget(remaining: remaining?.seconds, granted: nil), to: .reporter(.leader)))
         actions.append(.emit(.budgetChanged(remaining: remaining, cause: .start)))
     }
 
-    /// A message from the task.
-    public mutating func receive(_ message: ChildMessage, now: MonotonicInstant, into actions: inout [Action]) {
+    /// A message from one of the task's reporters (the leader's fd 3 unless said).
+    public mutating func receive(_ message: ChildMessage, from reporter: ReporterID = .leader, now: MonotonicInstant,
+                                 into actions: inout [Action]) {
         switch message {
         case let .progress(progress):
-            let advanced = recordAdvance(progress)
-            if lastProgress == nil { lastProgress = progress } else { lastProgress!.merge(progress) }
+            let (merged, advanced) = bars.record(progress, from: reporter)
+            lastProgress = merged
             if advanced || !policy.requireAdvance { heartbeat(now: now) }
-            actions.append(.emit(.progress(lastProgress!, remaining: remaining(at: now))))
+            actions.append(.emit(.progress(merged, remaining: remaining(at: now))))
         case .heartbeat:
             // Under require-advance a heartbeat proves nothing moved, so it extends nothing.
             if !policy.requireAdvance { heartbeat(now: now) }
             actions.append(.emit(.heartbeat(remaining: remaining(at: now))))
         case let .extend(seconds, why):
-            childExtend(seconds: seconds, why: why, now: now, into: &actions)
+            childExtend(seconds: seconds, why: why, from: reporter, now: now, into: &actions)
         case .ready:
             guard !isReady else { return }
             isReady = true
@@ -193,6 +203,26 @@ public struct TaskMachine: Sendable {
             result = value
             actions.append(.emit(.result(value)))
         }
+    }
+
+    /// Another process of the task connected (`OVERTIME_SOCKET`): it is told the budget,
+    /// or, when the task is being cancelled already, the cancel with the grace left.
+    public mutating func reporterJoined(_ reporter: ReporterID, now: MonotonicInstant, into actions: inout [Action]) {
+        reporters.insert(reporter)
+        switch stage {
+        case .running:
+            actions.append(.send(.budget(remaining: remaining(at: now)?.seconds, granted: nil), to: .reporter(reporter)))
+        case let .cancelling(cancel):
+            actions.append(.send(.cancel(reason: cancel.reason, grace: max(.zero, cancel.killAt - now).seconds), to: .reporter(reporter)))
+        case .exited:
+            break
+        }
+    }
+
+    /// A reporter's connection closed: its bars go (a bar it started again elsewhere is new).
+    public mutating func reporterLeft(_ reporter: ReporterID) {
+        reporters.remove(reporter)
+        bars.forget(reporter)
     }
 
     /// A line on the channel that was not a valid message.
@@ -211,7 +241,7 @@ public struct TaskMachine: Sendable {
             } else if policy.warnBefore > .zero, !budget.warned, due - now <= policy.warnBefore {
                 budget.warned = true
                 let remaining = due - now
-                actions.append(.send(.expiring(remaining: remaining.seconds)))
+                actions.append(.send(.expiring(remaining: remaining.seconds), to: .everyReporter))
                 actions.append(.emit(.expiring(remaining: remaining)))
             }
         case var .cancelling(cancel):
@@ -235,7 +265,7 @@ public struct TaskMachine: Sendable {
         }
         let grace = max(.zero, grace ?? policy.grace)
         stage = .cancelling(Cancellation(reason: reason, killAt: now + grace))
-        actions.append(.send(.cancel(reason: reason, grace: grace.seconds)))
+        actions.append(.send(.cancel(reason: reason, grace: grace.seconds), to: .everyReporter))
         actions.append(.signalGroup(.terminate))
         // A stopped process keeps a caught SIGTERM pending until it runs again: without
         // this its handler never runs and grace always ends in SIGKILL (as GNU timeout and
@@ -271,7 +301,7 @@ public struct TaskMachine: Sendable {
         leaveWarningZoneIfClear(now: now)
         let remaining = remaining(at: now)
         let clipped = (effectiveDeadline ?? target) < target
-        actions.append(.send(.budget(remaining: remaining?.seconds, granted: nil)))
+        actions.append(.send(.budget(remaining: remaining?.seconds, granted: nil), to: .everyReporter))
         actions.append(.emit(.budgetChanged(remaining: remaining, cause: .operatorExtend(amount: amount, pastMax: pastMax, clipped: clipped))))
         return .applied(remaining: remaining, clipped: clipped)
     }
@@ -284,7 +314,7 @@ public struct TaskMachine: Sendable {
         budget.deadline = now + max(.zero, after)
         budget.warned = false
         let remaining = remaining(at: now)
-        actions.append(.send(.budget(remaining: remaining?.seconds, granted: nil)))
+        actions.append(.send(.budget(remaining: remaining?.seconds, granted: nil), to: .everyReporter))
         actions.append(.emit(.budgetChanged(remaining: remaining, cause: .revoke(after: after))))
         if let remaining, remaining <= .zero {
             tick(now: now, into: &actions)
@@ -308,20 +338,6 @@ public struct TaskMachine: Sendable {
         return budget.revoked ? .revoked : .timeout
     }
 
-    /// Did this report move forward (for require-advance)? Records the best seen.
-    private mutating func recordAdvance(_ progress: Progress) -> Bool {
-        var advanced = false
-        if let c = progress.completed, c > (bestCompleted ?? -1) {
-            bestCompleted = c
-            advanced = true
-        }
-        if let f = progress.fraction, f > (bestFraction ?? -1) {
-            bestFraction = f
-            advanced = true
-        }
-        return advanced
-    }
-
     /// Progress or heartbeat: deadline = max(deadline, now + window), unless revoked; with an
     /// unlimited window the soft deadline goes (max-runtime still holds).
     private mutating func heartbeat(now: MonotonicInstant) {
@@ -340,7 +356,8 @@ public struct TaskMachine: Sendable {
         }
     }
 
-    private mutating func childExtend(seconds: Double, why: String?, now: MonotonicInstant, into actions: inout [Action]) {
+    private mutating func childExtend(seconds: Double, why: String?, from reporter: ReporterID, now: MonotonicInstant,
+                                      into actions: inout [Action]) {
         let asked = Duration.seconds(fromDouble: min(seconds, DurationText.maximum.seconds))
         var granted = false
         if stage.isRunning, !budget.revoked {
@@ -354,7 +371,7 @@ public struct TaskMachine: Sendable {
         case let .cancelling(cancel): max(.zero, cancel.killAt - now)
         case .exited: .zero
         }
-        actions.append(.send(.budget(remaining: remaining?.seconds, granted: granted)))
+        actions.append(.send(.budget(remaining: remaining?.seconds, granted: granted), to: .reporter(reporter)))
         actions.append(.emit(.budgetChanged(remaining: remaining, cause: .childExtend(asked: asked, why: why, granted: granted))))
     }
 

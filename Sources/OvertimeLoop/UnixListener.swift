@@ -33,7 +33,9 @@ public final class UnixListener: LoopHandleOwner {
     private var onConnection: ConnectionHandler?
     private var closed = false
 
-    /// Binds and listens at `path`, which must not exist (see `probe`).
+    /// Binds and listens at `path`, which must not exist (see `probe`). A path that starts
+    /// with `@` names a socket in the abstract namespace (no file: nothing to remove, and
+    /// the kernel frees the name with the socket).
     /// - Throws: `SystemError` naming the path.
     public init(loop: EventLoop, path: String, onConnection: @escaping ConnectionHandler) throws(SystemError) {
         guard path.utf8.count <= Self.maxPathLength else {
@@ -47,17 +49,17 @@ public final class UnixListener: LoopHandleOwner {
         }
         self.fd = fd
         do throws(SystemError) {
-            var address = Self.address(path)
+            var (address, length) = Self.address(path)
             try syscall("bind \(path)") {
                 withUnsafePointer(to: &address) {
-                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
                 }
             }
-            try syscall("chmod \(path)") { chmod(path, 0o600) }
+            if !Self.isAbstract(path) { try syscall("chmod \(path)") { chmod(path, 0o600) } }
             try syscall("listen \(path)") { listen(fd, 64) }
         } catch {
             Descriptors.close(fd)
-            unlink(path)
+            if !Self.isAbstract(path) { unlink(path) }
             throw error
         }
         handle = .allocate(capacity: 1)
@@ -92,9 +94,9 @@ public final class UnixListener: LoopHandleOwner {
             throw SystemError("the path is too long for a Unix socket", errno: ENAMETOOLONG)
         }
         let fd = try syscall("socket") { socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) }
-        var address = address(path)
+        var (address, length) = address(path)
         let rc = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, length) }
         }
         guard rc == 0 else {
             let code = errno
@@ -104,16 +106,25 @@ public final class UnixListener: LoopHandleOwner {
         return fd
     }
 
-    /// A Unix socket address for `path` (cut at `maxPathLength`; callers check the length).
-    private static func address(_ path: String) -> sockaddr_un {
+    /// A path of the abstract namespace: `@name`.
+    public static func isAbstract(_ path: String) -> Bool { path.utf8.first == UInt8(ascii: "@") }
+
+    /// A Unix socket address for `path` and its length (cut at `maxPathLength`; callers
+    /// check the length). An abstract name is a NUL and then its bytes, and its length is
+    /// exact: the kernel tells `@a` from `@a` followed by NULs.
+    private static func address(_ path: String) -> (sockaddr_un, socklen_t) {
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
+        let abstract = isAbstract(path)
+        var bytes = Array(path.utf8.prefix(maxPathLength))
+        if abstract { bytes[0] = 0 }
         withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            let bytes = Array(path.utf8.prefix(maxPathLength))
             raw.copyBytes(from: bytes)
-            raw[bytes.count] = 0
+            if !abstract { raw[bytes.count] = 0 }
         }
-        return address
+        let pathOffset = MemoryLayout<sockaddr_un>.offset(of: \sockaddr_un.sun_path)!
+        let length = abstract ? pathOffset + bytes.count : MemoryLayout<sockaddr_un>.size
+        return (address, socklen_t(length))
     }
 
     private func acceptAll() {
@@ -164,7 +175,7 @@ public final class UnixListener: LoopHandleOwner {
         onConnection = nil
         resumeTimer?.close()
         resumeTimer = nil
-        unlink(path)
+        if !Self.isAbstract(path) { unlink(path) }
         uv_close(UnsafeMutableRawPointer(handle).assumingMemoryBound(to: uv_handle_t.self)) { h in
             let raw = h!
             let listener = Unmanaged<UnixListener>.fromOpaque(raw.pointee.data).takeRetainedValue()

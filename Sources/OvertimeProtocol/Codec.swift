@@ -41,6 +41,8 @@ extension ChildMessage {
                 progress.title = try r.readOptionalString("title")
             } else if r.token(key, equals: "detail") {
                 progress.detail = try r.readOptionalString("detail")
+            } else if r.token(key, equals: "bar") {
+                progress.bar = try r.readOptionalString("bar")
             } else if r.token(key, equals: "seconds") {
                 seconds = try r.readOptionalNumber("seconds")
             } else if r.token(key, equals: "why") {
@@ -86,6 +88,7 @@ extension ChildMessage {
             if let f = p.fraction { w.key("fraction"); w.number(f) }
             if let s = p.title { w.key("title"); w.string(s) }
             if let s = p.detail { w.key("detail"); w.string(s) }
+            if let s = p.bar { w.key("bar"); w.string(s) }
         case .heartbeat:
             w.key("type"); w.string("heartbeat")
         case let .extend(seconds, why):

@@ -394,7 +394,8 @@ public struct TaskStatus: Sendable, Equatable {
                 total: try Self.count(given["total"], "total"),
                 fraction: try Self.number(given["fraction"], "fraction"),
                 title: try Self.string(given["title"], "title"),
-                detail: try Self.string(given["detail"], "detail"))
+                detail: try Self.string(given["detail"], "detail"),
+                bar: try Self.string(given["bar"], "bar"))
         default: throw ProtocolError(.wrongType, "\"progress\" must be an object or null")
         }
         live = Live(pid: pid.map { Int32($0) }, elapsed: elapsed, remaining: remaining, progress: progress)
@@ -441,6 +442,7 @@ extension JSONWriter {
         if let f = p.fractionCompleted { key("fraction"); number((f * 10_000).rounded() / 10_000) }
         if let s = p.title { key("title"); string(s) }
         if let s = p.detail { key("detail"); string(s) }
+        if let s = p.bar { key("bar"); string(s) }
     }
 
     /// A last progress report as an object of those fields, or `null` before the first.

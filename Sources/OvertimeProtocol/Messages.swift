@@ -23,13 +23,18 @@ public struct Progress: Sendable, Equatable {
     public var fraction: Double?
     public var title: String?
     public var detail: String?
+    /// Which of its reporter's bars this is (DESIGN §3): any string; nil for a reporter's
+    /// only bar.
+    public var bar: String?
 
-    public init(completed: Int? = nil, total: Int? = nil, fraction: Double? = nil, title: String? = nil, detail: String? = nil) {
+    public init(completed: Int? = nil, total: Int? = nil, fraction: Double? = nil, title: String? = nil, detail: String? = nil,
+                bar: String? = nil) {
         self.completed = completed
         self.total = total
         self.fraction = fraction
         self.title = title
         self.detail = detail
+        self.bar = bar
     }
 
     /// The share done, 0…1, from `fraction` or from `completed`/`total`; nil when unknown.

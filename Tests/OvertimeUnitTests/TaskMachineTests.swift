@@ -1,6 +1,7 @@
 import OvertimeProtocol
 import Testing
 @testable import Overtime
+@testable import OvertimeCore
 
 /// The budget and lifecycle rules, driven by a fake clock: no processes, no timers.
 @Suite struct TaskMachineTests {
@@ -30,8 +31,8 @@ import Testing
             now = end
         }
 
-        mutating func send(_ message: ChildMessage) {
-            machine.receive(message, now: now, into: &actions)
+        mutating func send(_ message: ChildMessage, from reporter: ReporterID = .leader) {
+            machine.receive(message, from: reporter, now: now, into: &actions)
         }
 
         mutating func take() -> [TaskMachine.Action] {
@@ -40,7 +41,12 @@ import Testing
         }
 
         var sent: [SupervisorMessage] {
-            actions.compactMap { if case let .send(m) = $0 { m } else { nil } }
+            actions.compactMap { if case let .send(m, _) = $0 { m } else { nil } }
+        }
+
+        /// The messages with whom each is for.
+        var addressed: [(SupervisorMessage, TaskMachine.Recipient)] {
+            actions.compactMap { if case let .send(m, to) = $0 { (m, to) } else { nil } }
         }
 
         var signals: [Signal] {
@@ -386,5 +392,92 @@ import Testing
         #expect(outcome(.exited(3), reason: .timeout).preservedStatus == 3)
         #expect(outcome(.signaled(.kill), reason: .timeout, killed: true).preservedStatus == 137)
         #expect(outcome(.signaled(.terminate), reason: .timeout).preservedStatus == 143)
+    }
+}
+
+extension TaskMachineTests {
+    // MARK: Reporters and bars (DESIGN §3a)
+
+    @Test func budgetRepliesGoToTheAskerAndCancelsToEveryone() {
+        var h = Harness(BudgetPolicy(budget: .seconds(30), grace: .seconds(5)))
+        #expect(h.addressed.map(\.1) == [.reporter(.leader)], "the start budget is the leader's")
+        _ = h.take()
+        let worker = ReporterID(7)
+        h.machine.reporterJoined(worker, now: h.now, into: &h.actions)
+        #expect(h.addressed.map(\.1) == [.reporter(worker)], "a new reporter is told the budget")
+        #expect(h.sent == [.budget(remaining: 30, granted: nil)])
+        _ = h.take()
+        h.send(.extend(seconds: 60, why: nil), from: worker)
+        #expect(h.addressed.map(\.1) == [.reporter(worker)])
+        _ = h.take()
+        _ = h.machine.operatorExtend(by: .seconds(10), pastMax: false, now: h.now, into: &h.actions)
+        #expect(h.addressed.map(\.1) == [.everyReporter], "an operator's change is news to all")
+        _ = h.take()
+        _ = h.machine.cancel(reason: .user, now: h.now, into: &h.actions)
+        #expect(h.addressed.map(\.1) == [.everyReporter])
+        _ = h.take()
+        // A process that connects during the cancel learns of it, with the grace left.
+        h.advance(.seconds(2))
+        h.machine.reporterJoined(ReporterID(8), now: h.now, into: &h.actions)
+        #expect(h.sent == [.cancel(reason: .user, grace: 3)])
+        #expect(h.machine.reporters == [.leader, worker, ReporterID(8)])
+    }
+
+    @Test func progressFromAnyReporterMovesTheDeadline() {
+        var h = Harness(BudgetPolicy(budget: .seconds(2)))
+        let worker = ReporterID(1)
+        h.machine.reporterJoined(worker, now: h.now, into: &h.actions)
+        for i in 1...10 {
+            h.run(for: .seconds(1))
+            h.send(.progress(Progress(completed: i)), from: worker)
+        }
+        #expect(h.machine.phase == .running)
+        #expect(h.machine.lastProgress == Progress(completed: 10))
+    }
+
+    @Test func requireAdvanceIsJudgedPerBar() {
+        // Nested bars: an outer epoch bar and an inner bar that starts at 0 each epoch.
+        var h = Harness(BudgetPolicy(budget: .seconds(2), requireAdvance: true))
+        for epoch in 0..<3 {
+            h.send(.progress(Progress(completed: epoch, total: 3, bar: "epoch")))
+            for step in 0..<4 {
+                h.run(for: .milliseconds(900))
+                h.send(.progress(Progress(completed: step, total: 4, bar: "batch")))
+            }
+        }
+        #expect(h.machine.phase == .running, "an inner bar that restarts lower neither counts nor harms; its next step up counts")
+        // Two reporters with bars of the same name are two bars.
+        h.send(.progress(Progress(completed: 9, bar: "batch")), from: ReporterID(2))
+        #expect(h.machine.lastProgress?.bar == "batch" && h.machine.lastProgress?.completed == 9)
+        // A loop re-sending one number never advances, however many bars it has seen.
+        for _ in 0..<5 {
+            h.run(for: .milliseconds(700))
+            h.send(.progress(Progress(completed: 3, total: 4, bar: "batch")))
+        }
+        #expect(h.machine.phase == .cancelling(.timeout))
+    }
+
+    @Test func aBarKeepsItsOwnTitleAndTheLastBarMovedIsShown() {
+        var h = Harness(BudgetPolicy(budget: .seconds(30)))
+        h.send(.progress(Progress(completed: 0, total: 10, title: "train", bar: "a")))
+        h.send(.progress(Progress(completed: 0, total: 5, title: "eval", bar: "b")))
+        h.send(.progress(Progress(completed: 3, bar: "a")))
+        #expect(h.machine.lastProgress == Progress(completed: 3, total: 10, title: "train", bar: "a"))
+        h.machine.reporterLeft(.leader)
+        h.send(.progress(Progress(completed: 1, bar: "a")))
+        #expect(h.machine.lastProgress == Progress(completed: 1, bar: "a"), "a reporter's bars go with it")
+    }
+
+    @Test func barsAreBoundedPerTask() {
+        var h = Harness(BudgetPolicy(budget: .seconds(30), requireAdvance: true))
+        for i in 0..<(BarTable.limit * 4) {
+            h.send(.progress(Progress(completed: 1, bar: "item-\(i)")))
+        }
+        _ = h.take()
+        // The first bars were forgotten: reporting again, each is new and advances once.
+        h.run(for: .seconds(29))
+        h.send(.progress(Progress(completed: 1, bar: "item-0")))
+        h.run(for: .seconds(29))
+        #expect(h.machine.phase == .running)
     }
 }

@@ -22,6 +22,7 @@ struct LiveTask: Sendable, Equatable {
     var killSent = false
     var rate = RateTracker()
     var protocolErrors = 0
+    var refusedReporters = 0
     /// Replies to the task's own extends: a task may ask in a loop, so the first few are
     /// shown, then one per interval.
     var extendReplies = RepeatAllowance(shownFreely: EventText.shownExtendReplies, interval: EventText.extendReplyInterval)
@@ -164,6 +165,11 @@ struct DisplayModel: Sendable, Equatable {
             return [.protocolError(task: name, error: "\(error)", excerpt: TextWidth.sanitize(excerpt), shown: shown)]
         case let .operatorRequest(action, uid):
             return [.operatorRequest(task: name, action: action, uid: uid)]
+        case let .reporterRefused(pid, uid):
+            tasks[id]?.refusedReporters += 1
+            let shown = tasks[id]?.refusedReporters ?? 1
+            guard shown <= EventText.shownProtocolErrors else { return [] }
+            return [.reporterRefused(task: name, pid: pid, uid: uid, shown: shown)]
         case let .exited(outcome):
             tasks[id] = nil
             var notices: [Notice] = []

@@ -12,6 +12,8 @@ enum Notice: Sendable, Equatable {
     case protocolError(task: String, error: String, excerpt: String, shown: Int)
     case protocolErrorTotal(task: String, count: Int)
     case operatorRequest(task: String, action: String, uid: UInt32)
+    /// A process outside the task connected to its socket (the first few are shown).
+    case reporterRefused(task: String, pid: Int32?, uid: UInt32?, shown: Int)
     /// `overtime run`'s task ended.
     case ended(TaskOutcome)
     /// A batch task ended for good (after its retries), or was skipped.
@@ -31,7 +33,7 @@ enum Notice: Sendable, Equatable {
         switch self {
         case let .started(task, _, _), let .cancelling(task, _, _), let .killSent(task), let .expiring(task, _),
              let .budget(task, _, _), let .protocolError(task, _, _, _), let .protocolErrorTotal(task, _),
-             let .operatorRequest(task, _, _), let .retrying(task, _, _, _):
+             let .operatorRequest(task, _, _), let .retrying(task, _, _, _), let .reporterRefused(task, _, _, _):
             return task
         case let .ended(outcome): return outcome.task.name
         case let .finished(report): return report.name
@@ -43,7 +45,7 @@ enum Notice: Sendable, Equatable {
         switch self {
         case .started, .budget, .operatorRequest, .note: return .info
         case let .summary(_, succeeded): return succeeded ? .success : .failure
-        case .cancelling, .killSent, .expiring, .protocolError, .protocolErrorTotal, .retrying: return .warning
+        case .cancelling, .killSent, .expiring, .protocolError, .protocolErrorTotal, .retrying, .reporterRefused: return .warning
         case let .ended(outcome): return outcome.succeeded ? .success : .failure
         case let .finished(report):
             switch report.outcome {
@@ -74,6 +76,10 @@ enum Notice: Sendable, Equatable {
             return "\(count) protocol errors in all"
         case let .operatorRequest(_, action, uid):
             return "operator (uid \(uid)): \(action)"
+        case let .reporterRefused(_, pid, uid, shown):
+            let who = pid.map { "pid \($0)" + (uid.map { ", uid \($0)" } ?? "") } ?? "a process the kernel did not name"
+            return "refused a connection to the task's socket from \(who), which is not part of the task"
+                + (shown == EventText.shownProtocolErrors ? "; further ones are counted, not shown" : "")
         case let .ended(outcome):
             return EventText.describe(outcome)
         case let .finished(report):

@@ -1,0 +1,124 @@
+// Every process of a task may report (DESIGN §3a): the task's OVERTIME_SOCKET takes
+// connections from its processes and refuses everyone else's.
+
+import Foundation
+import Testing
+
+/// Python that connects to the task's socket (the abstract name starts with '@').
+private let socketClient = """
+import os, socket, sys, time, json
+def connect():
+    address = os.environ["OVERTIME_SOCKET"]
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect("\\0" + address[1:] if address.startswith("@") else address)
+    return s
+def send(s, message):
+    s.sendall((json.dumps(message) + "\\n").encode())
+
+"""
+
+/// `word` as one shell word.
+private func shellWord(_ word: String) -> String {
+    "'" + word.replacingOccurrences(of: "'", with: "'\\''") + "'"
+}
+
+/// `text` as a Python string literal.
+private func pythonString(_ text: String) -> String {
+    "'" + text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "'", with: "\\'") + "'"
+}
+
+@Suite("CLI task socket: every process reports")
+struct CLITaskSocketTests {
+    @Test("a subprocess child, with no fd 3, keeps a silent leader alive through OVERTIME_SOCKET; its budget reply is its own")
+    func subprocessChildReports() async throws {
+        let scratch = try CLIScratch()
+        let child = try scratch.write("child.py", socketClient + """
+        try:
+            os.fstat(3)
+            print("fd 3 open in the child", file=sys.stderr)
+        except OSError:
+            pass
+        s = connect()
+        reader = s.makefile("r")
+        first = json.loads(reader.readline())
+        send(s, {"type": "extend", "seconds": 1})
+        reply = json.loads(reader.readline())
+        with open(\(pythonString(scratch.path("child-saw"))), "w") as f:
+            f.write(json.dumps([first, reply]))
+        for i in range(1, 11):
+            time.sleep(0.35)
+            send(s, {"type": "progress", "completed": i, "total": 10, "bar": "child"})
+        """)
+        let leader = try scratch.write("leader.py", "import subprocess, sys\nsys.exit(subprocess.call([sys.executable, \(pythonString(child))]))\n")
+        let r = try await cliRun(["run", "--json", "--budget", "1.5s", "--", "python3", leader], in: scratch)
+        #expect(r.status == 0, "progress from the child alone kept the task alive: \(r)")
+        let report = try r.report()
+        let progress = report["progress"] as? [String: Any]
+        #expect(CLIJSON.int(progress?["completed"]) == 10 && progress?["bar"] as? String == "child", "\(r)")
+        #expect(!r.stderr.contains("fd 3 open"), "Python closes fd 3 in its children: \(r)")
+        let saw = try #require(scratch.read("child-saw"), "the child wrote what it read: \(r)")
+        let messages = try #require(try JSONSerialization.jsonObject(with: Data(saw.utf8)) as? [[String: Any]])
+        #expect(messages.first?["type"] as? String == "budget", "a new reporter is told the budget: \(saw)")
+        #expect(messages.last?["type"] as? String == "budget" && messages.last?["granted"] as? Bool == true,
+                "the reply to its own extend came to it: \(saw)")
+    }
+
+    @Test("cancel reaches every reporter with its reason")
+    func cancelReachesEveryReporter() async throws {
+        let scratch = try CLIScratch()
+        let child = try scratch.write("child.py", socketClient + """
+        s = connect()
+        for line in s.makefile("r"):
+            message = json.loads(line)
+            if message["type"] == "cancel":
+                with open(\(pythonString(scratch.path("child-reason"))), "w") as f:
+                    f.write(message["reason"])
+                break
+        """)
+        let script = "python3 \(shellWord(child)) & trap 'wait; exit 1' TERM; while :; do sleep 0.1; done"
+        let r = try await cliRun(["run", "--json", "--budget", "1s", "--grace", "5s", "--", "sh", "-c", script], in: scratch)
+        let report = try r.report()
+        #expect(report["cancel_reason"] as? String == "timeout", "\(r)")
+        #expect(scratch.read("child-reason") == "timeout", "the grandchild read the reason on its own connection: \(r)")
+    }
+
+    @Test("a process outside the task is refused, changes nothing, and is reported")
+    func strangerIsRefused() async throws {
+        let scratch = try CLIScratch()
+        let address = scratch.path("address")
+        let task = CLIProcess(["run", "--budget", "2s", "--progress", "json", "--", "sh", "-c",
+                               "printf %s \"$OVERTIME_SOCKET\" > \(shellWord(address)); sleep 6"], in: scratch)
+        try await task.start()
+        let clock = ContinuousClock()
+        let deadline = clock.now + .seconds(10)
+        while scratch.read("address")?.isEmpty ?? true, clock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        let socketAddress = try #require(scratch.read("address"), "the task never wrote its socket address")
+        #expect(socketAddress.hasPrefix("@overtime/"), "\(socketAddress)")
+        let stranger = try scratch.write("stranger.py", socketClient + """
+        s = connect()
+        refused = False
+        for i in range(20):
+            try:
+                send(s, {"type": "progress", "completed": i})
+            except OSError:
+                refused = True
+                break
+            time.sleep(0.1)
+        s.settimeout(2)
+        try:
+            refused = refused or s.recv(1) == b""
+        except OSError:
+            refused = True
+        print("refused" if refused else "accepted")
+        """)
+        var environment = ProcessInfo.processInfo.environment
+        environment["OVERTIME_SOCKET"] = socketAddress
+        let outsider = CLIProcess([stranger], executable: "/usr/bin/python3", environment: environment, in: scratch)
+        try await outsider.start()
+        let seen = await outsider.finish(timeout: .seconds(15))
+        #expect(seen.stdout.contains("refused"), "\(seen)")
+        let r = await task.finish(timeout: .seconds(20))
+        #expect(r.status == 124, "the stranger's progress moved nothing: the task met its budget: \(r)")
+        #expect(r.stdout.contains(#""event":"reporter-refused""#), "\(r)")
+    }
+}
