@@ -1,7 +1,9 @@
 #define _GNU_SOURCE
 #include "overtime_system.h"
 
+#include <errno.h>
 #include <fcntl.h>
+#include <string.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -43,3 +45,54 @@ int overtime_status_exited(int status) { return WIFEXITED(status); }
 int overtime_status_exit_code(int status) { return WEXITSTATUS(status); }
 int overtime_status_signaled(int status) { return WIFSIGNALED(status); }
 int overtime_status_signal(int status) { return WTERMSIG(status); }
+
+long overtime_receive_datagram(int fd, void *buffer, unsigned long capacity, struct overtime_peer *sender,
+                               int *fds, int max_fds, int *fd_count) {
+    union {
+        struct cmsghdr align;
+        char bytes[CMSG_SPACE(sizeof(struct ucred)) + CMSG_SPACE(sizeof(int) * 16)];
+    } control;
+    struct iovec part = { .iov_base = buffer, .iov_len = capacity };
+    struct msghdr message = {
+        .msg_iov = &part, .msg_iovlen = 1, .msg_control = control.bytes, .msg_controllen = sizeof control.bytes,
+    };
+    sender->pid = 0;
+    sender->uid = (unsigned int)-1;
+    sender->gid = (unsigned int)-1;
+    *fd_count = 0;
+    ssize_t length = recvmsg(fd, &message, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+    if (length < 0) return -1;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(&message); c != NULL; c = CMSG_NXTHDR(&message, c)) {
+        if (c->cmsg_level != SOL_SOCKET) continue;
+        if (c->cmsg_type == SCM_CREDENTIALS && c->cmsg_len >= CMSG_LEN(sizeof(struct ucred))) {
+            struct ucred credentials;
+            memcpy(&credentials, CMSG_DATA(c), sizeof credentials);
+            sender->pid = credentials.pid;
+            sender->uid = credentials.uid;
+            sender->gid = credentials.gid;
+        } else if (c->cmsg_type == SCM_RIGHTS) {
+            int count = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+            for (int i = 0; i < count; i++) {
+                int received;
+                memcpy(&received, CMSG_DATA(c) + i * sizeof(int), sizeof received);
+                if (*fd_count < max_fds) fds[(*fd_count)++] = received;
+                else close(received);
+            }
+        }
+    }
+    if (message.msg_flags & MSG_TRUNC) return (long)capacity + 1;
+    return (long)length;
+}
+
+int overtime_datagram_socket_with_credentials(void) {
+    int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) return -1;
+    int on = 1;
+    if (setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &on, sizeof on) != 0) {
+        int saved = errno;
+        close(fd);
+        errno = saved;
+        return -1;
+    }
+    return fd;
+}

@@ -334,7 +334,7 @@ final class SupervisorCore {
     /// Variables a supervisor sets for its own tasks; a value inherited from an outer
     /// supervisor (Overtime run under Overtime) must not leak through. Others, such as
     /// `OVERTIME_TQDM`, are the user's settings and pass on.
-    static let supervisorOwned = ["OVERTIME_FD=", "OVERTIME_SOCKET=", "OVERTIME_TASK=", "OVERTIME_RUN=", "OVERTIME_ATTEMPT=", "OVERTIME_RESOURCE_"]
+    static let supervisorOwned = ["OVERTIME_FD=", "OVERTIME_SOCKET=", "NOTIFY_SOCKET=", "WATCHDOG_USEC=", "WATCHDOG_PID=", "OVERTIME_TASK=", "OVERTIME_RUN=", "OVERTIME_ATTEMPT=", "OVERTIME_RESOURCE_"]
 
     /// The environment every task inherits, read once, without the `supervisorOwned` ones.
     lazy var inheritedEnvironment: EnvironmentBlock = {

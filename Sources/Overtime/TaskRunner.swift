@@ -20,6 +20,8 @@ final class TaskRunner {
     private var reporterListener: UnixListener?
     /// Connections refused because their process is not part of the task.
     private var refusedReporters = 0
+    /// The task's sd_notify socket (DESIGN §3b); nil when off or not to be had.
+    private var notifyReceiver: DatagramReceiver?
     private var outputs: [OutputReader] = []
     /// The pseudo-terminals the task writes to, and the terminal whose size each follows.
     private var terminals: [(reader: TerminalReader, sizeFrom: Int32)] = []
@@ -78,6 +80,7 @@ final class TaskRunner {
             passed.append(theirs)
             channel = ReporterChannel(id: .leader, stream: try ByteStream(loop: supervisor.loop, fd: ours), now: Self.clock())
             openReporterSocket()
+            if spec.readiness.notifySocket { openNotifySocket() }
             var stdin: Int32 = 0
             if case .null = spec.stdin {
                 stdin = try core.nullInput ?? Descriptors.openNull(forWriting: false).also { passed.append($0) }
@@ -180,6 +183,16 @@ final class TaskRunner {
         var overrides = spec.isolation.accountEnvironment.merging(spec.environment) { _, task in task }
         overrides["OVERTIME_FD"] = "3"
         if let reporterListener { overrides["OVERTIME_SOCKET"] = reporterListener.path }
+        if let notifyReceiver {
+            overrides["NOTIFY_SOCKET"] = notifyReceiver.path
+            // A daemon that pets systemd's watchdog does so at half this: each ping is a
+            // heartbeat, so the window is the interval it must keep.
+            if let window = spec.policy.effectiveWindow, window > .zero {
+                overrides["WATCHDOG_USEC"] = String(max(1, window.nanoseconds / 1000))
+            } else {
+                overrides["WATCHDOG_USEC"] = nil
+            }
+        }
         overrides["OVERTIME_TASK"] = spec.name
         overrides["OVERTIME_RUN"] = core.runID
         return overrides.sorted(by: { $0.key < $1.key }).map { "\($0.key)=\($0.value)" }
@@ -353,9 +366,57 @@ final class TaskRunner {
         decide(at: now) { machine, actions in machine.reporterJoined(reporter.id, now: now, into: &actions) }
     }
 
+    /// `@overtime/<run>/<task id>/notify`, a datagram socket whose every datagram carries
+    /// its sender's credentials.
+    private func openNotifySocket() {
+        let address = "@overtime/\(core.runID)/\(ref.id)/notify"
+        notifyReceiver = try? DatagramReceiver(loop: supervisor.loop, path: address) { [unowned self] datagram in
+            self.notified(datagram)
+        }
+    }
+
+    /// One sd_notify datagram: from a process of the task, its notifications in order, a
+    /// barrier's descriptor closed once those before it are handled; any other descriptor
+    /// it carried is closed (no file-descriptor store here).
+    private func notified(_ datagram: DatagramReceiver.Datagram) {
+        var descriptors = datagram.descriptors
+        defer { descriptors.forEach(Descriptors.close) }
+        let now = Self.clock()
+        guard let leader = process?.pid, let sender = datagram.sender, ProcessTree.belongs(sender.pid, toTaskLedBy: leader) else {
+            refusedReporters += 1
+            supervisor.emit(TaskEvent(task: ref, time: now, kind: .reporterRefused(pid: datagram.sender?.pid, uid: datagram.sender?.uid)))
+            return
+        }
+        if datagram.truncated {
+            decide(at: now) { machine, actions in
+                machine.rejectLine(ProtocolError(.tooLong, "an sd_notify datagram longer than \(DatagramReceiver.maximumLength) bytes"),
+                                   excerpt: datagram.bytes.withUnsafeBytes { Self.excerpt($0) }, into: &actions)
+            }
+            return
+        }
+        let (notifications, problems) = Notification.parse(datagram.bytes)
+        for problem in problems {
+            decide(at: now) { machine, actions in
+                machine.rejectLine(problem, excerpt: datagram.bytes.withUnsafeBytes { Self.excerpt($0) }, into: &actions)
+            }
+        }
+        for notification in notifications {
+            if notification == .barrier {
+                // Everything before it is handled: closing the descriptor tells the sender.
+                descriptors.forEach(Descriptors.close)
+                descriptors.removeAll()
+                continue
+            }
+            decide(at: now) { machine, actions in machine.notify(notification, now: now, into: &actions) }
+        }
+        rearm(now: now)
+    }
+
     private func closeReporters() {
         reporterListener?.close()
         reporterListener = nil
+        notifyReceiver?.close()
+        notifyReceiver = nil
         for reporter in reporters.values { reporter.close() }
         reporters.removeAll()
     }

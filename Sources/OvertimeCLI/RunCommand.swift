@@ -40,7 +40,17 @@ struct RunCommand {
       --warn-before DUR    send 'expiring' this long before the deadline (default off)
       --require-advance    progress extends only if 'completed' grew or 'fraction' rose
 
-    Environment (the task inherits Overtime's, plus OVERTIME_FD, OVERTIME_TASK, OVERTIME_RUN):
+    Reporting (docs/protocol.md): CMD's fd 3 is its own channel; every process of CMD may
+    also connect to $OVERTIME_SOCKET and report there (a subprocess, a worker pool), and
+    daemons may speak sd_notify or s6's notification-fd instead:
+      --notify-socket on|off
+                           give CMD NOTIFY_SOCKET (and WATCHDOG_USEC, its window in µs):
+                           READY=1 is ready, WATCHDOG=1 a heartbeat, EXTEND_TIMEOUT_USEC an
+                           extend, STATUS= the progress detail (default on)
+      --notify-fd N        s6 readiness: a newline CMD writes on fd N (4 to 15) marks it ready
+
+    Environment (the task inherits Overtime's, plus OVERTIME_FD, OVERTIME_SOCKET,
+    OVERTIME_TASK, OVERTIME_RUN, and NOTIFY_SOCKET):
       --env NAME=VALUE     set a variable for CMD (repeatable)
       --clean-env          start CMD from an empty environment (then --env, and the
                            OVERTIME_* variables); CMD is looked up on its own PATH, or
@@ -96,7 +106,8 @@ struct RunCommand {
 
     static let knownOptions = ["--budget", "--window", "--max-runtime", "--grace", "--warn-before",
                                "--require-advance", "--name", "--progress", "--json", "--preserve-status", "--control", "--shutdown-grace", "--env", "--clean-env", "--user", "--group",
-                               "--limit-as", "--limit-nofile", "--limit-cpu", "--limit-nproc", "--nice", "--help"]
+                               "--limit-as", "--limit-nofile", "--limit-cpu", "--limit-nproc", "--nice", "--notify-socket",
+                               "--notify-fd", "--help"]
 
     /// Parses the arguments after `run`.
     /// - Throws: `UsageError` (exit 125) or `HelpRequest` (exit 0).
@@ -108,6 +119,7 @@ struct RunCommand {
         var inheritEnvironment = true
         var isolation = TaskIsolation()
         var groupText: String?
+        var readiness = Readiness()
         var command = RunCommand(spec: TaskSpec(arguments: []))
         var shutdownGraceText: String?
 
@@ -195,6 +207,19 @@ struct RunCommand {
                 case "--preserve-status":
                     try noValue()
                     command.preserveStatus = true
+                case "--notify-socket":
+                    let text = try value()
+                    switch text.lowercased() {
+                    case "on", "yes", "true", "1": readiness.notifySocket = true
+                    case "off", "no", "false", "0": readiness.notifySocket = false
+                    default: throw UsageError(message: "overtime run: --notify-socket: '\(text)' is neither on nor off")
+                    }
+                case "--notify-fd":
+                    let text = try value()
+                    guard let fd = Int32(text), Readiness.notifyFDRange.contains(fd) else {
+                        throw UsageError(message: "overtime run: --notify-fd: '\(text)' is not a descriptor from \(Readiness.notifyFDRange.lowerBound) to \(Readiness.notifyFDRange.upperBound) (0 to 2 are CMD's standard streams, 3 its channel)")
+                    }
+                    readiness.notifyFD = fd
                 default:
                     throw UsageError(message: "overtime run: unknown option '\(option)'\(suggestion(for: option, among: knownOptions)); see 'overtime run --help'")
                 }
@@ -209,6 +234,7 @@ struct RunCommand {
         }
         command.spec = TaskSpec(name: name, arguments: argv, environment: environment,
                                 inheritEnvironment: inheritEnvironment, policy: policy, isolation: isolation)
+        command.spec.readiness = readiness
         command.shutdownGrace = try parseShutdownGrace(option: shutdownGraceText, command: "overtime run")
         return command
     }

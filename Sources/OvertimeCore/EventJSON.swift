@@ -107,6 +107,10 @@ public struct EventEncoder: Sendable {
             w.key("error"); w.string(error.kind.rawValue)
             w.key("message"); w.string(error.message)
             w.key("excerpt"); w.string(excerpt)
+        case let .notified(key, value):
+            w.string("notify")
+            w.key("key"); w.string(key)
+            w.key("value"); w.string(value)
         case let .reporterRefused(pid, uid):
             w.string("reporter-refused")
             w.key("pid"); if let pid { w.int(Int(pid)) } else { w.null() }

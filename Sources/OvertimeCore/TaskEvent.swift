@@ -51,6 +51,9 @@ public struct TaskEvent: Sendable {
         /// A process that is not part of the task connected to its socket and was turned
         /// away (its pid and uid, when the kernel told them).
         case reporterRefused(pid: Int32?, uid: UInt32?)
+        /// A daemon said `STOPPING=1`, `ERRNO=…`, `MAINPID=…` (and the like) on its
+        /// sd_notify socket.
+        case notified(key: String, value: String)
         /// The task is over: exited, killed, or never started. Always the last event.
         // Boxed: an outcome is several times the size of any other kind, and every event
         // (a progress message's too) would otherwise be copied at that size.
@@ -82,6 +85,7 @@ extension TaskEvent.Kind {
         case .result: .result
         case .expiring: .expiring
         case .reporterRefused: .reporterRefused
+        case .notified: .notified
         default: nil
         }
     }
@@ -103,6 +107,8 @@ public enum ThinnedKind: String, Sendable, CaseIterable, Hashable {
     case expiring
     /// Connections to the task's socket from processes outside it.
     case reporterRefused = "reporter-refused"
+    /// sd_notify keys recorded as events (`STOPPING=1`, `ERRNO=…`).
+    case notified = "notify"
 }
 
 /// Thins what a consumer writes out of the events a task can cause at any rate (progress,

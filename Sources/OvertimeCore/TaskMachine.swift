@@ -205,6 +205,32 @@ public struct TaskMachine: Sendable {
         }
     }
 
+    /// A notification on the task's sd_notify socket (DESIGN §3b). `barrier` is the
+    /// executor's (it holds the descriptor).
+    public mutating func notify(_ notification: Notification, now: MonotonicInstant, into actions: inout [Action]) {
+        switch notification {
+        case .ready:
+            receive(.ready, from: .notifySocket, now: now, into: &actions)
+        case .watchdog:
+            receive(.heartbeat, from: .notifySocket, now: now, into: &actions)
+        case let .extendTimeout(microseconds):
+            receive(.extend(seconds: Double(microseconds) / 1_000_000, why: "EXTEND_TIMEOUT_USEC"), from: .notifySocket,
+                    now: now, into: &actions)
+        case let .status(text):
+            // A status is news, not proof of life: it moves no deadline (systemd's watchdog
+            // is petted by WATCHDOG=1 alone).
+            let (merged, _) = bars.record(Progress(detail: text), from: .notifySocket)
+            lastProgress = merged
+            actions.append(.emit(.progress(merged, remaining: remaining(at: now))))
+        case .watchdogTrigger:
+            _ = cancel(reason: .timeout, now: now, into: &actions)
+        case let .recorded(key, value):
+            actions.append(.emit(.notified(key: key, value: value)))
+        case .barrier:
+            break
+        }
+    }
+
     /// Another process of the task connected (`OVERTIME_SOCKET`): it is told the budget,
     /// or, when the task is being cancelled already, the cancel with the grace left.
     public mutating func reporterJoined(_ reporter: ReporterID, now: MonotonicInstant, into actions: inout [Action]) {

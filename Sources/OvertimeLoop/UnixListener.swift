@@ -112,7 +112,7 @@ public final class UnixListener: LoopHandleOwner {
     /// A Unix socket address for `path` and its length (cut at `maxPathLength`; callers
     /// check the length). An abstract name is a NUL and then its bytes, and its length is
     /// exact: the kernel tells `@a` from `@a` followed by NULs.
-    private static func address(_ path: String) -> (sockaddr_un, socklen_t) {
+    static func address(_ path: String) -> (sockaddr_un, socklen_t) {
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
         let abstract = isAbstract(path)

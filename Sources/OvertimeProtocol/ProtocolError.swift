@@ -15,6 +15,8 @@ public struct ProtocolError: Error, Sendable, Equatable, CustomStringConvertible
         case wrongType = "wrong-type"
         /// A number outside what the field allows.
         case outOfRange = "out-of-range"
+        /// An sd_notify datagram that is not `KEY=VALUE` lines.
+        case badNotification = "bad-notification"
     }
 
     public var kind: Kind

@@ -45,6 +45,19 @@ int overtime_status_signaled(int status);
 /// The signal that ended it (WTERMSIG; only when signaled).
 int overtime_status_signal(int status);
 
+/// One datagram from a Unix datagram socket with SO_PASSCRED set (recvmsg, MSG_DONTWAIT,
+/// MSG_CMSG_CLOEXEC): up to `capacity` bytes into `buffer`, the sender's credentials into
+/// `sender` (pid 0 when the kernel gave none), and the descriptors it carried into `fds`
+/// (at most `max_fds`; any beyond are closed here), their number in `fd_count`. Returns the
+/// datagram's length (a longer one is cut, and its length reported as `capacity + 1`), or
+/// -1 with errno set (EAGAIN: none waiting).
+long overtime_receive_datagram(int fd, void *buffer, unsigned long capacity, struct overtime_peer *sender,
+                               int *fds, int max_fds, int *fd_count);
+
+/// socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK) with SO_PASSCRED on, so that
+/// every datagram carries its sender's credentials. Returns the descriptor, or -1.
+int overtime_datagram_socket_with_credentials(void);
+
 #pragma clang assume_nonnull end
 
 #ifdef __cplusplus

@@ -23,6 +23,7 @@ struct LiveTask: Sendable, Equatable {
     var rate = RateTracker()
     var protocolErrors = 0
     var refusedReporters = 0
+    var notifications = 0
     /// Replies to the task's own extends: a task may ask in a loop, so the first few are
     /// shown, then one per interval.
     var extendReplies = RepeatAllowance(shownFreely: EventText.shownExtendReplies, interval: EventText.extendReplyInterval)
@@ -165,6 +166,10 @@ struct DisplayModel: Sendable, Equatable {
             return [.protocolError(task: name, error: "\(error)", excerpt: TextWidth.sanitize(excerpt), shown: shown)]
         case let .operatorRequest(action, uid):
             return [.operatorRequest(task: name, action: action, uid: uid)]
+        case let .notified(key, value):
+            tasks[id]?.notifications += 1
+            guard (tasks[id]?.notifications ?? 1) <= EventText.shownNotifications else { return [] }
+            return [.notified(task: name, key: key, value: value)]
         case let .reporterRefused(pid, uid):
             tasks[id]?.refusedReporters += 1
             let shown = tasks[id]?.refusedReporters ?? 1

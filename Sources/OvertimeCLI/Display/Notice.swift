@@ -14,6 +14,8 @@ enum Notice: Sendable, Equatable {
     case operatorRequest(task: String, action: String, uid: UInt32)
     /// A process outside the task connected to its socket (the first few are shown).
     case reporterRefused(task: String, pid: Int32?, uid: UInt32?, shown: Int)
+    /// A daemon said `STOPPING=1`, `ERRNO=…` or the like over sd_notify.
+    case notified(task: String, key: String, value: String)
     /// `overtime run`'s task ended.
     case ended(TaskOutcome)
     /// A batch task ended for good (after its retries), or was skipped.
@@ -33,7 +35,8 @@ enum Notice: Sendable, Equatable {
         switch self {
         case let .started(task, _, _), let .cancelling(task, _, _), let .killSent(task), let .expiring(task, _),
              let .budget(task, _, _), let .protocolError(task, _, _, _), let .protocolErrorTotal(task, _),
-             let .operatorRequest(task, _, _), let .retrying(task, _, _, _), let .reporterRefused(task, _, _, _):
+             let .operatorRequest(task, _, _), let .retrying(task, _, _, _), let .reporterRefused(task, _, _, _),
+             let .notified(task, _, _):
             return task
         case let .ended(outcome): return outcome.task.name
         case let .finished(report): return report.name
@@ -43,7 +46,7 @@ enum Notice: Sendable, Equatable {
 
     var tone: Tone {
         switch self {
-        case .started, .budget, .operatorRequest, .note: return .info
+        case .started, .budget, .operatorRequest, .note, .notified: return .info
         case let .summary(_, succeeded): return succeeded ? .success : .failure
         case .cancelling, .killSent, .expiring, .protocolError, .protocolErrorTotal, .retrying, .reporterRefused: return .warning
         case let .ended(outcome): return outcome.succeeded ? .success : .failure
@@ -76,6 +79,8 @@ enum Notice: Sendable, Equatable {
             return "\(count) protocol errors in all"
         case let .operatorRequest(_, action, uid):
             return "operator (uid \(uid)): \(action)"
+        case let .notified(_, key, value):
+            return "sd_notify: \(key)=\(TextWidth.sanitize(value))"
         case let .reporterRefused(_, pid, uid, shown):
             let who = pid.map { "pid \($0)" + (uid.map { ", uid \($0)" } ?? "") } ?? "a process the kernel did not name"
             return "refused a connection to the task's socket from \(who), which is not part of the task"
@@ -101,6 +106,9 @@ enum Notice: Sendable, Equatable {
 enum EventText {
     /// Protocol errors shown one by one before they are only counted.
     static let shownProtocolErrors = 3
+    /// sd_notify records (`STOPPING=1`, …) shown per task; the journal keeps them all,
+    /// thinned as any frequent event.
+    static let shownNotifications = 10
     /// Replies to a task's own extend requests shown one by one, then at most one per
     /// `extendReplyInterval`.
     static let shownExtendReplies = 3

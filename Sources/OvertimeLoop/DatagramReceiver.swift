@@ -1,0 +1,112 @@
+import CLibUV
+import COvertime
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// A bound Unix datagram socket on the loop (the sd_notify protocol's shape): each datagram
+/// arrives with its sender's credentials (SO_PASSCRED) and the descriptors it carried,
+/// which the handler then owns. Loop-thread only.
+///
+/// At most `perTurn` datagrams are read each time the loop finds the socket readable, so a
+/// sender flooding it costs the loop a bounded share; the kernel's queue holds the rest
+/// (and a sender past it blocks or drops, as with systemd).
+public final class DatagramReceiver: LoopHandleOwner {
+    public struct Datagram {
+        public var bytes: [UInt8]
+        /// Longer than `maximumLength`: `bytes` holds its start only.
+        public var truncated: Bool
+        public var sender: PeerCredentials?
+        /// Descriptors that came with it; the handler must close them.
+        public var descriptors: [Int32]
+    }
+
+    public typealias Handler = (Datagram) -> Void
+
+    /// systemd reads notifications into a buffer of this size too.
+    public static let maximumLength = 4096
+    static let perTurn = 64
+
+    public let path: String
+    private let fd: Int32
+    private let handle: UnsafeMutablePointer<uv_poll_t>
+    private var handler: Handler?
+    private var buffer = [UInt8](repeating: 0, count: DatagramReceiver.maximumLength)
+    private var closed = false
+
+    /// Binds at `path` (`@name`: the abstract namespace).
+    /// - Throws: `SystemError` naming the path.
+    public init(loop: EventLoop, path: String, handler: @escaping Handler) throws(SystemError) {
+        guard path.utf8.count <= UnixListener.maxPathLength else {
+            throw SystemError("\(path): a Unix socket path may be at most \(UnixListener.maxPathLength) bytes", errno: ENAMETOOLONG)
+        }
+        self.path = path
+        self.handler = handler
+        let fd = try syscall("datagram socket for \(path)") { overtime_datagram_socket_with_credentials() }
+        self.fd = fd
+        do throws(SystemError) {
+            var (address, length) = UnixListener.address(path)
+            try syscall("bind \(path)") {
+                withUnsafePointer(to: &address) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
+                }
+            }
+        } catch {
+            Descriptors.close(fd)
+            throw error
+        }
+        handle = .allocate(capacity: 1)
+        uv_poll_init(loop.uvLoop, handle, fd)
+        handle.pointee.data = Unmanaged.passRetained(self).toOpaque()
+        uv_poll_start(handle, Int32(UV_READABLE.rawValue), Self.readable)
+    }
+
+    private static let readable: uv_poll_cb = { h, status, _ in
+        guard status >= 0 else { return }
+        Unmanaged<DatagramReceiver>.fromOpaque(h!.pointee.data).takeUnretainedValue().receiveSome()
+    }
+
+    private func receiveSome() {
+        var descriptors = [Int32](repeating: -1, count: 16)
+        for _ in 0..<Self.perTurn where !closed {
+            var sender = overtime_peer()
+            var count: Int32 = 0
+            let length = buffer.withUnsafeMutableBytes { raw in
+                descriptors.withUnsafeMutableBufferPointer { fds in
+                    overtime_receive_datagram(fd, raw.baseAddress!, UInt(raw.count), &sender, fds.baseAddress!, Int32(fds.count), &count)
+                }
+            }
+            if length < 0 {
+                if errno == EINTR { continue }
+                return  // EAGAIN: none left (any other error: the next readiness says)
+            }
+            let truncated = length > buffer.count
+            let datagram = Datagram(bytes: Array(buffer[0..<min(Int(length), buffer.count)]), truncated: truncated,
+                                    sender: sender.pid > 0 ? PeerCredentials(pid: sender.pid, uid: sender.uid, gid: sender.gid) : nil,
+                                    descriptors: Array(descriptors[0..<Int(count)]))
+            if let handler {
+                handler(datagram)
+            } else {
+                datagram.descriptors.forEach(Descriptors.close)
+            }
+        }
+    }
+
+    /// Stops receiving; the name goes with the socket.
+    public func close() {
+        guard !closed else { return }
+        closed = true
+        handler = nil
+        if !UnixListener.isAbstract(path) { unlink(path) }
+        uv_close(UnsafeMutableRawPointer(handle).assumingMemoryBound(to: uv_handle_t.self)) { h in
+            let raw = h!
+            let receiver = Unmanaged<DatagramReceiver>.fromOpaque(raw.pointee.data).takeRetainedValue()
+            Descriptors.close(receiver.fd)
+            UnsafeMutableRawPointer(raw).assumingMemoryBound(to: uv_poll_t.self).deallocate()
+        }
+    }
+
+    func closeForShutdown() { close() }
+}

@@ -1,0 +1,116 @@
+// The readiness protocols daemons already speak (DESIGN §3b), with the real clients:
+// Debian's systemd-notify, python3-systemd's systemd.daemon.notify, PyPI's sdnotify.
+
+import Foundation
+import Testing
+
+private let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    .deletingLastPathComponent().path
+
+@Suite("CLI sd_notify and s6 readiness")
+struct CLINotifyTests {
+    @Test("systemd-notify --ready returns at once and the task is ready; --status shows as its detail")
+    func systemdNotifyReady() async throws {
+        let scratch = try CLIScratch()
+        let script = """
+        start=$(date +%s%N)
+        systemd-notify --ready --status="serving on :8080" || exit 9
+        echo "took $(( ($(date +%s%N) - start) / 1000000 )) ms" >&2
+        sleep 0.3
+        """
+        let r = try await cliRun(["run", "--json", "--progress", "json", "--", "sh", "-c", script], in: scratch)
+        #expect(r.status == 0, "\(r)")
+        let report = try r.report()
+        #expect(report["ready"] as? Bool == true, "\(r)")
+        #expect((report["progress"] as? [String: Any])?["detail"] as? String == "serving on :8080", "\(r)")
+        let took = r.stderrLines.first { $0.hasPrefix("took ") }.flatMap { Int($0.dropFirst(5).split(separator: " ")[0]) }
+        #expect(try #require(took, "\(r)") < 3000, "systemd-notify did not wait out a timeout: \(r)")
+    }
+
+    @Test("EXTEND_TIMEOUT_USEC keeps a silent task alive past its budget")
+    func extendTimeout() async throws {
+        let scratch = try CLIScratch()
+        let r = try await cliRun(["run", "--json", "--budget", "1s", "--", "sh", "-c",
+                                  "systemd-notify EXTEND_TIMEOUT_USEC=4000000 && sleep 2.5"], in: scratch)
+        #expect(r.status == 0, "\(r)")
+        #expect(CLIJSON.isNull(try r.report()["cancel_reason"]), "\(r)")
+    }
+
+    @Test("WATCHDOG=1 pings keep a task alive; when they stop it is cancelled for timeout", arguments: ["systemd-notify", "python3-systemd", "sdnotify"])
+    func watchdog(client: String) async throws {
+        let scratch = try CLIScratch()
+        let ping: String
+        switch client {
+        case "systemd-notify": ping = "systemd-notify WATCHDOG=1"
+        case "python3-systemd": ping = "/usr/bin/python3 -c 'from systemd import daemon; daemon.notify(\"WATCHDOG=1\")'"
+        default: ping = "\(repositoryRoot)/.venv/bin/python -c 'import sdnotify; sdnotify.SystemdNotifier().notify(\"WATCHDOG=1\")'"
+        }
+        // WATCHDOG_USEC is the window (1.5 s): ping at well under it for 4 s, then stop.
+        let script = """
+        test "$WATCHDOG_USEC" = 1500000 || { echo "WATCHDOG_USEC=$WATCHDOG_USEC" >&2; exit 9; }
+        end=$(( $(date +%s) + 4 ))
+        while [ "$(date +%s)" -lt "$end" ]; do \(ping) || exit 8; sleep 0.4; done
+        echo stopped-pinging >&2
+        sleep 30
+        """
+        let r = try await cliRun(["run", "--json", "--budget", "1.5s", "--grace", "1s", "--", "sh", "-c", script], in: scratch,
+                                 timeout: .seconds(40))
+        #expect(r.status == 124, "\(r)")
+        #expect(r.stderr.contains("stopped-pinging"), "it lived on the pings until they stopped: \(r)")
+        #expect(try r.report()["cancel_reason"] as? String == "timeout", "\(r)")
+        #expect(r.wall < .seconds(20), "\(r)")
+    }
+
+    @Test("BARRIER=1: the descriptor sent with it is closed once the messages before it are handled")
+    func barrier() async throws {
+        let scratch = try CLIScratch()
+        let client = try scratch.write("barrier.py", """
+        import os, socket, time
+        address = os.environ["NOTIFY_SOCKET"]
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        s.connect("\\0" + address[1:] if address.startswith("@") else address)
+        r, w = os.pipe()
+        s.sendmsg([b"READY=1\\nSTATUS=before the barrier\\nBARRIER=1"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, bytes(memoryview(bytearray(w.to_bytes(4, "little")))))])
+        os.close(w)
+        start = time.monotonic()
+        os.set_blocking(r, True)
+        import select
+        ready, _, _ = select.select([r], [], [], 5)
+        print("barrier-ok" if ready and os.read(r, 1) == b"" else "barrier-timeout", round(time.monotonic() - start, 3))
+        """)
+        let r = try await cliRun(["run", "--json", "--", "python3", client], in: scratch)
+        #expect(r.status == 0, "\(r)")
+        #expect(r.stdout.contains("barrier-ok"), "\(r)")
+        #expect(try r.report()["ready"] as? Bool == true, "\(r)")
+    }
+
+    @Test("a datagram from outside the task is refused and changes nothing; --notify-socket off gives none")
+    func outsiderAndOff() async throws {
+        let scratch = try CLIScratch()
+        let address = scratch.path("address")
+        let task = CLIProcess(["run", "--json", "--budget", "1.5s", "--", "sh", "-c",
+                               "printf %s \"$NOTIFY_SOCKET\" > '\(address)'; sleep 5"], in: scratch)
+        try await task.start()
+        let clock = ContinuousClock()
+        let end = clock.now + .seconds(10)
+        while scratch.read("address")?.isEmpty ?? true, clock.now < end { try await Task.sleep(for: .milliseconds(20)) }
+        var environment = ProcessInfo.processInfo.environment
+        environment["NOTIFY_SOCKET"] = try #require(scratch.read("address"))
+        for _ in 0..<3 {
+            let ping = CLIProcess(["--ready", "WATCHDOG=1", "EXTEND_TIMEOUT_USEC=60000000"], executable: "/usr/bin/systemd-notify",
+                                  environment: environment, in: scratch)
+            try await ping.start()
+            _ = await ping.finish(timeout: .seconds(10))
+            try await Task.sleep(for: .milliseconds(300))
+        }
+        let r = await task.finish(timeout: .seconds(20))
+        #expect(r.status == 124, "an outsider's WATCHDOG and EXTEND moved nothing: \(r)")
+        let report = try r.report()
+        #expect(report["ready"] as? Bool == false, "\(r)")
+        #expect(r.stderr.contains("refused"), "\(r)")
+
+        let off = try await cliRun(["run", "--notify-socket", "off", "--", "sh", "-c", "test -z \"$NOTIFY_SOCKET\" && test -z \"$WATCHDOG_USEC\""],
+                                   in: scratch)
+        #expect(off.status == 0, "\(off)")
+    }
+}
