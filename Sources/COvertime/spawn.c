@@ -92,7 +92,8 @@ static int rlimit_resource(int resource) {
     }
 }
 
-// descriptors[i] → fd i, every other descriptor closed. A source below the slot count that
+// descriptors[i] → fd i, every other descriptor closed; a slot given -1 is left closed (a
+// gap below a higher one, such as a notification fd). A source below the slot count that
 // is not already in its own slot could be overwritten by an earlier slot's dup2, so it is
 // first copied above every slot.
 static int place_descriptors(const int *descriptors, int count) {
@@ -100,7 +101,7 @@ static int place_descriptors(const int *descriptors, int count) {
     if (count > 16) return EINVAL;
     for (int slot = 0; slot < count; slot++) {
         int source = descriptors[slot];
-        if (source < count && source != slot) {
+        if (source >= 0 && source < count && source != slot) {
             long copy = child_call(SYS_fcntl, source, F_DUPFD_CLOEXEC, count, 0);
             if (copy < 0) return errno;
             source = (int)copy;
@@ -108,7 +109,9 @@ static int place_descriptors(const int *descriptors, int count) {
         sources[slot] = source;
     }
     for (int slot = 0; slot < count; slot++) {
-        if (sources[slot] == slot) {
+        if (sources[slot] < 0) {
+            child_call(SYS_close, slot, 0, 0, 0);  // EBADF when it was not open: as wanted
+        } else if (sources[slot] == slot) {
             // Already in place: dup2 onto itself would keep close-on-exec, so clear it.
             if (child_call(SYS_fcntl, slot, F_SETFD, 0, 0) < 0) return errno;
         } else if (child_call(SYS_dup3, sources[slot], slot, 0, 0) < 0) {

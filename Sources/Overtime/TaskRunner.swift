@@ -22,6 +22,8 @@ final class TaskRunner {
     private var refusedReporters = 0
     /// The task's sd_notify socket (DESIGN §3b); nil when off or not to be had.
     private var notifyReceiver: DatagramReceiver?
+    /// The read end of s6's notification fd (`Readiness.notifyFD`) until its first newline.
+    private var notifyFDReader: ByteStream?
     private var outputs: [OutputReader] = []
     /// The pseudo-terminals the task writes to, and the terminal whose size each follows.
     private var terminals: [(reader: TerminalReader, sizeFrom: Int32)] = []
@@ -94,12 +96,20 @@ final class TaskRunner {
             } else {
                 stderr = try outputDescriptor(spec.stderr, inherit: 2, &passed)
             }
+            var descriptors = [stdin, stdout, stderr, theirs]
+            if let notifyFD = spec.readiness.notifyFD {
+                let (readEnd, writeEnd) = try Descriptors.pipe()
+                passed.append(writeEnd)
+                notifyFDReader = try ByteStream(loop: supervisor.loop, fd: readEnd)
+                while descriptors.count < Int(notifyFD) { descriptors.append(-1) }
+                descriptors.append(writeEnd)
+            }
             var request = SpawnRequest(
                 arguments: spec.arguments,
                 baseEnvironment: spec.inheritEnvironment ? core.inheritedEnvironment : nil,
                 environment: environmentOverrides(),
                 workingDirectory: spec.workingDirectory,
-                descriptors: [stdin, stdout, stderr, theirs]
+                descriptors: descriptors
             )
             isolate(&request)
             process = try ChildProcess(loop: supervisor.loop, request: request) { [unowned self] exit in
@@ -113,6 +123,16 @@ final class TaskRunner {
         let now = Self.clock()
         machine = TaskMachine(policy: spec.policy, startedAt: now)
         if let channel { startReading(channel) }
+        notifyFDReader?.startReading(
+            onData: { [unowned self] bytes in
+                // s6's protocol: a newline means ready; whatever precedes it is ignored.
+                guard bytes.contains(UInt8(ascii: "\n")) else { return }
+                self.closeNotifyFD()
+                let now = Self.clock()
+                self.decide(at: now) { machine, actions in machine.receive(.ready, now: now, into: &actions) }
+            },
+            onEnd: { [unowned self] _ in self.closeNotifyFD() }
+        )
         let pid = process!.pid
         decide(at: now) { machine, actions in machine.start(pid: pid, now: now, into: &actions) }
         rearm(now: now)
@@ -412,7 +432,13 @@ final class TaskRunner {
         rearm(now: now)
     }
 
+    private func closeNotifyFD() {
+        notifyFDReader?.close()
+        notifyFDReader = nil
+    }
+
     private func closeReporters() {
+        closeNotifyFD()
         reporterListener?.close()
         reporterListener = nil
         notifyReceiver?.close()

@@ -26,7 +26,7 @@ struct CLIIsolationTests {
         }
     }
 
-    @Test("--clean-env starts the task from nothing but --env and the OVERTIME_* variables")
+    @Test("--clean-env starts the task from nothing but --env, the OVERTIME_* variables and its sd_notify socket")
     func cleanEnvironment() async throws {
         let scratch = try CLIScratch()
         var environment = ProcessInfo.processInfo.environment
@@ -35,7 +35,8 @@ struct CLIIsolationTests {
                                  in: scratch, environment: environment)
         #expect(r.status == 0, "\(r)")
         let names = Set(r.stdout.split(separator: "\n").compactMap { $0.split(separator: "=").first.map(String.init) })
-        #expect(names == ["A", "B", "OVERTIME_FD", "OVERTIME_TASK", "OVERTIME_RUN"], "\(r.stdout)")
+        #expect(names == ["A", "B", "OVERTIME_FD", "OVERTIME_SOCKET", "OVERTIME_TASK", "OVERTIME_RUN", "NOTIFY_SOCKET", "WATCHDOG_USEC"],
+                "\(r.stdout)")
         #expect(r.stdout.contains("B=x=y\n"))
     }
 

@@ -113,4 +113,21 @@ struct CLINotifyTests {
                                    in: scratch)
         #expect(off.status == 0, "\(off)")
     }
+
+    @Test("s6 notification-fd: a newline on fd N marks the task ready; nothing else of the task's descriptors changes")
+    func s6NotificationFD() async throws {
+        let scratch = try CLIScratch()
+        let script = """
+        for fd in 4 6; do if { true >&$fd; } 2>/dev/null; then echo "fd $fd open" >&2; fi; done
+        sleep 0.3; echo >&5; sleep 0.3
+        """
+        let r = try await cliRun(["run", "--json", "--progress", "json", "--notify-fd", "5", "--", "sh", "-c", script], in: scratch)
+        #expect(r.status == 0, "\(r)")
+        #expect(try r.report()["ready"] as? Bool == true, "\(r)")
+        #expect(!r.stderr.contains("open"), "only 0 to 3 and the notification fd are open: \(r)")
+        let silent = try await cliRun(["run", "--json", "--notify-fd", "5", "--", "sh", "-c", "echo -n partial >&5; sleep 0.2"], in: scratch)
+        #expect(try silent.report()["ready"] as? Bool == false, "no newline, not ready: \(silent)")
+        let bad = try await cliRun(["run", "--notify-fd", "3", "--", "true"], in: scratch)
+        #expect(bad.status == 125 && bad.stderr.contains("--notify-fd"), "\(bad)")
+    }
 }

@@ -60,7 +60,8 @@ struct overtime_spawn_request {
     size_t path_buffer_size;
     /// NULL to stay in the supervisor's directory.
     const char *_Nullable working_directory;
-    /// The child's descriptors by position: descriptors[i] becomes fd i; all else is closed.
+    /// The child's descriptors by position: descriptors[i] becomes fd i (-1: left closed);
+    /// all else is closed.
     const int *_Nullable descriptors;   // NULL when descriptor_count is 0
     int descriptor_count;
     const struct overtime_spawn_limit *_Nullable limits;   // NULL when limit_count is 0
