@@ -526,7 +526,8 @@ final class TaskRunner {
         case .exited: .exiting
         }
         let live = TaskStatus.Live(pid: process?.pid, elapsed: (now - machine.startedAt).seconds,
-                                   remaining: machine.remaining(at: now)?.seconds, progress: machine.lastProgress)
+                                   remaining: machine.remaining(at: now)?.seconds, progress: machine.lastProgress,
+                                   reporters: (channel == nil ? 0 : 1) + reporters.count)
         return TaskStatus(name: ref.name, state: state, live: live)
     }
 

@@ -209,7 +209,12 @@ struct CtlCommand {
                 if let f = p.fraction { parts.append("\(Int(f * 100))%") }
                 if let c = p.completed { parts.append(p.total.map { "\(c)/\($0)" } ?? "\(c)") }
                 if let title = p.title { parts.append(title) }
-                progress = parts.joined(separator: " ")
+                if let detail = p.detail { parts.append(detail) }
+                progress = parts.isEmpty ? "-" : parts.joined(separator: " ")
+            }
+            if let reporters = task.live?.reporters, reporters > 1 {
+                // The bar shown is the one that moved last, of several processes' bars.
+                progress += " (\(reporters) reporters)"
             }
             var left = "-"
             if let live = task.live { left = live.remaining.map { DurationText.format(.seconds(fromDouble: $0)) } ?? "no limit" }

@@ -299,14 +299,18 @@ public struct TaskStatus: Sendable, Equatable {
         public var elapsed: Double
         /// Seconds left; nil when the task has no limit.
         public var remaining: Double?
-        /// What it has reported so far; nil before its first progress.
+        /// What it has reported so far (the bar that moved last); nil before its first progress.
         public var progress: Progress?
+        /// Its processes connected to report: the leader's fd 3 and those on its socket
+        /// (nil from a supervisor that does not say).
+        public var reporters: Int?
 
-        public init(pid: Int32?, elapsed: Double, remaining: Double?, progress: Progress?) {
+        public init(pid: Int32?, elapsed: Double, remaining: Double?, progress: Progress?, reporters: Int? = nil) {
             self.pid = pid
             self.elapsed = elapsed
             self.remaining = remaining
             self.progress = progress
+            self.reporters = reporters
         }
     }
 
@@ -344,6 +348,7 @@ public struct TaskStatus: Sendable, Equatable {
             w.key("remaining")
             if let remaining = live.remaining { w.seconds(remaining) } else { w.null() }
             w.key("progress"); w.progress(live.progress)
+            if let reporters = live.reporters { w.key("reporters"); w.int(reporters) }
         }
         w.endObject()
     }
@@ -398,7 +403,8 @@ public struct TaskStatus: Sendable, Equatable {
                 bar: try Self.string(given["bar"], "bar"))
         default: throw ProtocolError(.wrongType, "\"progress\" must be an object or null")
         }
-        live = Live(pid: pid.map { Int32($0) }, elapsed: elapsed, remaining: remaining, progress: progress)
+        live = Live(pid: pid.map { Int32($0) }, elapsed: elapsed, remaining: remaining, progress: progress,
+                    reporters: try Self.count(value["reporters"], "reporters"))
     }
 
     private static func string(_ value: JSONValue?, _ field: StaticString) throws(ProtocolError) -> String? {

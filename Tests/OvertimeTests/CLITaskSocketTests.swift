@@ -66,7 +66,11 @@ struct CLITaskSocketTests {
     @Test("cancel reaches every reporter with its reason")
     func cancelReachesEveryReporter() async throws {
         let scratch = try CLIScratch()
+        // SIGTERM reaches the whole group with the cancel message: a process that cleans up
+        // handles it (here: ignores it) and reads why.
         let child = try scratch.write("child.py", socketClient + """
+        import signal
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
         s = connect()
         for line in s.makefile("r"):
             message = json.loads(line)
@@ -120,5 +124,31 @@ struct CLITaskSocketTests {
         let r = await task.finish(timeout: .seconds(20))
         #expect(r.status == 124, "the stranger's progress moved nothing: the task met its budget: \(r)")
         #expect(r.stdout.contains(#""event":"reporter-refused""#), "\(r)")
+    }
+
+    @Test("ctl status shows the bar that moved last, the sd_notify status, and how many processes report")
+    func statusShowsReporters() async throws {
+        let scratch = try CLIScratch()
+        let control = scratch.path("control.sock")
+        let worker = try scratch.write("worker.py", socketClient + """
+        s = connect()
+        send(s, {"type": "progress", "completed": 3, "total": 8, "title": "shard", "bar": "shard-1"})
+        time.sleep(30)
+        """)
+        let script = "systemd-notify --status='loading weights'; python3 \(shellWord(worker)) & sleep 30"
+        let task = CLIProcess(["run", "--control", control, "--budget", "40s", "--", "sh", "-c", script], in: scratch)
+        try await task.start()
+        #expect(await CLICtl.waitForSocket(control))
+        var seen: [String: Any]?
+        let found = try await CLICtl.waitUntil(timeout: .seconds(10)) {
+            seen = try await CLICtl.status(control, in: scratch).first
+            let live = seen
+            return CLIJSON.int(live?["reporters"]) == 2 && (live?["progress"] as? [String: Any])?["bar"] as? String == "shard-1"
+        }
+        #expect(found, "\(String(describing: seen))")
+        let table = try await CLICtl.ctl(socket: control, ["status"], in: scratch)
+        #expect(table.stdout.contains("3/8 shard") && table.stdout.contains("(2 reporters)"), "\(table)")
+        _ = try await CLICtl.ctl(socket: control, ["cancel", "sh"], in: scratch)
+        _ = await task.finish(timeout: .seconds(20))
     }
 }
