@@ -8,7 +8,7 @@ import Testing
 // so only the guard can kill the `sleep`.
 @Suite struct GroupGuardTests {
     /// A spawned task and the `sleep` in its group.
-    struct Task: Sendable {
+    struct Spawned: Sendable {
         var pid: Int32
         var member: Int32
         var exit: Shared<ChildExit?>
@@ -16,7 +16,7 @@ import Testing
 
     /// Spawns a shell that starts a `sleep` in its group, writes its pid to `directory/name`
     /// and waits. Returns once the pid is known.
-    static func spawnTask(_ loop: EventLoop, directory: String, name: String) async throws -> Task {
+    static func spawnTask(_ loop: EventLoop, directory: String, name: String) async throws -> Spawned {
         let exit = Shared<ChildExit?>(nil)
         let path = "\(directory)/\(name)"
         let spawned = await onLoop(loop) { () -> Result<Int32, SpawnError> in
@@ -28,7 +28,7 @@ import Testing
         }
         let pid = try spawned.get()
         let member = try #require(await pidWritten(to: path))
-        return Task(pid: pid, member: member, exit: exit)
+        return Spawned(pid: pid, member: member, exit: exit)
     }
 
     @Test func closingTheGuardKillsTheWatchedGroupsAndSparesTheForgottenOnes() async throws {
@@ -49,7 +49,7 @@ import Testing
         #expect(watched.exit.value == .signaled(SIGKILL))
         #expect(await eventually { !isAlive(watched.member) }, "the watched group's sleep")
         // Room for a wrong kill to land.
-        try await _Concurrency.Task.sleep(for: .milliseconds(300))
+        try await Task.sleep(for: .milliseconds(300))
         #expect(forgotten.exit.value == nil)
         #expect(isAlive(forgotten.pid))
         #expect(isAlive(forgotten.member), "the forgotten group's sleep")
@@ -119,6 +119,6 @@ import Testing
         defer { loop.shutdown() }
         _ = try await Self.spawnTask(loop, directory: ChildTestProcess.directory, name: "task")
         // Killed here by the other side; this is only the bound.
-        try await _Concurrency.Task.sleep(for: .seconds(30))
+        try await Task.sleep(for: .seconds(30))
     }
 }

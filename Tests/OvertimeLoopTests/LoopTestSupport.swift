@@ -53,21 +53,23 @@ func pattern(count: Int, seed: Int = 0) -> [UInt8] {
     (0..<count).map { UInt8(truncatingIfNeeded: ($0 &* 31) ^ ($0 >> 8) ^ seed) }
 }
 
-/// True while `pid` is a live process: it exists and is not a zombie (/proc/PID/stat's
-/// state, the field after the parenthesised command, is not Z or X).
-func isAlive(_ pid: Int32) -> Bool {
-    guard let stat = Descriptors.readWholeFile("/proc/\(pid)/stat"),
-          let paren = stat.lastIndex(of: UInt8(ascii: ")")), paren + 2 < stat.count else { return false }
-    let state = stat[paren + 2]
-    return state != UInt8(ascii: "Z") && state != UInt8(ascii: "X")
-}
-
-/// The parent pid of `pid` (/proc/PID/stat's fourth field), or nil when it is gone.
-func parentPID(of pid: Int32) -> Int32? {
+/// The fields of /proc/PID/stat after the parenthesised command (state, parent, …), or
+/// nil when the process is gone.
+func statFields(of pid: Int32) -> [String]? {
     guard let stat = Descriptors.readWholeFile("/proc/\(pid)/stat"),
           let paren = stat.lastIndex(of: UInt8(ascii: ")")) else { return nil }
-    let fields = stat[(paren + 1)...].split(separator: UInt8(ascii: " "))
-    return fields.count > 1 ? Int32(String(decoding: fields[1], as: UTF8.self)) : nil
+    return stat[(paren + 1)...].split(separator: UInt8(ascii: " ")).map { String(decoding: $0, as: UTF8.self) }
+}
+
+/// True while `pid` is a live process: it exists and is not a zombie (state Z, or X).
+func isAlive(_ pid: Int32) -> Bool {
+    guard let state = statFields(of: pid)?.first else { return false }
+    return state != "Z" && state != "X"
+}
+
+/// The parent pid of `pid`, or nil when it is gone.
+func parentPID(of pid: Int32) -> Int32? {
+    statFields(of: pid).flatMap { $0.count > 1 ? Int32($0[1]) : nil }
 }
 
 /// The pid a shell wrote to `path` (`echo $! > path`), once the file holds a whole line.

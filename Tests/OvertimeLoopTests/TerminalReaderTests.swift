@@ -66,14 +66,23 @@ import Testing
     }
 
     @Test func theEndComesOnlyAfterTheChildExits() async throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
         let loop = try EventLoop()
         defer { loop.shutdown() }
-        let run = try await Self.run(loop, "echo before; sleep 0.5; echo after")
-        #expect(await eventually { run.output.value == Array("before\n".utf8) })
+        // The child goes on only when told (the file `go`), however slowly the test runs.
+        let go = "\(directory)/go"
+        let run = try await Self.run(loop, "echo before; while [ ! -e \(go) ]; do sleep 0.05; done; echo after")
+        #expect(await eventually { run.output.value == Array("before\n".utf8) },
+                "\(String(decoding: run.output.value, as: UTF8.self).debugDescription)")
+        // Room for a wrong, early, end.
+        try await Task.sleep(for: .milliseconds(200))
         #expect(run.ends.value.isEmpty, "no end while the child still runs")
         #expect(run.exit.value == nil)
+        #expect(FileManager.default.createFile(atPath: go, contents: nil))
         try await Self.expectFinished(run)
-        #expect(run.output.value == Array("before\nafter\n".utf8))
+        #expect(run.output.value == Array("before\nafter\n".utf8),
+                "\(String(decoding: run.output.value, as: UTF8.self).debugDescription)")
     }
 
     @Test func theChildSeesATerminal() async throws {
