@@ -1,5 +1,5 @@
 import Foundation
-@testable import OvertimeLoop
+import OvertimeLoop
 import Testing
 
 // A task's pseudo-terminal read by TerminalReader: the child sees a terminal of the size
@@ -7,36 +7,35 @@ import Testing
 @Suite struct TerminalReaderTests {
     /// What a reader has delivered so far, and how the child ended.
     struct Run: Sendable {
-        var output = Shared<[UInt8]>([])
-        var ends = Shared<[Int32?]>([])
-        var exit = Shared<ChildExit?>(nil)
-        var reader: LoopBound<TerminalReader>
+        let output = Shared<[UInt8]>([])
+        let ends = Shared<[Int32?]>([])
+        let exit = Shared<ChildExit?>(nil)
     }
 
     /// Spawns `script` under `sh -c` with a fresh pseudo-terminal as its stdin, stdout and
-    /// stderr, read by a TerminalReader. `prepare` runs on the loop thread before the spawn,
-    /// with the reader and the task's terminal.
+    /// stderr, read by a TerminalReader (which its handle keeps alive until the end). `prepare`
+    /// runs on the loop thread with the reader, before the spawn.
     static func run(_ loop: EventLoop, _ script: String,
-                    prepare: @escaping @Sendable (TerminalReader, Int32) -> Void = { _, _ in }) async throws -> Run {
+                    prepare: @escaping @Sendable (TerminalReader) -> Void = { _ in }) async throws -> Run {
         let (reader, terminal) = try Descriptors.outputTerminal(sizeFrom: -1)
-        let output = Shared<[UInt8]>([]), ends = Shared<[Int32?]>([]), exit = Shared<ChildExit?>(nil)
-        let started = await onLoop(loop) { () -> Result<LoopBound<TerminalReader>, Error> in
+        let run = Run()
+        let started = await onLoop(loop) { () -> Result<Void, Error> in
             // Only the child holds the terminal afterwards, so its exit ends the reader.
             defer { Descriptors.close(terminal) }
             return Result {
                 let read = try TerminalReader(loop: loop, fd: reader)
                 read.startReading(onData: { chunk in
                     let bytes = Array(chunk)
-                    output.update { $0 += bytes }
-                }, onEnd: { end in ends.update { $0.append(end) } })
-                prepare(read, terminal)
+                    run.output.update { $0 += bytes }
+                }, onEnd: { end in run.ends.update { $0.append(end) } })
+                prepare(read)
                 let request = SpawnRequest(arguments: ["/bin/sh", "-c", script], baseEnvironment: nil, environment: [],
                                            workingDirectory: nil, descriptors: [terminal, terminal, terminal])
-                _ = try ChildProcess(loop: loop, request: request) { how in exit.update { $0 = how } }
-                return LoopBound(read, loop: loop)
+                _ = try ChildProcess(loop: loop, request: request) { how in run.exit.update { $0 = how } }
             }
         }
-        return Run(output: output, ends: ends, exit: exit, reader: try started.get())
+        try started.get()
+        return run
     }
 
     /// Waits for the child's exit and the reader's end, and expects a clean end of both.
@@ -104,7 +103,7 @@ import Testing
         #expect(ioctl(other, UInt(TIOCSWINSZ), &size) == 0)
         let loop = try EventLoop()
         defer { loop.shutdown() }
-        let run = try await Self.run(loop, "stty size") { reader, _ in reader.copyWindowSize(from: other) }
+        let run = try await Self.run(loop, "stty size") { reader in reader.copyWindowSize(from: other) }
         try await Self.expectFinished(run)
         #expect(String(decoding: run.output.value, as: UTF8.self) == "37 101\n")
     }
