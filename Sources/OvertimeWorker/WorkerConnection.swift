@@ -8,7 +8,11 @@ import Musl
 #endif
 
 /// The task's end of the channel: one writer thread, one reader thread, started on first
-/// use and only when the task runs under Overtime (`OVERTIME_FD` is set).
+/// use and only when the task runs under Overtime. The channel is fd 3 when it is this
+/// process's own (`OVERTIME_FD` set, and its peer is this process's parent: the supervisor
+/// started it), else a connection to the task's `OVERTIME_SOCKET` (a child the task
+/// started: its fd 3, if any, is its parent's, and sharing it would mix their lines and
+/// take their replies).
 ///
 /// The job never waits on the supervisor: calls queue their message and return. Progress
 /// coalesces (the latest value wins, at most `progressInterval` apart), so a tight loop
@@ -40,9 +44,7 @@ final class WorkerConnection: Sendable {
     private let writing = Mutex(())
 
     private init() {
-        guard let text = getenv("OVERTIME_FD").map({ String(cString: $0) }), let fd = Int32(text), fd >= 0,
-              fcntl(fd, F_GETFD) >= 0
-        else {
+        guard let fd = Self.inheritedChannel() ?? Self.connectToTaskSocket() else {
             fd = nil
             return
         }
@@ -55,6 +57,43 @@ final class WorkerConnection: Sendable {
     }
 
     var isActive: Bool { fd != nil }
+
+    /// fd 3 (`OVERTIME_FD`) when it is a Unix stream socket whose other end is held by this
+    /// process's parent, the supervisor that started it.
+    static func inheritedChannel() -> Int32? {
+        guard let text = getenv("OVERTIME_FD").map({ String(cString: $0) }), let fd = Int32(text), fd >= 0,
+              fcntl(fd, F_GETFD) >= 0 else { return nil }
+        var info = stat()
+        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFSOCK else { return nil }
+        // struct ucred: pid, uid, gid.
+        var peer: (pid: Int32, uid: UInt32, gid: UInt32) = (0, 0, 0)
+        var length = socklen_t(MemoryLayout.size(ofValue: peer))
+        guard getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &length) == 0, peer.pid == getppid() else { return nil }
+        return fd
+    }
+
+    /// A connection to the task's socket (`OVERTIME_SOCKET`; `@name` is abstract), or nil.
+    static func connectToTaskSocket() -> Int32? {
+        guard let address = getenv("OVERTIME_SOCKET").map({ String(cString: $0) }), !address.isEmpty else { return nil }
+        var bytes = Array(address.utf8)
+        var socketAddress = sockaddr_un()
+        guard bytes.count < MemoryLayout.size(ofValue: socketAddress.sun_path) else { return nil }
+        let abstract = bytes.first == UInt8(ascii: "@")
+        if abstract { bytes[0] = 0 }
+        socketAddress.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &socketAddress.sun_path) { $0.copyBytes(from: bytes) }
+        let length = MemoryLayout<sockaddr_un>.offset(of: \sockaddr_un.sun_path)! + bytes.count + (abstract ? 0 : 1)
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { return nil }
+        let connected = withUnsafePointer(to: &socketAddress) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(length)) }
+        }
+        guard connected == 0 else {
+            close(fd)
+            return nil
+        }
+        return fd
+    }
 
     // MARK: Sending
 

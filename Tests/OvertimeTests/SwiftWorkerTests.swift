@@ -48,6 +48,17 @@ import Testing
         #expect(output.contains("Upload complete!"))
     }
 
+    @Test func aWorkerThatInheritedNoFd3ReportsOnTheTaskSocket() async throws {
+        // Behind a shell that closes fd 3 (and does not exec it), the worker is the task's
+        // grandchild with no channel of its own: it connects to OVERTIME_SOCKET.
+        let script = "\(Self.worker("upload-file")) --chunks 40 --chunk-ms 60 3>&-; exit $?"
+        let (outcome, output) = try await run(["/bin/sh", "-c", script], policy: BudgetPolicy(budget: .seconds(1), grace: .seconds(2)))
+        #expect(outcome.succeeded, "its progress kept the task alive past its 1 s budget: \(outcome)")
+        #expect(outcome.result == .string("Upload complete!"), "\(outcome)")
+        #expect(outcome.lastProgress?.completed == 40, "\(outcome)")
+        #expect(output.contains("Upload complete!"))
+    }
+
     @Test func uploadFileStopsAtTheNextChunkWhenCancelled() async throws {
         let (outcome, _) = try await run([Self.worker("upload-file"), "--chunks", "1000", "--chunk-ms", "20"],
                                          policy: BudgetPolicy(budget: .seconds(30), grace: .seconds(5)),
