@@ -493,29 +493,23 @@ struct JobFileDecoder {
             }
             var dependency = Dependency(task: "")
             var named = false
-            var valid = true
+            var parts = JobFileParts()
             for part in given {
                 switch part.key {
                 case "task":
-                    if let name = given.string(part, expected: "a task name") {
+                    if let name = parts.read(given.string(part, expected: "a task name")) {
                         dependency.task = name
                         named = true
-                    } else {
-                        valid = false
                     }
                 case "when":
-                    if let condition = condition(part, in: given) {
-                        dependency.condition = condition
-                    } else {
-                        valid = false
-                    }
+                    if let condition = parts.read(condition(part, in: given)) { dependency.condition = condition }
                 default:
                     given.unknown(part, .init(isNot: "is not a field of a dependency", fields: Self.dependencyFields,
                                               synonyms: Self.dependencySynonyms, shownList: "task, when"))
-                    valid = false
+                    parts.fail()
                 }
             }
-            if !named, valid {
+            if !named, parts.allRead {
                 given.problem(at: given.path(of: "task"), "is missing; expected the name of the task to wait for, e.g. {\"task\": \"prep\", \"when\": \"done\"}")
             }
             if named { dependencies.append(dependency) }
@@ -561,49 +555,37 @@ struct JobFileDecoder {
         case .object:
             guard let given = fields.nested(field) else { return nil }
             var policy = RetryPolicy()
-            var valid = true
+            var parts = JobFileParts()
             var explicitMaxBackoff = false
             for item in given {
                 switch item.key {
                 case "max":
-                    if let n = given.wholeNumber(item, "\(count), e.g. 3") {
+                    if let n = parts.read(given.wholeNumber(item, "\(count), e.g. 3")) {
                         if n < 0 {
                             given.problem(item, "\(n) is negative; expected \(count) (0 for never)")
-                            valid = false
+                            parts.fail()
                         }
                         policy.maxRetries = n
-                    } else {
-                        valid = false
                     }
                 case "backoff":
-                    if let d = given.duration(item, allowNone: false, positive: false)?.duration {
-                        policy.backoff = d
-                    } else {
-                        valid = false
-                    }
+                    if let d = parts.read(given.duration(item, allowNone: false, positive: false)?.duration) { policy.backoff = d }
                 case "max-backoff":
-                    if let d = given.duration(item, allowNone: false, positive: false)?.duration {
+                    if let d = parts.read(given.duration(item, allowNone: false, positive: false)?.duration) {
                         policy.maxBackoff = d
                         explicitMaxBackoff = true
-                    } else {
-                        valid = false
                     }
                 case "on":
-                    if let conditions = retryConditions(item, in: given) {
-                        policy.on = conditions
-                    } else {
-                        valid = false
-                    }
+                    if let conditions = parts.read(retryConditions(item, in: given)) { policy.on = conditions }
                 default:
                     given.unknown(item, .init(isNot: "is not a field of 'retries'", fields: Self.retryFields, synonyms: Self.retrySynonyms))
-                    valid = false
+                    parts.fail()
                 }
             }
             if !given.contains("max") {
                 given.problem(at: given.path(of: "max"), "is missing; expected \(count), e.g. {\"max\": 3}")
                 return nil
             }
-            guard valid else { return nil }
+            guard parts.allRead else { return nil }
             if policy.backoff > policy.maxBackoff {
                 if explicitMaxBackoff {
                     given.problem(at: given.path(of: "backoff"), "\(DurationText.format(policy.backoff)) is longer than max-backoff (\(DurationText.format(policy.maxBackoff))); make backoff at most max-backoff")

@@ -38,6 +38,22 @@ struct JobFileField {
     let path: String
 }
 
+/// Whether every part of a value made of several (a retry policy, a dependency) could be
+/// read: one that could not is dropped whole, its problems already reported.
+struct JobFileParts {
+    private(set) var allRead = true
+
+    /// `value`, noting when it could not be read.
+    mutating func read<T>(_ value: T?) -> T? {
+        if value == nil { allRead = false }
+        return value
+    }
+
+    mutating func fail() {
+        allRead = false
+    }
+}
+
 /// One JSON object of a job file, at a scope and a path: reads its fields by type, naming
 /// the field's path in every problem, and reports fields that are unknown (with the one
 /// that was meant, by synonym or spelling) or given twice. Problems go to the shared
@@ -179,31 +195,32 @@ struct JobFileFields: Sequence {
 
     /// An integer written as a JSON number.
     func wholeNumber(_ field: JobFileField, _ expected: String) -> Int? {
-        switch field.value {
-        case let .number(n) where n == n.rounded() && abs(n) <= 9_007_199_254_740_992:
+        if case let .number(n) = field.value, n == n.rounded(), abs(n) <= 9_007_199_254_740_992 {
             return Int(n)
-        case let .string(text) where Int(text.trimmingSpaces) != nil:
-            problem(field, "expected a whole number, got \(JobFileText.quote(text)); write \(text.trimmingSpaces) without quotes")
-        case .null:
-            problem(field, Self.nullAdvice(allowNone: false))
-        default:
-            problem(field, "expected a whole number (\(expected)), got \(JobFileText.show(field.value))")
         }
+        let unquoted: String? = if case let .string(text) = field.value, Int(text.trimmingSpaces) != nil { text.trimmingSpaces } else { nil }
+        wrongValue(field, expected: "a whole number", unquoted: unquoted, example: expected)
         return nil
     }
 
     func bool(_ field: JobFileField) -> Bool? {
+        if case let .bool(b) = field.value { return b }
+        let unquoted: String? = if case let .string(text) = field.value, text == "true" || text == "false" { text } else { nil }
+        wrongValue(field, expected: "true or false", unquoted: unquoted)
+        return nil
+    }
+
+    /// The problem with a value of the wrong type: one written in quotes that should not
+    /// be (`unquoted`, as it should be written), null, or anything else.
+    private func wrongValue(_ field: JobFileField, expected: String, unquoted: String?, example: String? = nil) {
         switch field.value {
-        case let .bool(b):
-            return b
-        case let .string(text) where text == "true" || text == "false":
-            problem(field, "expected true or false, got \(JobFileText.quote(text)); write \(text) without quotes")
+        case let .string(text) where unquoted != nil:
+            problem(field, "expected \(expected), got \(JobFileText.quote(text)); write \(unquoted!) without quotes")
         case .null:
             problem(field, Self.nullAdvice(allowNone: false))
         default:
-            problem(field, "expected true or false, got \(JobFileText.show(field.value))")
+            problem(field, "expected \(expected)\(example.map { " (\($0))" } ?? ""), got \(JobFileText.show(field.value))")
         }
-        return nil
     }
 
     /// A duration, or `none` for no limit.
