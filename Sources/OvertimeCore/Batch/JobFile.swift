@@ -40,22 +40,28 @@ public struct JobFile: Sendable, Equatable {
     /// - Throws: `JobFileError` listing every problem found.
     public static func parse(_ bytes: [UInt8], origin: String, directory: String, host: JobFileHost) throws(JobFileError) -> JobFile {
         var decoder = JobFileDecoder(baseDirectory: directory, host: host)
-        let file = decoder.decode(bytes)
-        let problems = decoder.problems
-        guard problems.isEmpty, let file else {
+        guard let file = decoder.decode(bytes) else {
+            throw JobFileError(origin: origin, problems: decoder.report.problems.all)
+        }
+        // What could not be read is reported; what was read is checked, once.
+        var checker = JobFileChecker(report: decoder.report.problems)
+        checker.check(file, reading: decoder.reading, commandProblem: host.commandProblem)
+        let problems = checker.problems
+        guard problems.isEmpty else {
             throw JobFileError(origin: origin, problems: problems)
         }
         return file
     }
 
-    /// Checks what a scheduler relies on, for a job built in code: concurrency ≥ 1, at
-    /// least one task, valid and unique names, known dependencies without cycles, valid
-    /// pools and requests that fit them.
+    /// Checks what a scheduler relies on, for a job built in code, as a parsed file is
+    /// checked: concurrency ≥ 1, at least one task, valid and unique names, known
+    /// dependencies without cycles, valid pools and requests that fit them, and each
+    /// `commandMadeBy` naming a task. Commands are not looked up.
     /// - Parameter origin: what to call the job in the error.
     /// - Throws: `JobFileError` listing every problem found.
     public func validate(origin: String = "job") throws(JobFileError) {
         var checker = JobFileChecker()
-        checker.check(self, skips: JobFileChecker.Skips())
+        checker.check(self)
         let problems = checker.problems
         if !problems.isEmpty {
             throw JobFileError(origin: origin, problems: problems)

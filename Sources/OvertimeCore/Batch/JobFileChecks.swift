@@ -19,16 +19,24 @@ enum JobFileScope {
     }
 }
 
-/// The problems found so far, kept in reading order: the file's own fields, then each task
-/// in turn, then the dependency cycles (which belong to no single task).
+/// The problems found, in the order a user reads them: the file's own fields (then
+/// `defaults`), then each task in turn, then the dependency cycles (which belong to no
+/// single task). Within a scope they follow their places (`JobFilePlace`), found order
+/// breaking ties, so a check made after reading lands beside the field it is about.
 struct JobFileProblems {
-    private var top: [String] = []
-    private var tasks: [Int: [String]] = [:]
+    private struct Entry {
+        var place: JobFilePlace
+        var text: String
+    }
+
+    private var top: [Entry] = []
+    private var tasks: [Int: [Entry]] = [:]
     private var cycles: [String] = []
 
     /// Records "label field 'path': message" ("… field 'path' is …" when the message
     /// starts with "is ").
-    mutating func add(_ scope: JobFileScope, _ field: String?, _ message: String, cycle: Bool = false) {
+    mutating func add(_ scope: JobFileScope, _ field: String?, _ message: String,
+                      at place: JobFilePlace = .unplaced, cycle: Bool = false) {
         var text = scope.label
         if let field {
             text += "field '\(field)'" + (message.hasPrefix("is ") ? " " : ": ")
@@ -40,32 +48,78 @@ struct JobFileProblems {
             cycles.append(text)
             return
         }
+        let entry = Entry(place: place, text: text)
         switch scope {
-        case .top, .defaults: top.append(text)
-        case let .task(index, _): tasks[index, default: []].append(text)
+        case .top, .defaults: top.append(entry)
+        case let .task(index, _): tasks[index, default: []].append(entry)
         }
     }
 
     var isEmpty: Bool { top.isEmpty && tasks.isEmpty && cycles.isEmpty }
 
     var all: [String] {
-        top + tasks.keys.sorted().flatMap { tasks[$0]! } + cycles
+        Self.placed(top) + tasks.keys.sorted().flatMap { Self.placed(tasks[$0]!) } + cycles
+    }
+
+    /// By place, and in found order at one place.
+    private static func placed(_ entries: [Entry]) -> [String] {
+        entries.enumerated()
+            .sorted { a, b in a.element.place != b.element.place ? a.element.place < b.element.place : a.offset < b.offset }
+            .map(\.element.text)
     }
 }
 
-/// The checks a scheduler relies on, run on the model: on a parsed file (after the
-/// decoder's own checks of types and values) and on a job built in code.
-struct JobFileChecker {
-    /// What the decoder already checked (as it read each field, to report in file order).
-    struct Skips {
-        /// Names were checked as they were read (`noteName`).
-        var namesNoted = false
-        /// Requests and pools were checked as they were read.
-        var resources = false
-        var concurrency = false
-        var emptyTasks = false
+/// Where the fields of each scope were in the file, so that a problem the checker finds
+/// about a field comes where the file lists that field.
+struct JobFileLayout {
+    enum Scope: Hashable {
+        case top, defaults, task(Int)
     }
 
+    private var fields: [Scope: [String: JobFilePlace]] = [:]
+    private var ends: [Scope: JobFilePlace] = [:]
+
+    mutating func note(_ scope: Scope, _ field: String, at place: JobFilePlace) {
+        fields[scope, default: [:]][field] = place
+    }
+
+    /// Where a check of the scope as a whole goes: after its fields.
+    mutating func noteEnd(_ scope: Scope, at place: JobFilePlace) {
+        ends[scope] = place
+    }
+
+    func place(_ scope: Scope, _ field: String) -> JobFilePlace {
+        fields[scope]?[field] ?? .unplaced
+    }
+
+    func end(_ scope: Scope) -> JobFilePlace {
+        ends[scope] ?? .unplaced
+    }
+}
+
+/// What reading a job file found that checking it needs: the values that could not be
+/// read (a problem was reported about each, so the checker reports nothing derived from
+/// them), where requests were written, and where each field was.
+struct JobFileReading {
+    /// Pools that could not be read whole: checked by name only, and requests are not
+    /// measured against them.
+    var unreadablePools: Set<String> = []
+    /// 'tasks' was missing or not an array: an empty task list is not a second problem.
+    var tasksUnreadable = false
+    /// Tasks whose name could not be read (missing, not a string, the task not an object).
+    var unnamedTasks: Set<Int> = []
+    /// The requests of `defaults`, checked once, there.
+    var defaultRequests: [String: Int]?
+    /// Tasks that gave no readable requests of their own: theirs are the defaults'.
+    var inheritedRequests: Set<Int> = []
+    var layout = JobFileLayout()
+}
+
+/// The checks a scheduler relies on, about what a job means rather than how it is written:
+/// concurrency, at least one task, names, pools and requests, commands, dependencies and
+/// cycles. Run once on the model, whether it was read from a file (given what reading
+/// found, `JobFileReading`) or built in code.
+struct JobFileChecker {
     var report = JobFileProblems()
     var problems: [String] { report.all }
 
@@ -75,52 +129,64 @@ struct JobFileChecker {
     /// Where each name first appears.
     private(set) var nameIndex: [String: Int] = [:]
 
-    mutating func check(_ file: JobFile, skips: Skips) {
-        if !skips.concurrency {
-            checkConcurrency(file.concurrency)
+    /// - Parameter report: the problems found so far (in reading the file).
+    init(report: JobFileProblems = JobFileProblems()) {
+        self.report = report
+    }
+
+    /// Checks `file`.
+    /// - Parameters:
+    ///   - reading: what reading the file found; a job built in code gives none.
+    ///   - commandProblem: what is wrong with a task's command, if it is to be looked up.
+    mutating func check(_ file: JobFile, reading: JobFileReading = JobFileReading(),
+                        commandProblem: ((_ program: String, _ task: JobTask) -> String?)? = nil) {
+        let layout = reading.layout
+        checkConcurrency(file.concurrency, at: layout.place(.top, "concurrency"))
+        if !reading.tasksUnreadable, file.tasks.isEmpty {
+            report.add(.top, "tasks", "the list is empty; a job file needs at least one task", at: layout.end(.top))
         }
-        if !skips.emptyTasks, file.tasks.isEmpty {
-            report.add(.top, "tasks", "the list is empty; a job file needs at least one task")
+        checkPools(file.resources, unreadable: reading.unreadablePools, at: layout.place(.top, "resources"))
+        if let requests = reading.defaultRequests {
+            checkRequests(requests, pools: file.resources, lenient: reading.unreadablePools, scope: .defaults,
+                          at: layout.place(.defaults, "resources"))
         }
-        if !skips.resources {
-            checkPools(file.resources)
+        for (i, task) in file.tasks.enumerated() where !reading.unnamedTasks.contains(i) {
+            noteName(task.name, at: i, place: layout.place(.task(i), "name"))
         }
-        if !skips.namesNoted {
-            for (i, task) in file.tasks.enumerated() {
-                noteName(task.name, at: i)
-            }
-        }
+        let names = file.tasks.map(\.name)
         for (i, task) in file.tasks.enumerated() {
             let scope = JobFileScope.task(i, named: task.name)
-            checkDependencies(of: task, scope: scope)
-            if !skips.resources {
-                checkRequests(task.resources, pools: file.resources, scope: scope)
+            if !reading.inheritedRequests.contains(i) {
+                checkRequests(task.resources, pools: file.resources, lenient: reading.unreadablePools, scope: scope,
+                              at: layout.place(.task(i), "resources"))
             }
+            checkCommand(of: task, scope: scope, names: names, lookUp: commandProblem, at: layout.end(.task(i)))
+            checkDependencies(of: task, scope: scope, at: layout.end(.task(i)))
         }
         checkCycles(file.tasks)
     }
 
-    mutating func checkConcurrency(_ concurrency: Int) {
+    private mutating func checkConcurrency(_ concurrency: Int, at place: JobFilePlace) {
         if concurrency < 1 {
-            report.add(.top, "concurrency", "\(concurrency) is less than 1; expected how many tasks may run at once, e.g. 4")
+            report.add(.top, "concurrency", "\(concurrency) is less than 1; expected how many tasks may run at once, e.g. 4", at: place)
         }
     }
 
     // MARK: Pools and requests
 
     /// Checks the pools; those in `unreadable` (reported already) only by name.
-    mutating func checkPools(_ pools: [String: ResourcePool], unreadable: Set<String> = []) {
+    private mutating func checkPools(_ pools: [String: ResourcePool], unreadable: Set<String>, at place: JobFilePlace) {
         var variables: [String: String] = [:]
         for name in pools.keys.sorted() {
             let path = "resources.\(name)"
             if name.isEmpty {
-                report.add(.top, "resources", "a pool name is empty; name it, e.g. \"gpu\"")
+                report.add(.top, "resources", "a pool name is empty; name it, e.g. \"gpu\"", at: place)
             } else if let bad = name.unicodeScalars.first(where: { !($0.isASCIILetterOrDigit || $0 == "_" || $0 == "-") }) {
-                report.add(.top, path, "the pool name holds \(Self.describe(bad)); use letters, digits, '_' and '-' (it becomes part of a variable name)")
+                report.add(.top, path, "the pool name holds \(Self.describe(bad)); use letters, digits, '_' and '-' (it becomes part of a variable name)", at: place)
             } else {
                 let variable = JobFile.resourceVariable(forPool: name)
                 if let other = variables[variable] {
-                    report.add(.top, path, "pools '\(other)' and '\(name)' would both be given to tasks as \(variable); rename one")
+                    report.add(.top, path, "pools '\(other)' and '\(name)' would both be given to tasks as \(variable); rename one", at: place)
                 } else {
                     variables[variable] = name
                 }
@@ -129,59 +195,59 @@ struct JobFileChecker {
             switch pools[name]! {
             case let .slots(ids):
                 if ids.isEmpty {
-                    report.add(.top, path, "the pool has no slots; list at least one id, e.g. [\"0\", \"1\"]")
+                    report.add(.top, path, "the pool has no slots; list at least one id, e.g. [\"0\", \"1\"]", at: place)
                 }
                 var seen: [String: Int] = [:]
                 for (k, id) in ids.enumerated() {
                     if id.isEmpty {
-                        report.add(.top, "\(path)[\(k)]", "a slot id is empty")
+                        report.add(.top, "\(path)[\(k)]", "a slot id is empty", at: place)
                     } else if id.contains(",") {
-                        report.add(.top, "\(path)[\(k)]", "\(JobFileText.quote(id)) holds a comma; ids are handed to tasks joined by commas (CUDA_VISIBLE_DEVICES=0,1), so list each one separately: [\"0\", \"1\"]")
+                        report.add(.top, "\(path)[\(k)]", "\(JobFileText.quote(id)) holds a comma; ids are handed to tasks joined by commas (CUDA_VISIBLE_DEVICES=0,1), so list each one separately: [\"0\", \"1\"]", at: place)
                     } else if let bad = id.unicodeScalars.first(where: { $0.properties.isWhitespace || $0.value < 0x20 || $0.value == 0x7F }) {
-                        report.add(.top, "\(path)[\(k)]", "\(JobFileText.quote(id)) holds \(Self.describe(bad)); a slot id cannot")
+                        report.add(.top, "\(path)[\(k)]", "\(JobFileText.quote(id)) holds \(Self.describe(bad)); a slot id cannot", at: place)
                     }
                     if let first = seen[id] {
-                        report.add(.top, "\(path)[\(k)]", "slot \(JobFileText.quote(id)) is listed twice (also at \(path)[\(first)]); each slot id must be unique")
+                        report.add(.top, "\(path)[\(k)]", "slot \(JobFileText.quote(id)) is listed twice (also at \(path)[\(first)]); each slot id must be unique", at: place)
                     } else {
                         seen[id] = k
                     }
                 }
             case let .count(total):
                 if total < 1 {
-                    report.add(.top, path, "\(total) is less than 1; a counted pool holds at least 1")
+                    report.add(.top, path, "\(total) is less than 1; a counted pool holds at least 1", at: place)
                 }
                 if name == "gpu" {
-                    report.add(.top, path, "pool 'gpu' must list its device ids, e.g. [\"0\", \"1\", \"2\", \"3\"], not count them: Overtime sets each task's CUDA_VISIBLE_DEVICES from the ids it is given")
+                    report.add(.top, path, "pool 'gpu' must list its device ids, e.g. [\"0\", \"1\", \"2\", \"3\"], not count them: Overtime sets each task's CUDA_VISIBLE_DEVICES from the ids it is given", at: place)
                 }
             }
         }
     }
 
     /// Checks one task's (or the defaults') requests against the pools.
-    mutating func checkRequests(_ requests: [String: Int], pools: [String: ResourcePool], lenient: Set<String> = [],
-                                scope: JobFileScope) {
+    private mutating func checkRequests(_ requests: [String: Int], pools: [String: ResourcePool], lenient: Set<String>,
+                                        scope: JobFileScope, at place: JobFilePlace) {
         for pool in requests.keys.sorted() {
             let amount = requests[pool]!
             let path = "resources.\(pool)"
             if amount < 1 {
-                report.add(scope, path, "asks for \(amount); a request is at least 1 (to use none of the pool, leave it out)")
+                report.add(scope, path, "asks for \(amount); a request is at least 1 (to use none of the pool, leave it out)", at: place)
             }
             if lenient.contains(pool) { continue }
             guard let available = pools[pool] else {
                 if pools.isEmpty {
-                    report.add(scope, path, "there is no pool named '\(pool)': the job file declares none; declare it in the top-level 'resources', e.g. \"resources\": {\"\(pool)\": [\"0\", \"1\"]} for slots or {\"\(pool)\": 8} for a count")
+                    report.add(scope, path, "there is no pool named '\(pool)': the job file declares none; declare it in the top-level 'resources', e.g. \"resources\": {\"\(pool)\": [\"0\", \"1\"]} for slots or {\"\(pool)\": 8} for a count", at: place)
                 } else {
                     report.add(scope, path, "there is no pool named '\(pool)'\(JobFileText.suggestion(for: pool, among: Array(pools.keys)))"
-                        + " (pools: \(pools.keys.sorted().joined(separator: ", ")))")
+                        + " (pools: \(pools.keys.sorted().joined(separator: ", ")))", at: place)
                 }
                 continue
             }
             switch available {
             case let .slots(ids) where amount > ids.count:
                 let shown = ids.count <= 8 ? " (\(ids.joined(separator: ", ")))" : ""
-                report.add(scope, path, "asks for \(amount) slots but pool '\(pool)' has only \(ids.count)\(shown), so the task could never start; ask for at most \(ids.count)")
+                report.add(scope, path, "asks for \(amount) slots but pool '\(pool)' has only \(ids.count)\(shown), so the task could never start; ask for at most \(ids.count)", at: place)
             case let .count(total) where amount > total:
-                report.add(scope, path, "asks for \(amount) but pool '\(pool)' holds \(total) in all, so the task could never start; ask for at most \(total)")
+                report.add(scope, path, "asks for \(amount) but pool '\(pool)' holds \(total) in all, so the task could never start; ask for at most \(total)", at: place)
             default:
                 break
             }
@@ -191,14 +257,14 @@ struct JobFileChecker {
     // MARK: Names and dependencies
 
     /// Checks the name of task `i` and notes where it first appears.
-    mutating func noteName(_ name: String, at i: Int) {
+    private mutating func noteName(_ name: String, at i: Int, place: JobFilePlace) {
         let scope = JobFileScope.task(i, named: name)
         if let problem = Self.nameProblem(name) {
-            report.add(scope, "name", problem)
+            report.add(scope, "name", problem, at: place)
         }
         if name.isEmpty { return }
         if let first = nameIndex[name] {
-            report.add(scope, "name", "'\(name)' is already the name of task #\(first + 1); task names must be unique")
+            report.add(scope, "name", "'\(name)' is already the name of task #\(first + 1); task names must be unique", at: place)
         } else {
             nameIndex[name] = i
         }
@@ -221,26 +287,44 @@ struct JobFileChecker {
         return nil
     }
 
-    mutating func checkDependencies(of task: JobTask, scope: JobFileScope) {
+    private mutating func checkDependencies(of task: JobTask, scope: JobFileScope, at place: JobFilePlace) {
         let index = nameIndex
         var seen: [String: Int] = [:]
         for (k, dependency) in task.after.enumerated() {
             let path = "after[\(k)]"
             let target = dependency.task
             if target.isEmpty {
-                report.add(scope, path, "the task name is empty; expected the name of a task to wait for")
+                report.add(scope, path, "the task name is empty; expected the name of a task to wait for", at: place)
                 continue
             }
             if let first = seen[target] {
-                report.add(scope, path, "'\(target)' is listed twice (also at after[\(first)]); list each task once, with the condition you mean")
+                report.add(scope, path, "'\(target)' is listed twice (also at after[\(first)]); list each task once, with the condition you mean", at: place)
                 continue
             }
             seen[target] = k
             if target == task.name {
-                report.add(scope, path, "'\(target)' cannot wait for itself; remove it from 'after'")
+                report.add(scope, path, "'\(target)' cannot wait for itself; remove it from 'after'", at: place)
             } else if index[target] == nil {
-                report.add(scope, path, "there is no task named '\(target)'\(JobFileText.suggestion(for: target, among: Array(index.keys).sorted()))")
+                report.add(scope, path, "there is no task named '\(target)'\(JobFileText.suggestion(for: target, among: Array(index.keys).sorted()))", at: place)
             }
+        }
+    }
+
+    /// Each command must be found now, not hours in when its task is reached; a task whose
+    /// command an earlier task makes names that task (`command-made-by`) instead.
+    private mutating func checkCommand(of task: JobTask, scope: JobFileScope, names: [String],
+                                       lookUp: ((_ program: String, _ task: JobTask) -> String?)?, at place: JobFilePlace) {
+        if let maker = task.commandMadeBy {
+            if maker == task.name {
+                report.add(scope, "command-made-by", "names the task itself; name the earlier task that makes the command", at: place)
+            } else if !names.contains(maker) {
+                report.add(scope, "command-made-by", "there is no task named \(JobFileText.quote(maker))\(JobFileText.aside(for: maker, among: names))", at: place)
+            }
+            return
+        }
+        guard let lookUp, let program = task.command.first else { return }
+        if let problem = lookUp(program, task) {
+            report.add(scope, "command", problem, at: place)
         }
     }
 
