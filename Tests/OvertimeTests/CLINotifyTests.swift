@@ -88,8 +88,10 @@ struct CLINotifyTests {
     func outsiderAndOff() async throws {
         let scratch = try CLIScratch()
         let address = scratch.path("address")
-        let task = CLIProcess(["run", "--json", "--budget", "1.5s", "--", "sh", "-c",
-                               "printf %s \"$NOTIFY_SOCKET\" > '\(address)'; sleep 5"], in: scratch)
+        // Room for the outsider to start on a loaded machine; its WATCHDOG=1, were it heard,
+        // would move the deadline 6 s on, its EXTEND a minute.
+        let task = CLIProcess(["run", "--json", "--budget", "6s", "--", "sh", "-c",
+                               "printf %s \"$NOTIFY_SOCKET\" > '\(address)'; sleep 70"], in: scratch)
         try await task.start()
         let clock = ContinuousClock()
         let end = clock.now + .seconds(10)
@@ -103,8 +105,9 @@ struct CLINotifyTests {
             _ = await ping.finish(timeout: .seconds(10))
             try await Task.sleep(for: .milliseconds(300))
         }
-        let r = await task.finish(timeout: .seconds(20))
+        let r = await task.finish(timeout: .seconds(30))
         #expect(r.status == 124, "an outsider's WATCHDOG and EXTEND moved nothing: \(r)")
+        #expect(r.wall < .seconds(20), "\(r)")
         let report = try r.report()
         #expect(report["ready"] as? Bool == false, "\(r)")
         #expect(r.stderr.contains("refused"), "\(r)")

@@ -140,10 +140,11 @@ import Testing
         try await withSupervisor { supervisor, log in
             let dir = try TemporaryDirectory()
             let seen = dir.path("seen")
-            // The child reads the cancel line on fd 3 when SIGTERM arrives, and takes a second
-            // to clean up, so a second cancel lands while it is still cancelling.
+            // The child reads the cancel line on fd 3 when SIGTERM arrives, and takes 3 s to
+            // clean up, so a second cancel lands while it is still cancelling (1 s was too
+            // short once, when the test's own thread was held up in a full parallel run).
             let script = """
-            trap 'read -r line <&3; read -r line <&3; echo "$line" > \(seen); sleep 1; exit 0' TERM
+            trap 'read -r line <&3; read -r line <&3; echo "$line" > \(seen); sleep 3; exit 0' TERM
             printf '{"type":"ready"}\\n' >&3
             while true; do sleep 0.05; done
             """
