@@ -97,7 +97,8 @@ struct CLINotifyTests {
         let end = clock.now + .seconds(10)
         while scratch.read("address")?.isEmpty ?? true, clock.now < end { try await Task.sleep(for: .milliseconds(20)) }
         var environment = ProcessInfo.processInfo.environment
-        environment["NOTIFY_SOCKET"] = try #require(scratch.read("address"))
+        let socketAddress: String = try #require(scratch.read("address"))
+        environment["NOTIFY_SOCKET"] = socketAddress
         for _ in 0..<3 {
             _ = try await outsiderRun("/usr/bin/systemd-notify", ["--ready", "WATCHDOG=1", "EXTEND_TIMEOUT_USEC=60000000"],
                                       environment: environment)
@@ -130,5 +131,31 @@ struct CLINotifyTests {
         #expect(try silent.report()["ready"] as? Bool == false, "no newline, not ready: \(silent)")
         let bad = try await cliRun(["run", "--notify-fd", "3", "--", "true"], in: scratch)
         #expect(bad.status == 125 && bad.stderr.contains("--notify-fd"), "\(bad)")
+    }
+
+    @Test("in a batch, readiness by sd_notify or by s6's fd starts an `after … ready` dependent while the server still runs; notify-socket false gives none")
+    func batchReadiness() async throws {
+        let f = try CLIBatchFixture()
+        let started = f.path("client-started")
+        let waitForClient = "for i in $(seq 200); do [ -e '\(started)' ] && exit 0; sleep 0.1; done; exit 7"
+        try f.writeJob(["tasks": [
+            ["name": "notify-server", "command": ["sh", "-c", "sleep 0.2; systemd-notify --ready; \(waitForClient)"]],
+            ["name": "s6-server", "command": ["sh", "-c", "sleep 0.2; echo >&6; \(waitForClient)"], "notify-fd": 6],
+            ["name": "client", "command": ["sh", "-c", "touch '\(started)'"],
+             "after": [["task": "notify-server", "when": "ready"], ["task": "s6-server", "when": "ready"]]],
+            ["name": "quiet", "command": ["sh", "-c", "test -z \"$NOTIFY_SOCKET\""], "notify-socket": false],
+        ]])
+        let r = try await f.run()
+        #expect(r.status == 0, "both servers saw the client start while they ran: \(r)")
+        let summary = try f.summaryTasks()
+        for name in ["notify-server", "s6-server", "client", "quiet"] {
+            #expect(summary[name]?["outcome"] as? String == "succeeded", "\(name): \(summary[name] ?? [:])")
+        }
+        #expect(try f.events(of: "notify-server", "ready").count == 1 && f.events(of: "s6-server", "ready").count == 1)
+
+        try f.writeJobText(#"{"tasks": [{"name": "a", "command": ["true"], "notify-fd": 3, "notify-socket": "yes"}]}"#)
+        let bad = try await cliRun(["batch", f.path("job.json"), "--run-dir", f.path("run-bad")], in: f.scratch)
+        #expect(bad.status == 125 && bad.stderr.contains("'notify-fd': 3 is not a descriptor from 4 to 15")
+                && bad.stderr.contains("'notify-socket': expected true or false"), "\(bad)")
     }
 }

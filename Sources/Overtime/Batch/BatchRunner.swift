@@ -379,11 +379,12 @@ final class BatchCore: EventSink {
         policy.maxRuntime = maxRuntime
         if let failure = journal.markAttempt(task.name, attempt: attempt) { onUpdate(.recordFailed(failure)) }
         let log = journal.logPath(for: task.name)
-        let spec = TaskSpec(name: task.name, arguments: task.command, environment: environment,
+        var spec = TaskSpec(name: task.name, arguments: task.command, environment: environment,
                             inheritEnvironment: task.inheritEnvironment,
                             workingDirectory: task.workingDirectory, policy: policy, stdin: .null,
                             stdout: .file(path: log, append: true), stderr: .file(path: log, append: true),
                             isolation: task.isolation)
+        spec.readiness = task.readiness
         let handle = supervisor.spawn(spec)
         indexByTaskID[handle.ref.id] = index
         handles[index] = handle

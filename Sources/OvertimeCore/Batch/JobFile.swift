@@ -127,6 +127,8 @@ public struct JobTask: Sendable, Equatable {
     public var inheritEnvironment: Bool
     /// `user`, `group`, `limits`, `nice`.
     public var isolation: TaskIsolation
+    /// `notify-socket`, `notify-fd`: the readiness protocols it may speak.
+    public var readiness: Readiness
 
     public init(
         name: String,
@@ -139,7 +141,8 @@ public struct JobTask: Sendable, Equatable {
         resources: [String: Int] = [:],
         retry: RetryPolicy = .none,
         inheritEnvironment: Bool = true,
-        isolation: TaskIsolation = .none
+        isolation: TaskIsolation = .none,
+        readiness: Readiness = Readiness()
     ) {
         self.name = name
         self.command = command
@@ -152,6 +155,7 @@ public struct JobTask: Sendable, Equatable {
         self.retry = retry
         self.inheritEnvironment = inheritEnvironment
         self.isolation = isolation
+        self.readiness = readiness
     }
 }
 

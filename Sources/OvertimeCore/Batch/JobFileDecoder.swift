@@ -28,7 +28,7 @@ struct JobFileDecoder {
     static let topFields = ["concurrency", "deadline", "defaults", "resources", "tasks"]
     static let taskFields = ["name", "command", "env", "cwd", "budget", "window", "max-runtime", "grace",
                              "warn-before", "require-advance", "min-start", "after", "resources", "retries",
-                             "clean-env", "user", "group", "limits", "nice", "command-made-by"]
+                             "clean-env", "user", "group", "limits", "nice", "command-made-by", "notify-socket", "notify-fd"]
     /// Fields every task gives for itself.
     static let ownFields: Set = ["name", "command", "after", "command-made-by"]
     static let defaultsFields = taskFields.filter { !ownFields.contains($0) }
@@ -187,6 +187,8 @@ struct JobFileDecoder {
         var group: UInt32?
         var limits: [ResourceLimit]?
         var nice: Int32?
+        var notifySocket: Bool?
+        var notifyFD: Int32?
     }
 
     private mutating func task(_ value: JSONValue, index: Int, defaults: TaskFields) -> JobTask {
@@ -247,7 +249,8 @@ struct JobFileDecoder {
             retry: own.retry ?? defaults.retry ?? .none,
             inheritEnvironment: !(own.cleanEnv ?? defaults.cleanEnv ?? false),
             isolation: TaskIsolation(user: own.user ?? defaults.user, groupID: own.group ?? defaults.group,
-                                     limits: Self.merged(own.limits, over: defaults.limits), niceness: own.nice ?? defaults.nice)
+                                     limits: Self.merged(own.limits, over: defaults.limits), niceness: own.nice ?? defaults.nice),
+            readiness: Readiness(notifySocket: own.notifySocket ?? defaults.notifySocket ?? true, notifyFD: own.notifyFD ?? defaults.notifyFD)
         )
     }
 
@@ -308,6 +311,17 @@ struct JobFileDecoder {
                 f.limits = limits(field, in: fields)
             case "nice":
                 f.nice = isolationText(field, in: fields, example: "10", TaskIsolation.parseNiceness)
+            case "notify-socket":
+                f.notifySocket = fields.bool(field)
+            case "notify-fd":
+                let range = Readiness.notifyFDRange
+                if let fd = fields.wholeNumber(field, "a descriptor from \(range.lowerBound) to \(range.upperBound), e.g. 5") {
+                    if range.contains(Int32(clamping: fd)) {
+                        f.notifyFD = Int32(fd)
+                    } else {
+                        fields.problem(field, "\(fd) is not a descriptor from \(range.lowerBound) to \(range.upperBound) (0 to 2 are the task's standard streams, 3 its channel)")
+                    }
+                }
             default:
                 let owner = isDefaults ? "'defaults'" : "a task"
                 if Self.topFields.contains(key) {
