@@ -372,7 +372,7 @@ final class TaskRunner {
     /// A process connected to the task's socket: a reporter when it is part of the task
     /// (DESIGN §3a), else refused and counted.
     private func reporterConnected(_ stream: ByteStream, peer: PeerCredentials?) {
-        guard let leader = process?.pid, let peer, ProcessTree.belongs(peer.pid, toTaskLedBy: leader) else {
+        guard isMember(peer) else {
             stream.close()
             refusedReporters += 1
             supervisor.emit(TaskEvent(task: ref, time: Self.clock(), kind: .reporterRefused(pid: peer?.pid, uid: peer?.uid)))
@@ -402,7 +402,7 @@ final class TaskRunner {
         var descriptors = datagram.descriptors
         defer { descriptors.forEach(Descriptors.close) }
         let now = Self.clock()
-        guard let leader = process?.pid, let sender = datagram.sender, ProcessTree.belongs(sender.pid, toTaskLedBy: leader) else {
+        guard isMember(datagram.sender) else {
             refusedReporters += 1
             supervisor.emit(TaskEvent(task: ref, time: now, kind: .reporterRefused(pid: datagram.sender?.pid, uid: datagram.sender?.uid)))
             return
@@ -430,6 +430,19 @@ final class TaskRunner {
             decide(at: now) { machine, actions in machine.notify(notification, now: now, into: &actions) }
         }
         rearm(now: now)
+    }
+
+    /// A process of the task (DESIGN §3a). A sender already gone when it is read (it wrote
+    /// and exited: `python -c 'sd_notify(…)'`, a short-lived hook) leaves nothing to ask but
+    /// the uid the kernel recorded: it counts when that is the task's own user. (systemd
+    /// meets the same race; `systemd-notify` waits on a barrier to avoid it.)
+    private func isMember(_ peer: PeerCredentials?) -> Bool {
+        guard let leader = process?.pid, let peer else { return false }
+        switch ProcessTree.membership(of: peer.pid, inTaskLedBy: leader) {
+        case .member: return true
+        case .stranger: return false
+        case .gone: return peer.uid == (spec.isolation.user?.uid ?? ProcessTree.currentUserID)
+        }
     }
 
     private func closeNotifyFD() {

@@ -19,18 +19,32 @@ public enum ProcessTree {
         return Int32(String(decoding: fields[1], as: UTF8.self))
     }
 
-    /// True when `pid` is `leader`, is in the session `leader` leads, or descends from it.
-    /// A process whose parent died (reparented to PID 1 or a subreaper) and that left the
-    /// session cannot be told from a stranger; it is not counted.
-    public static func belongs(_ pid: Int32, toTaskLedBy leader: Int32) -> Bool {
-        guard pid > 0, leader > 0 else { return false }
-        if pid == leader || getsid(pid) == leader { return true }
+    /// Whether a process belongs to a task.
+    public enum Membership: Equatable {
+        /// The leader, in the session the leader leads, or descended from it.
+        case member
+        /// Alive and none of those. (A process whose parent died and that left the session
+        /// cannot be told from a stranger: it is one.)
+        case stranger
+        /// Gone already: nothing is left to ask (a sender that wrote and exited before it
+        /// was read, as `python -c 'sd_notify(…)'` does).
+        case gone
+    }
+
+    public static func membership(of pid: Int32, inTaskLedBy leader: Int32) -> Membership {
+        guard pid > 0, leader > 0 else { return .stranger }
+        if pid == leader || getsid(pid) == leader { return .member }
+        if kill(pid, 0) != 0, errno == ESRCH { return .gone }
         var current = pid
         for _ in 0..<64 {
-            guard let up = parent(of: current), up > 1 else { return false }
-            if up == leader { return true }
+            guard let up = parent(of: current) else { return current == pid ? .gone : .stranger }
+            guard up > 1 else { return .stranger }
+            if up == leader { return .member }
             current = up
         }
-        return false
+        return .stranger
     }
+
+    /// This process's effective user id.
+    public static var currentUserID: UInt32 { geteuid() }
 }
