@@ -34,39 +34,64 @@ struct BarTable: Sendable {
     /// reports again it is new, and so advances once).
     static let limit = 256
 
-    private var bars: [Key: Bar] = [:]
+    /// The bar that moved last, kept out of the dictionary: a message for it (nearly every
+    /// message, on the hot path of a chatty task) is recorded with no hashing and no copy.
+    private var current: (key: Key, bar: Bar)?
+    /// Every other bar.
+    private var others: [Key: Bar] = [:]
     private var records = 0
+    /// What the bar last shown showed, once its reporter has gone.
+    private var shownByGone: Progress?
 
-    /// Records a progress message; returns the bar's merged progress and whether it advanced.
-    mutating func record(_ progress: Progress, from reporter: ReporterID) -> (merged: Progress, advanced: Bool) {
+    /// The merged progress of the bar that moved last; nil before any.
+    var lastProgress: Progress? { current?.bar.progress ?? shownByGone }
+
+    /// Records a progress message; returns whether it advanced its bar.
+    mutating func record(_ progress: Progress, from reporter: ReporterID) -> Bool {
         records += 1
-        let key = Key(reporter: reporter, bar: progress.bar)
-        guard var bar = bars[key] else {
-            if bars.count >= Self.limit, let stalest = bars.min(by: { $0.value.touched < $1.value.touched })?.key {
-                bars[stalest] = nil
-            }
-            bars[key] = Bar(progress: progress, lastCompleted: progress.completed, lastFraction: progress.fraction, touched: records)
-            return (progress, true)
+        if current != nil, current!.key.reporter == reporter, current!.key.bar == progress.bar {
+            return Self.update(&current!.bar, with: progress, at: records)
         }
+        if let previous = current {
+            others[previous.key] = previous.bar
+        }
+        let key = Key(reporter: reporter, bar: progress.bar)
+        if var bar = others.removeValue(forKey: key) {
+            let advanced = Self.update(&bar, with: progress, at: records)
+            current = (key, bar)
+            return advanced
+        }
+        if others.count >= Self.limit - 1, let stalest = others.min(by: { $0.value.touched < $1.value.touched })?.key {
+            others[stalest] = nil
+        }
+        current = (key, Bar(progress: progress, lastCompleted: progress.completed, lastFraction: progress.fraction, touched: records))
+        return true
+    }
+
+    /// Judges `progress` against the bar's previous message, then merges it in.
+    private static func update(_ bar: inout Bar, with progress: Progress, at record: Int) -> Bool {
         var advanced = false
         if let c = progress.completed {
-            if let last = bar.lastCompleted { advanced = c > last } else { advanced = true }
+            advanced = bar.lastCompleted.map { c > $0 } ?? true
             bar.lastCompleted = c
         }
         if let f = progress.fraction {
-            if let last = bar.lastFraction { advanced = advanced || f > last } else { advanced = true }
+            advanced = (bar.lastFraction.map { f > $0 } ?? true) || advanced
             bar.lastFraction = f
         }
         bar.progress.merge(progress)
-        bar.touched = records
-        let merged = bar.progress
-        bars[key] = bar
-        return (merged, advanced)
+        bar.touched = record
+        return advanced
     }
 
+    /// A reporter's bars go; what the last one shown showed stays as the task's progress.
     mutating func forget(_ reporter: ReporterID) {
-        bars = bars.filter { $0.key.reporter != reporter }
+        others = others.filter { $0.key.reporter != reporter }
+        if let shown = current, shown.key.reporter == reporter {
+            shownByGone = shown.bar.progress
+            current = nil
+        }
     }
 
-    var count: Int { bars.count }
+    var count: Int { others.count + (current == nil ? 0 : 1) }
 }

@@ -93,7 +93,8 @@ public struct TaskMachine: Sendable {
     public let startedAt: MonotonicInstant
     private(set) var budget: Budget
     private(set) var stage: Stage = .running
-    public private(set) var lastProgress: Progress?
+    /// What the task showed last: the merged progress of the bar that moved last.
+    public var lastProgress: Progress? { bars.lastProgress }
     public private(set) var result: JSONValue?
     public private(set) var protocolErrors = 0
     public private(set) var isReady = false
@@ -185,10 +186,9 @@ public struct TaskMachine: Sendable {
                                  into actions: inout [Action]) {
         switch message {
         case let .progress(progress):
-            let (merged, advanced) = bars.record(progress, from: reporter)
-            lastProgress = merged
+            let advanced = bars.record(progress, from: reporter)
             if advanced || !policy.requireAdvance { heartbeat(now: now) }
-            actions.append(.emit(.progress(merged, remaining: remaining(at: now))))
+            actions.append(.emit(.progress(bars.lastProgress!, remaining: remaining(at: now))))
         case .heartbeat:
             // Under require-advance a heartbeat proves nothing moved, so it extends nothing.
             if !policy.requireAdvance { heartbeat(now: now) }
@@ -219,9 +219,8 @@ public struct TaskMachine: Sendable {
         case let .status(text):
             // A status is news, not proof of life: it moves no deadline (systemd's watchdog
             // is petted by WATCHDOG=1 alone).
-            let (merged, _) = bars.record(Progress(detail: text), from: .notifySocket)
-            lastProgress = merged
-            actions.append(.emit(.progress(merged, remaining: remaining(at: now))))
+            _ = bars.record(Progress(detail: text), from: .notifySocket)
+            actions.append(.emit(.progress(bars.lastProgress!, remaining: remaining(at: now))))
         case .watchdogTrigger:
             _ = cancel(reason: .timeout, now: now, into: &actions)
         case let .recorded(key, value):
