@@ -90,13 +90,30 @@ class FakeSupervisor(object):
         return [m for m in self.received if m.get("type") == kind]
 
 
+_listeners = iter(range(1, 1 << 30))
+
+
+def task_socket_listener():
+    """A listening socket in Linux's abstract namespace, and its OVERTIME_SOCKET name."""
+    name = "@overtime-worker-test-{}-{}".format(os.getpid(), next(_listeners))
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind("\0" + name[1:])
+    listener.listen(8)
+    return listener, name
+
+
 @pytest.fixture
 def supervisor():
-    """Puts overtime_worker under a fake supervisor for one test, and back outside after."""
-    ours, theirs = socket.socketpair()
-    env = {"OVERTIME_FD": str(theirs.fileno()), "OVERTIME_TASK": "test", "OVERTIME_RUN": "run-1"}
+    """Puts overtime_worker under a fake supervisor for one test, and back outside after:
+    the library connects to the fake's OVERTIME_SOCKET (fd 3 would have to come from this
+    process's parent)."""
+    listener, name = task_socket_listener()
+    env = {"OVERTIME_SOCKET": name, "OVERTIME_TASK": "test", "OVERTIME_RUN": "run-1"}
     channel = overtime_worker._restart_for_tests(env)
     assert channel is not None
+    listener.settimeout(5)
+    ours, _ = listener.accept()
+    listener.close()
     fake = FakeSupervisor(ours)
     try:
         yield fake
@@ -105,7 +122,6 @@ def supervisor():
         ours.close()                       # EOF: the reader thread ends
         channel._reader.join(5)
         channel._writer.join(5)
-        theirs.close()
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
