@@ -9,6 +9,7 @@ bar then sits still for an hour. Creating, resetting, renaming and closing a bar
 at once. Nothing here ever raises into the program.
 """
 
+import atexit
 import itertools
 import os
 import threading
@@ -97,6 +98,20 @@ def _flush_loop():
                 send(bar)
             else:
                 bar.deferred = False
+
+
+def _send_deferred_at_exit():
+    # Registered after overtime_worker's own exit flush, so it runs before it (atexit is
+    # last in, first out): what waited for the helper thread goes out with the rest.
+    with _lock:
+        bars = list(_pending)
+        del _pending[:]
+    for bar in bars:
+        if bar.deferred and bar.open:
+            send(bar)
+
+
+atexit.register(_send_deferred_at_exit)
 
 
 def _after_fork():
