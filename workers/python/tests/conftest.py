@@ -181,3 +181,31 @@ def write_script(tmp_path, name, source):
     path = tmp_path / name
     path.write_text(source)
     return path
+
+
+# ---- OVERTIME_SOCKET under the real supervisor ---------------------------------------------
+# The supervisor's side of OVERTIME_SOCKET (DESIGN §3a) lands apart from this library's.
+# Tests marked `task_socket` need it; they are skipped, saying so, while `overtime run`
+# does not give its task OVERTIME_SOCKET yet.
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "task_socket: needs the supervisor to give each task OVERTIME_SOCKET")
+
+
+_task_socket_support = {}
+
+
+def _supervisor_gives_task_socket(binary):
+    if binary not in _task_socket_support:
+        probe = subprocess.run([binary, "run", "--progress", "none", "--", "sh", "-c", 'test -n "$OVERTIME_SOCKET"'],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=clean_env(), timeout=60)
+        _task_socket_support[binary] = probe.returncode == 0
+    return _task_socket_support[binary]
+
+
+def pytest_runtest_setup(item):
+    binary = os.environ.get("OVERTIME_BIN")
+    if item.get_closest_marker("task_socket") and binary and os.access(binary, os.X_OK):
+        if not _supervisor_gives_task_socket(binary):
+            pytest.skip("this overtime gives its task no OVERTIME_SOCKET yet "
+                        "(`overtime run -- sh -c 'test -n \"$OVERTIME_SOCKET\"'` exits non-zero)")
