@@ -177,6 +177,37 @@ def overtime():
     return Overtime(binary)
 
 
+def read_messages(sock, timeout=10):
+    """Reads `sock` to EOF, closes it; returns the JSON lines it carried."""
+    data = b""
+    sock.settimeout(timeout)
+    while True:
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    sock.close()
+    return [json.loads(line) for line in data.splitlines()]
+
+
+def per_bar(supervisor, kind):
+    """bar id -> what the supervisor holds for it after every progress line so far
+    (fields merged as it does), in the order the bars last moved. Every progress line must
+    name a bar of `kind` ("tqdm", "rich")."""
+    from overtime_worker._channel import merge_progress
+    assert overtime_worker.flush(5)
+    supervisor.drain(0.3)   # what the throttle deferred comes within 0.2 s
+    assert overtime_worker.flush(5)
+    supervisor.drain(0.1)
+    bars = {}
+    for message in supervisor.of_type("progress"):
+        assert message.get("bar", "").startswith(kind + "-"), message
+        state = bars.pop(message["bar"], {})
+        merge_progress(state, message)
+        bars[message["bar"]] = state
+    return bars
+
+
 def write_script(tmp_path, name, source):
     path = tmp_path / name
     path.write_text(source)

@@ -199,29 +199,22 @@ LEADERS = {
         import subprocess, sys
         sys.exit(subprocess.call([sys.executable, sys.argv[1]]))
         """),
-    "pool-fork": textwrap.dedent("""\
-        import multiprocessing, time
-        from tqdm import tqdm
-        def work(i):
-            for _ in tqdm(range(30), desc="worker {}".format(i), position=i):
-                time.sleep(0.2)
-            return i
-        if __name__ == "__main__":
-            with multiprocessing.get_context("fork").Pool(2) as pool:
-                assert pool.map(work, range(2)) == [0, 1]
-        """),
-    "pool-spawn": textwrap.dedent("""\
-        import multiprocessing, time
-        def work(i):
-            from tqdm import tqdm
-            for _ in tqdm(range(30), desc="worker {}".format(i), position=i):
-                time.sleep(0.2)
-            return i
-        if __name__ == "__main__":
-            with multiprocessing.get_context("spawn").Pool(2) as pool:
-                assert pool.map(work, range(2)) == [0, 1]
-        """),
 }
+# A pool of two workers, each with a bar; under fork the leader imported tqdm (and so holds
+# fd 3) before the workers were forked from it.
+POOL = textwrap.dedent("""\
+    import multiprocessing, time
+    from tqdm import tqdm
+    def work(i):
+        for _ in tqdm(range(30), desc="worker {}".format(i), position=i):
+            time.sleep(0.2)
+        return i
+    if __name__ == "__main__":
+        with multiprocessing.get_context("METHOD").Pool(2) as pool:
+            assert pool.map(work, range(2)) == [0, 1]
+    """)
+for method in ("fork", "spawn"):
+    LEADERS["pool-" + method] = POOL.replace("METHOD", method)
 
 
 @pytest.mark.task_socket

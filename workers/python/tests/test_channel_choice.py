@@ -7,7 +7,7 @@ import socket
 import subprocess
 import threading
 
-from conftest import PYTHON, clean_env, task_socket_listener
+from conftest import PYTHON, clean_env, read_messages, task_socket_listener
 
 WHICH = ("import overtime_worker as ot, json\n"
          "c = ot._channel\n"
@@ -31,9 +31,9 @@ class Listener(object):
                 conn, _ = self.sock.accept()
             except OSError:
                 return
-            lines = []
-            self.connections.append(lines)
-            thread = threading.Thread(target=_read_lines, args=(conn, lines), daemon=True)
+            messages = []
+            self.connections.append(messages)
+            thread = threading.Thread(target=lambda: messages.extend(read_messages(conn)), daemon=True)
             thread.start()
             self._threads.append(thread)
 
@@ -42,19 +42,7 @@ class Listener(object):
             thread.join(10)
         self.sock.shutdown(socket.SHUT_RDWR)
         self.sock.close()
-        return [[json.loads(line) for line in lines] for lines in self.connections]
-
-
-def _read_lines(conn, into):
-    data = b""
-    conn.settimeout(10)
-    while True:
-        chunk = conn.recv(65536)
-        if not chunk:
-            break
-        data += chunk
-    conn.close()
-    into.extend(data.splitlines())
+        return self.connections
 
 
 def run(source, fd=None, socket_env=True, shell=False, env_extra=None):
@@ -89,10 +77,9 @@ def run(source, fd=None, socket_env=True, shell=False, env_extra=None):
     if theirs is not None:
         theirs.close()
         if fd == "socketpair":
-            lines = []
-            _read_lines(ours, lines)
-            sent_on_fd = [json.loads(line) for line in lines]
-        ours.close()
+            sent_on_fd = read_messages(ours)
+        else:
+            ours.close()
     elif fd == "pipe":
         os.close(w)
         os.close(r)
@@ -147,12 +134,11 @@ def test_a_path_as_task_socket(tmp_path):
                              universal_newlines=True)
     listener.settimeout(10)
     conn, _ = listener.accept()
-    lines = []
-    _read_lines(conn, lines)
+    sent = read_messages(conn)
     out, _ = child.communicate(timeout=20)
     listener.close()
     assert json.loads(out) == "socket"
-    assert [json.loads(line) for line in lines] == [{"type": "progress", "completed": 7, "bar": "x"}]
+    assert sent == [{"type": "progress", "completed": 7, "bar": "x"}]
 
 
 FORK = ("import os, json, overtime_worker as ot\n"
@@ -179,12 +165,13 @@ def test_a_forked_child_connects_its_own_channel_on_first_use():
 
 def test_cancel_reaches_a_process_on_the_task_socket():
     listener, name = task_socket_listener()
-    source = ("import overtime_worker as ot, time\n"
+    source = ("import os, sys, time, overtime_worker as ot\n"
+              "def stop(reason, grace):\n"
+              "    print(reason, grace, ot.cancel_reason(), flush=True)\n"
+              "    os._exit(0)\n"
+              "ot.on_cancel(stop)\n"
               "ot.heartbeat()\n"
-              "try:\n"
-              "    time.sleep(20)\n"
-              "except ot.Cancelled as c:\n"
-              "    print(c.reason, c.grace)\n")
+              "time.sleep(20)\n")
     child = subprocess.Popen([PYTHON, "-c", source], env=clean_env(OVERTIME_SOCKET=name), stdout=subprocess.PIPE,
                              universal_newlines=True)
     listener.settimeout(10)
@@ -192,8 +179,7 @@ def test_cancel_reaches_a_process_on_the_task_socket():
     conn.settimeout(10)
     assert conn.recv(100) == b'{"type":"heartbeat"}\n'
     conn.sendall(b'{"type":"cancel","reason":"user","grace":4}\n')
-    child.send_signal(15)
     out, _ = child.communicate(timeout=20)
     conn.close()
     listener.close()
-    assert out.strip() == "user 4.0"
+    assert out.strip() == "user 4.0 user"

@@ -12,7 +12,7 @@ import time
 import pytest
 
 import overtime_worker as ot
-from conftest import PYTHON, REPO, WORKERS, clean_env, task_socket_listener
+from conftest import PYTHON, REPO, WORKERS, clean_env, read_messages, task_socket_listener
 
 
 # ---- outside Overtime ---------------------------------------------------------------------
@@ -395,15 +395,7 @@ def run_child(source, env_extra=None, timeout=20):
                              stdout=subprocess.PIPE, universal_newlines=True)
     theirs.close()
     out, _ = child.communicate(timeout=timeout)
-    data = b""
-    ours.settimeout(5)
-    while True:
-        chunk = ours.recv(65536)
-        if not chunk:
-            break
-        data += chunk
-    ours.close()
-    return child.returncode, out, [json.loads(line) for line in data.splitlines()]
+    return child.returncode, out, read_messages(ours)
 
 
 def test_what_is_sent_right_before_exit_is_not_lost():

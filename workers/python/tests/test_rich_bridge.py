@@ -4,8 +4,7 @@ import io
 
 import pytest
 
-import overtime_worker as ot
-from overtime_worker._channel import merge_progress
+from conftest import per_bar as shared_per_bar
 from test_tqdm_bridge import probe
 
 rich_progress = pytest.importorskip("rich.progress", reason="rich is installed by scripts/setup")
@@ -16,17 +15,7 @@ rich_bridge.patch()
 
 
 def per_bar(supervisor):
-    assert ot.flush(5)
-    supervisor.drain(0.3)   # what the throttle deferred comes within 0.2 s
-    assert ot.flush(5)
-    supervisor.drain(0.1)
-    bars = {}
-    for message in supervisor.of_type("progress"):
-        assert message.get("bar", "").startswith("rich-"), message
-        state = bars.pop(message["bar"], {})
-        merge_progress(state, message)
-        bars[message["bar"]] = state
-    return bars
+    return shared_per_bar(supervisor, "rich")
 
 
 def quiet_progress(**kwargs):

@@ -12,8 +12,8 @@ import time
 import pytest
 
 import overtime_worker as ot
-from conftest import PYTHON, SOURCE, clean_env
-from overtime_worker._channel import merge_progress
+from conftest import PYTHON, SOURCE, clean_env, read_messages
+from conftest import per_bar as shared_per_bar
 
 tqdm_std = pytest.importorskip("tqdm.std", reason="tqdm is installed by scripts/setup")
 from overtime_worker import tqdm_bridge  # noqa: E402
@@ -29,19 +29,7 @@ def quiet(**kwargs):
 
 
 def per_bar(supervisor):
-    """bar id -> what the supervisor holds for it after every progress line so far
-    (fields merged as it does), in the order the bars last moved."""
-    assert ot.flush(5)
-    supervisor.drain(0.3)   # what the throttle deferred comes within 0.2 s
-    assert ot.flush(5)
-    supervisor.drain(0.1)
-    bars = {}
-    for message in supervisor.of_type("progress"):
-        assert message.get("bar", "").startswith("tqdm-"), message
-        state = bars.pop(message["bar"], {})
-        merge_progress(state, message)
-        bars[message["bar"]] = state
-    return bars
+    return shared_per_bar(supervisor, "tqdm")
 
 
 def last_progress(supervisor):
@@ -237,15 +225,7 @@ def probe(body="", fd_env=True, **env_extra):
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=30)
     theirs.close()
     assert out.returncode == 0, out.stderr
-    ours.settimeout(5)
-    data = b""
-    while True:
-        chunk = ours.recv(65536)
-        if not chunk:
-            break
-        data += chunk
-    ours.close()
-    return json.loads(out.stdout.strip().splitlines()[-1]), [json.loads(line) for line in data.splitlines()]
+    return json.loads(out.stdout.strip().splitlines()[-1]), read_messages(ours)
 
 
 def test_without_overtime_the_hook_loads_nothing():
