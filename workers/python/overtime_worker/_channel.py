@@ -448,7 +448,7 @@ def inherited_fd(environ=None):
 
     Its own means: a Unix stream socket whose peer is this process's parent, i.e. the
     supervisor started this process itself. A process further down (a ``subprocess``
-    child given fd 3, a forked multiprocessing worker's exec'd helper, a program whose fd
+    child given fd 3, a grandchild behind a shell, a program whose fd
     3 is some other file) does not write on it: its lines would interleave with the
     leader's and steal its replies. Such a process connects to OVERTIME_SOCKET instead.
     """

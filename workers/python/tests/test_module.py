@@ -1,7 +1,6 @@
 """overtime_worker alone, against a fake supervisor (conftest.py)."""
 
 import ast
-import json
 import os
 import signal
 import socket

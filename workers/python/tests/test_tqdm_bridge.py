@@ -11,7 +11,6 @@ import time
 
 import pytest
 
-import overtime_worker as ot
 from conftest import PYTHON, SOURCE, clean_env, read_messages
 from conftest import per_bar as shared_per_bar
 
