@@ -1,27 +1,54 @@
-"""Run at interpreter start-up by ``overtime_worker.pth``, only under Overtime.
+"""Run at interpreter start-up, only under Overtime: by ``overtime_worker.pth`` when the
+package is pip-installed, by ``sitecustomize.py`` when ``workers/python`` is on PYTHONPATH.
 
 Arranges for ``overtime_worker.tqdm_bridge.patch()`` to run right after ``tqdm.std`` is
-first imported, so that tqdm bars report progress without any change to the program.
-Imports nothing but ``sys``; tqdm and ``overtime_worker`` are loaded only if the program
-imports tqdm. Set ``OVERTIME_TQDM=0`` to turn the bridge off.
+first imported, and ``overtime_worker.rich_bridge.patch()`` after ``rich.progress``, so
+that tqdm and rich bars report progress without any change to the program. Imports
+nothing but ``os`` and ``sys``; tqdm, rich and ``overtime_worker`` are loaded only if the
+program imports them. ``OVERTIME_BRIDGE=0`` turns both bridges off, ``OVERTIME_TQDM=0``
+or ``OVERTIME_RICH=0`` one of them.
 """
 
+import os
 import sys
 
-_TARGET = "tqdm.std"
+_OFF = ("0", "false", "no", "off")
+# module whose execution is followed by the bridge -> (opt-out variable, bridge module)
+_BRIDGES = {
+    "tqdm.std": ("OVERTIME_TQDM", "tqdm_bridge"),
+    "rich.progress": ("OVERTIME_RICH", "rich_bridge"),
+}
 
 
-class TqdmImportHook(object):
-    """A meta path finder that patches tqdm once its module has executed, then leaves."""
+def _off(name, environ):
+    return environ.get(name, "1").strip().lower() in _OFF
+
+
+def wanted(environ=None):
+    """The modules to bridge in this process: none outside Overtime or when turned off."""
+    environ = os.environ if environ is None else environ
+    if not (environ.get("OVERTIME_FD") or environ.get("OVERTIME_SOCKET")) or _off("OVERTIME_BRIDGE", environ):
+        return ()
+    return tuple(target for target, (variable, _) in _BRIDGES.items() if not _off(variable, environ))
+
+
+class BridgeImportHook(object):
+    """A meta path finder that bridges each target module once it has executed, and
+    leaves once every target has been seen."""
+
+    def __init__(self, targets):
+        self.targets = set(targets)
 
     def find_spec(self, fullname, path=None, target=None):
-        if fullname != _TARGET:
+        if fullname not in self.targets:
             return None
-        self._leave()
+        self.targets.discard(fullname)
+        if not self.targets:
+            self._leave()
         spec = None
         for finder in list(sys.meta_path):
             find_spec = getattr(finder, "find_spec", None)
-            if finder is self or find_spec is None:
+            if finder is self or find_spec is None or isinstance(finder, BridgeImportHook):
                 continue
             spec = find_spec(fullname, path, target)
             if spec is not None:
@@ -37,8 +64,8 @@ class TqdmImportHook(object):
             except AttributeError:
                 pass
             exec_module(module)
-            if getattr(module, "__name__", None) == _TARGET:
-                bridge(module)
+            if getattr(module, "__name__", None) == fullname:
+                bridge(fullname, module)
 
         try:
             loader.exec_module = exec_then_bridge
@@ -53,20 +80,30 @@ class TqdmImportHook(object):
             pass
 
 
-def bridge(module):
+def bridge(target, module):
+    name = _BRIDGES[target][1]
     try:
-        from overtime_worker import tqdm_bridge
-        tqdm_bridge.patch(module.tqdm)
+        bridge_module = __import__("overtime_worker." + name, fromlist=["patch"])
+        bridge_module.patch_module(module)
     except Exception as error:  # the program runs on, unbridged, and says so once
-        sys.stderr.write("overtime_worker: tqdm bars will not report progress: {}\n".format(error))
+        what = "tqdm" if target.startswith("tqdm") else "rich"
+        sys.stderr.write("overtime_worker: {} bars will not report progress: {}\n".format(what, error))
 
 
 def install():
-    """Called by the .pth line when OVERTIME_FD is set."""
+    """Called at start-up under Overtime; once is enough (the .pth line and
+    sitecustomize may both call it)."""
     try:
-        if _TARGET in sys.modules:
-            bridge(sys.modules[_TARGET])
-        elif not any(isinstance(f, TqdmImportHook) for f in sys.meta_path):
-            sys.meta_path.insert(0, TqdmImportHook())
+        if any(isinstance(f, BridgeImportHook) for f in sys.meta_path) or getattr(sys, "_overtime_bridges", False):
+            return
+        sys._overtime_bridges = True
+        later = []
+        for target in wanted():
+            if target in sys.modules:
+                bridge(target, sys.modules[target])
+            else:
+                later.append(target)
+        if later:
+            sys.meta_path.insert(0, BridgeImportHook(later))
     except Exception:
         pass

@@ -22,13 +22,18 @@ so the same program runs standalone. Every call is thread-safe and returns at on
 ``extend`` waits, for the supervisor's answer): a writer thread sends, the latest progress
 wins while it is busy, and ``extend``, ``result`` and ``ready`` are never dropped.
 
-Programs that use tqdm report without any change once this package is installed (see
-``overtime_worker.tqdm_bridge``).
+Programs that use tqdm or rich report without any change once this package is installed
+or on PYTHONPATH (see ``overtime_worker.tqdm_bridge`` and ``overtime_worker.rich_bridge``).
+
+The channel is fd 3 when this process inherited it from the supervisor itself, else its
+own connection to ``OVERTIME_SOCKET``: a ``subprocess`` child, a multiprocessing worker
+(forked or spawned) or a grandchild behind a shell reports too, with no change.
 """
 
 import atexit
 import math
 import os
+import threading
 from typing import Callable, Iterable, Iterator, Optional, TypeVar
 
 from ._channel import MAX_LINE, MAX_TEXT, Cancelled, SigtermBridge, encode, open_from_environment
@@ -54,17 +59,19 @@ __version__ = "1.0.0"
 T = TypeVar("T")
 
 _channel = None
+_connect_pending = False   # a forked child connects its own channel on first use
+_connect_lock = threading.Lock()
 _sigterm = SigtermBridge(lambda: _channel)
 _EXIT_FLUSH_SECONDS = 5.0
 
 
 def active() -> bool:
     """True when this process runs under Overtime and reports on its channel."""
-    return _channel is not None
+    return _current() is not None
 
 
 def progress(completed: Optional[int] = None, total: Optional[int] = None, fraction: Optional[float] = None,
-             title: Optional[str] = None, detail: Optional[str] = None) -> None:
+             title: Optional[str] = None, detail: Optional[str] = None, bar: Optional[str] = None) -> None:
     """Reports progress; counts as a heartbeat, so it moves the deadline.
 
     Give ``completed`` and ``total`` (whole numbers, floats are rounded down) or a
@@ -72,13 +79,18 @@ def progress(completed: Optional[int] = None, total: Optional[int] = None, fract
     the item ("loss 0.231"). Fields left out keep their last value at the supervisor, so
     a loop may send its title once and then only ``completed``.
 
+    ``bar`` names which of this process's progress bars the numbers are (any string,
+    e.g. ``"epoch"`` and ``"batch"``): each bar is merged and judged on its own, so
+    under ``--require-advance`` an inner bar that starts again at 0 is a new round of
+    that bar, not a step back. The tqdm and rich bridges name each bar they report.
+
     Never blocks: while the supervisor is slow, newer calls overwrite older ones (fields
     merged), so a tight loop costs a few microseconds a call, not a line each.
 
     Raises:
         TypeError: a count or fraction that is not a number.
     """
-    channel = _channel
+    channel = _current()
     if channel is None:
         return
     fields = {}
@@ -98,6 +110,8 @@ def progress(completed: Optional[int] = None, total: Optional[int] = None, fract
     if detail is not None:
         fields["detail"] = str(detail)[:MAX_TEXT]
     if fields:
+        if bar is not None:
+            fields["bar"] = str(bar)[:MAX_TEXT]
         channel.send_progress(fields)
     else:
         channel.send_heartbeat()
@@ -110,7 +124,7 @@ def heartbeat() -> None:
 
     Heartbeats coalesce: many calls while the writer is busy become one line.
     """
-    channel = _channel
+    channel = _current()
     if channel is not None:
         channel.send_heartbeat()
 
@@ -133,7 +147,7 @@ def extend(seconds: float, why: Optional[str] = None, timeout: float = 10.0) -> 
         raise ValueError("extend: seconds must be a number > 0, not {!r}".format(seconds))
     if not amount > 0 or math.isinf(amount):
         raise ValueError("extend: seconds must be a finite number > 0, not {!r}".format(seconds))
-    channel = _channel
+    channel = _current()
     if channel is None:
         return None
     return channel.extend(amount, why, timeout)
@@ -147,7 +161,7 @@ def remaining() -> Optional[float]:
     a word, so this is a lower bound. None when there is no limit, nothing was announced
     yet, or the program is not run by Overtime.
     """
-    channel = _channel
+    channel = _current()
     return None if channel is None else channel.remaining()
 
 
@@ -167,14 +181,14 @@ def result(value) -> None:
     if len(line) - 1 > MAX_LINE:
         raise ValueError("result: the value is {} bytes as JSON; a protocol line holds at most {} "
                          "(send a summary and write the rest to a file)".format(len(line) - 1, MAX_LINE))
-    channel = _channel
+    channel = _current()
     if channel is not None:
         channel.send_line(line)
 
 
 def ready() -> None:
     """Says the job is up (for services; a queue may wait for it before starting others)."""
-    channel = _channel
+    channel = _current()
     if channel is not None:
         channel.send_line(b'{"type":"ready"}\n')
 
@@ -195,7 +209,7 @@ def track(iterable: Iterable[T], total: Optional[int] = None, title: Optional[st
             total = len(iterable)  # type: ignore[arg-type]
         except (TypeError, AttributeError):
             total = None
-    if _channel is None:
+    if _current() is None:
         for item in iterable:
             yield item
         return
@@ -218,7 +232,7 @@ def on_cancel(handler: Callable[[str, Optional[float]], None]) -> Callable[[str,
     any function of this module. Registered after the cancel came, it runs at once.
     Outside Overtime it is never called.
     """
-    channel = _channel
+    channel = _current()
     if channel is not None:
         channel.add_cancel_handler(handler)
     return handler
@@ -230,7 +244,7 @@ def on_expiring(handler: Callable[[float], None]) -> Callable[[float], None]:
     The time to write a checkpoint, or to ``extend()``. Runs on a library thread, like
     ``on_cancel`` handlers; usable as a decorator. Outside Overtime it is never called.
     """
-    channel = _channel
+    channel = _current()
     if channel is not None:
         channel.add_expiring_handler(handler)
     return handler
@@ -238,7 +252,7 @@ def on_expiring(handler: Callable[[float], None]) -> Callable[[float], None]:
 
 def cancel_reason() -> Optional[str]:
     """The reason Overtime gave for cancelling this job ('timeout', …), or None so far."""
-    channel = _channel
+    channel = _current()
     cancel = None if channel is None else channel.cancel
     return None if cancel is None else cancel[0]
 
@@ -249,7 +263,7 @@ def flush(timeout: float = 5.0) -> bool:
     Runs by itself at exit; call it before ``os._exit``, which skips that.
     Returns False when ``timeout`` passed first. Outside Overtime returns True at once.
     """
-    channel = _channel
+    channel = _current()
     return True if channel is None else channel.flush(timeout)
 
 
@@ -272,17 +286,45 @@ def _flush_at_exit():
             pass   # cancelled while exiting anyway: nothing left to clean up
 
 
+def _current():
+    """This process's channel; in a forked child, its own, connected on first use."""
+    channel = _channel
+    if channel is None and _connect_pending:
+        return _connect_after_fork()
+    return channel
+
+
+def _connect_after_fork():
+    global _channel, _connect_pending
+    with _connect_lock:
+        if _connect_pending:
+            _connect_pending = False
+            _channel = open_from_environment(inherited=False)
+    return _channel
+
+
 def _forget_after_fork():
-    # A forked child (a DataLoader worker, a multiprocessing pool) shares fd 3 with its
-    # parent but has none of its threads: it stays quiet, leaves fd 3 to the parent, and
-    # dies of SIGTERM the default way.
-    global _channel
-    _channel = None
+    # A forked child (a DataLoader worker, a multiprocessing pool) inherits its parent's
+    # channel but none of its threads, and writing on it would interleave lines with the
+    # parent's and steal its replies. It drops it (closing its copy of a connection of
+    # the parent's own; fd 3 stays, it is the parent's) and, on first use, connects its
+    # own to OVERTIME_SOCKET when there is one; else it stays quiet. Either way it dies
+    # of SIGTERM the default way, as a pool worker is expected to.
+    global _channel, _connect_pending, _connect_lock
+    channel, _channel = _channel, None
+    _connect_lock = threading.Lock()   # a thread of the parent's may have held it
+    _connect_pending = bool(os.environ.get("OVERTIME_SOCKET"))
+    if channel is not None and channel.sock is not None:
+        try:
+            channel.sock.close()
+        except OSError:
+            pass
     _sigterm.uninstall()
 
 
 def _start(environ=None):
-    global _channel
+    global _channel, _connect_pending
+    _connect_pending = False
     _channel = open_from_environment(environ)
     if _channel is not None:
         _sigterm.install()

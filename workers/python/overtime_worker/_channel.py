@@ -21,7 +21,9 @@ import json
 import os
 import queue
 import signal
+import socket
 import stat
+import struct
 import sys
 import threading
 import time
@@ -106,17 +108,19 @@ class _ExtendWaiter(object):
 
 
 class Channel(object):
-    """The task's end of the supervisor's socket. One per process."""
+    """This process's end of a socket to the supervisor: fd 3, or its own connection to
+    OVERTIME_SOCKET (``sock``, kept here so that it stays open). One per process."""
 
-    def __init__(self, fd):
+    def __init__(self, fd, sock=None):
         self.fd = fd
+        self.sock = sock
         self._lock = threading.Lock()
         self._work = threading.Condition(self._lock)   # the writer waits here
         self._idle = threading.Condition(self._lock)   # flush() waits here
         self._outbox = collections.deque()             # encoded lines that must all go
-        self._progress = None                          # merged fields, latest wins
-        self._progress_at = 0                          # its place in the outbox: after what
-                                                       # was queued before its latest update
+        self._progress = {}                            # bar -> merged fields, latest wins
+        self._progress_at = {}                         # bar -> its place in the outbox: after
+                                                       # what was queued before its latest update
         self._heartbeat = False
         self._sending = False
         self._closed = False                           # no more writing (broken or shut)
@@ -153,12 +157,16 @@ class Channel(object):
         with self._lock:
             if self._closed:
                 return
-            self._progress_at = len(self._outbox)
-            if self._progress is None:
-                self._progress = fields
-                self._work.notify()
+            bar = fields.get("bar")
+            self._progress_at[bar] = len(self._outbox)
+            pending = self._progress.pop(bar, None)   # popped and put back: latest last
+            if pending is None:
+                if not self._progress:
+                    self._work.notify()
+                self._progress[bar] = fields
             else:
-                merge_progress(self._progress, fields)
+                merge_progress(pending, fields)
+                self._progress[bar] = pending
 
     def send_heartbeat(self):
         with self._lock:
@@ -171,7 +179,7 @@ class Channel(object):
         """Waits until everything queued so far is written (or the channel is closed)."""
         deadline = time.monotonic() + timeout
         with self._lock:
-            while not self._closed and (self._outbox or self._progress is not None
+            while not self._closed and (self._outbox or self._progress
                                         or self._heartbeat or self._sending):
                 left = deadline - time.monotonic()
                 if left <= 0:
@@ -182,22 +190,26 @@ class Channel(object):
     def _write_loop(self):
         while True:
             with self._lock:
-                while not (self._outbox or self._progress is not None or self._heartbeat or self._closed):
+                while not (self._outbox or self._progress or self._heartbeat or self._closed):
                     self._work.wait()
                 if self._closed:
                     self._idle.notify_all()
                     return
                 lines = list(self._outbox)
                 self._outbox.clear()
-                progress, self._progress = self._progress, None
-                at = self._progress_at
+                progress, self._progress = self._progress, {}
+                at, self._progress_at = self._progress_at, {}
                 # A progress message counts as a heartbeat: one of the two is enough.
-                heartbeat = self._heartbeat and progress is None
+                heartbeat = self._heartbeat and not progress
                 self._heartbeat = False
                 self._sending = True
-            if progress is not None:
-                progress["type"] = "progress"
-                lines.insert(at, encode(progress))
+            if progress:
+                # Each bar's message goes where its latest update came among the outbox's
+                # lines; bars at the same place in the order of their latest updates.
+                for bar in reversed(list(progress)):
+                    fields = progress[bar]
+                    fields["type"] = "progress"
+                    lines.insert(at[bar], encode(fields))
             if heartbeat:
                 lines.append(_HEARTBEAT_LINE)
             try:
@@ -210,7 +222,7 @@ class Channel(object):
             finally:
                 with self._lock:
                     self._sending = False
-                    if not (self._outbox or self._progress is not None or self._heartbeat):
+                    if not (self._outbox or self._progress or self._heartbeat):
                         self._idle.notify_all()
 
     def _write_all(self, data):
@@ -417,14 +429,28 @@ def dump_stacks(header, out=None):
 # ---- the process's channel ---------------------------------------------------------------
 
 _CLAIM_VAR = "_OVERTIME_WORKER_SOCKET"
+# How long connecting to OVERTIME_SOCKET may take (a full backlog): the program goes on
+# without a channel rather than hang at import.
+CONNECT_TIMEOUT = 2.0
 
 
-def open_from_environment(environ=None):
-    """The channel named by OVERTIME_FD, started; None when not under Overtime.
+def _peer_pid(sock):
+    """The pid of the process at the other end of a Unix socket (SO_PEERCRED), or None."""
+    try:
+        creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+        return struct.unpack("3i", creds)[0]
+    except (OSError, AttributeError):
+        return None
 
-    OVERTIME_FD must name an open socket. A process started by this one (with
-    OVERTIME_FD inherited) uses it only if its fd is the same socket: a child whose fd 3
-    is some other file, or some other socket, stays quiet instead of writing JSON into it.
+
+def inherited_fd(environ=None):
+    """The fd OVERTIME_FD names when it is this process's own channel, else None.
+
+    Its own means: a Unix stream socket whose peer is this process's parent, i.e. the
+    supervisor started this process itself. A process further down (a ``subprocess``
+    child given fd 3, a grandchild behind a shell, a program whose fd
+    3 is some other file) does not write on it: its lines would interleave with the
+    leader's and steal its replies. Such a process connects to OVERTIME_SOCKET instead.
     """
     environ = os.environ if environ is None else environ
     text = environ.get("OVERTIME_FD")
@@ -437,17 +463,73 @@ def open_from_environment(environ=None):
         return None
     if fd < 0 or not stat.S_ISSOCK(info.st_mode):
         return None
+    try:
+        sock = socket.socket(fileno=os.dup(fd))
+    except OSError:
+        return None
+    try:
+        if sock.family != socket.AF_UNIX or sock.getsockopt(socket.SOL_SOCKET, socket.SO_TYPE) != socket.SOCK_STREAM:
+            return None
+        if _peer_pid(sock) != os.getppid():
+            return None
+    except OSError:
+        return None
+    finally:
+        sock.close()
+    # Same task, but not the socket an ancestor of ours claimed: some other socket its
+    # creator handed us as fd 3.
     task = "{}/{}".format(environ.get("OVERTIME_RUN", ""), environ.get("OVERTIME_TASK", ""))
     claim = "{}/{}:{}".format(task, info.st_dev, info.st_ino)
     earlier = environ.get(_CLAIM_VAR, "")
     if earlier.startswith(task + "/") and earlier != claim:
-        return None   # same task, but fd 3 here is not the socket our parent used
+        return None
     environ[_CLAIM_VAR] = claim
+    return fd
+
+
+def connect_task_socket(environ=None):
+    """A socket connected to OVERTIME_SOCKET (a path, or ``@name`` in Linux's abstract
+    namespace), or None when it is unset or cannot be reached."""
+    environ = os.environ if environ is None else environ
+    address = environ.get("OVERTIME_SOCKET")
+    if not address:
+        return None
+    if address.startswith("@"):
+        address = "\0" + address[1:]
+    try:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    except OSError:
+        return None
+    try:
+        sock.settimeout(CONNECT_TIMEOUT)
+        sock.connect(address)
+        sock.setblocking(True)
+    except (OSError, ValueError):
+        sock.close()
+        return None
+    return sock
+
+
+def open_from_environment(environ=None, inherited=True):
+    """This process's channel, started; None when it has none (not under Overtime).
+
+    fd 3 (OVERTIME_FD) when it is this process's own (see ``inherited_fd``), else a new
+    connection to OVERTIME_SOCKET, else None. ``inherited=False`` (a forked child) skips
+    fd 3: the parent's channel is the parent's.
+    """
+    environ = os.environ if environ is None else environ
+    fd = inherited_fd(environ) if inherited else None
+    sock = None
+    if fd is None:
+        sock = connect_task_socket(environ)
+        if sock is None:
+            return None
+        fd = sock.fileno()
     try:
         os.set_blocking(fd, True)
     except OSError:
         pass
-    channel = Channel(fd)
+    channel = Channel(fd, sock)
     channel.start()
     return channel
 

@@ -1,40 +1,43 @@
 """tqdm progress bars report to Overtime, with no change to the program.
 
-Installing this package puts ``overtime_worker.pth`` in site-packages. At interpreter
-start-up it looks at two environment variables and, under Overtime (``OVERTIME_FD`` set,
-``OVERTIME_TQDM`` not ``0``), arranges for ``patch()`` to run when ``tqdm`` is first
-imported; tqdm itself is never imported by the hook. So ``for x in tqdm(data):`` — and
-the bars of libraries built on tqdm (Lightning, Hugging Face, …) — keep the job alive and
-show ``n/total``, the description and the postfix in Overtime's reports.
+Under Overtime the start-up hook (``overtime_worker.pth`` of a pip install, or
+``sitecustomize.py`` with ``workers/python`` on PYTHONPATH) arranges for ``patch()`` to
+run when ``tqdm`` is first imported; tqdm itself is never imported by the hook. So
+``for x in tqdm(data):`` — and the bars of libraries built on tqdm (Lightning, Hugging
+Face, …) — keep the job alive and show ``n/total``, the description and the postfix in
+Overtime's reports.
 
-What is reported: the innermost open bar (the latest created and not yet closed) as
-``completed``/``total``, its description as ``title`` (an outer bar's when it has none),
-its postfix as ``detail``. Updates of outer bars count as heartbeats. A bar with
-``disable=True`` (or ``disable=None`` without a terminal) still reports: tqdm keeps no
-count for it, so the bridge counts iterations and ``update()`` calls itself and keeps
-``bar.n`` up to date.
+Each tqdm instance is its own bar: its progress messages carry ``"bar": "tqdm-<n>"``, a
+number given in the order bars are created in this process. A bar sends ``completed`` (its
+count), ``total``, its description as ``title`` (an outer open bar's when it has none) and
+its postfix as ``detail``.
 
-Reports are throttled to 20 a second per bar (a skipped one is sent 50 ms later by a
-helper thread, so the last value is never lost); creating, resetting, describing and
-closing a bar report at once. Nothing here ever raises
-into the program.
+The bridge follows the work, not the redraw: it counts iterations and ``update()`` calls
+itself, whatever ``mininterval``, ``miniters``, ``TQDM_MININTERVAL`` or ``disable`` say
+(a disabled bar keeps no count, so the bridge keeps ``bar.n`` up to date for it), and
+sends at most one message per bar every 0.2 s, the latest always within about that time
+(see ``overtime_worker._bars``). Creating, resetting, describing and closing a bar report
+at once. Nothing here ever raises into the program.
 
-Without the ``.pth`` hook (a vendored copy, an editable install), call ``patch()``
-after importing tqdm.
+Without the start-up hook (``python -S``, a vendored copy), call ``patch()`` after
+importing tqdm. ``OVERTIME_TQDM=0`` (or ``OVERTIME_BRIDGE=0``) turns the hook's bridge off.
 """
 
 import threading
-import time
 import weakref
 
 import overtime_worker as _worker
+from overtime_worker import _bars
 
 __all__ = ["patch"]
 
-_INTERVAL = 0.05
 _lock = threading.Lock()
-_open_bars = []   # weak references to open bars, oldest first
-_monotonic = time.monotonic
+_open_bars = []   # weak references to open tqdm instances, oldest first
+
+
+def patch_module(module):
+    """The start-up hook's entry: ``module`` is ``tqdm.std``, just executed."""
+    return patch(module.tqdm)
 
 
 def patch(tqdm_class=None):
@@ -46,30 +49,39 @@ def patch(tqdm_class=None):
         return False
     # getattr, not __dict__: tqdm wraps __init__ in a partialmethod (its TQDM_* env defaults).
     original = {name: getattr(tqdm_class, name) for name in (
-        "__init__", "__iter__", "update", "refresh", "display", "set_description",
-        "set_description_str", "set_postfix", "set_postfix_str", "reset", "close")}
+        "__init__", "__iter__", "update", "set_description", "set_description_str",
+        "set_postfix", "set_postfix_str", "reset", "close")}
+    original_iter = original["__iter__"]
+    original_update = original["update"]
 
     def __init__(self, *args, **kwargs):
         original["__init__"](self, *args, **kwargs)
-        if _worker._channel is not None:
-            _guard(_opened, self, args, kwargs)
+        if _worker._current() is not None:
+            try:
+                _opened(self, args, kwargs)
+            except Exception:
+                pass
 
     def __iter__(self):
-        if self.disable and _tracked(self):
-            return _counting(self)   # tqdm walks a disabled bar's iterable without counting
-        return original["__iter__"](self)
+        state = self.__dict__.get("_overtime")
+        if state is None or not state.open:
+            return original_iter(self)
+        return _counting(self, state, original_iter)
 
     def update(self, n=1):
-        if self.disable and _tracked(self):
+        state = self.__dict__.get("_overtime")
+        if state is None or not state.open:
+            return original_update(self, n)
+        if self.disable:
             try:
-                self.n += n
+                self.n += n   # tqdm keeps no count for a disabled bar
             except TypeError:
                 pass
-            _guard(_report, self, False)
-            return None
-        shown = original["update"](self, n)
-        if _tracked(self):
-            _guard(_report, self, False)
+            shown = None
+        else:
+            shown = original_update(self, n)
+        if not state.deferred:
+            _bars.updated(state)
         return shown
 
     def _after(name, force):
@@ -77,8 +89,12 @@ def patch(tqdm_class=None):
 
         def wrapper(self, *args, **kwargs):
             value = method(self, *args, **kwargs)
-            if _tracked(self):
-                _guard(_report, self, force)
+            state = self.__dict__.get("_overtime")
+            if state is not None and state.open:
+                if force:
+                    _bars.send(state)
+                else:
+                    _bars.updated(state)
             return value
         wrapper.__name__ = name
         wrapper.__doc__ = method.__doc__
@@ -90,8 +106,9 @@ def patch(tqdm_class=None):
             return original["close"](self)
         finally:
             try:
-                if _tracked(self):
-                    _closed(self)
+                state = self.__dict__.get("_overtime")
+                if state is not None and state.open:
+                    _closed(self, state)
             except Exception:
                 pass   # also when called from __del__ while the interpreter shuts down
 
@@ -99,23 +116,11 @@ def patch(tqdm_class=None):
         function.__doc__ = original[name].__doc__
         function.__wrapped__ = original[name]
         setattr(tqdm_class, name, function)
-    for name, force in (("refresh", False), ("display", False), ("set_postfix", False),
-                        ("set_postfix_str", False), ("set_description", True),
+    for name, force in (("set_postfix", False), ("set_postfix_str", False), ("set_description", True),
                         ("set_description_str", True), ("reset", True)):
         setattr(tqdm_class, name, _after(name, force))
     tqdm_class._overtime_bridge = True
     return True
-
-
-def _guard(function, *args):
-    try:
-        function(*args)
-    except Exception:
-        pass   # reporting must never break the program's loop
-
-
-def _tracked(bar):
-    return _worker._channel is not None and bar.__dict__.get("_overtime_open", False)
 
 
 def _opened(bar, args, kwargs):
@@ -124,72 +129,58 @@ def _opened(bar, args, kwargs):
         # A disabled bar does not keep its description; take it from the arguments.
         desc = kwargs.get("desc", args[1] if len(args) > 1 else None)
         state["_overtime_desc"] = desc if isinstance(desc, str) else None
-    state["_overtime_last"] = 0.0
-    state["_overtime_open"] = True
+    reference = weakref.ref(bar)
+    reported = _bars.Bar("tqdm", lambda: _fields(reference()))
+    state["_overtime"] = reported
     with _lock:
-        _open_bars.append(weakref.ref(bar))
-    _report(bar, True)
+        _open_bars.append(reference)
+    _bars.send(reported)
 
 
-def _counting(bar):
+def _counting(bar, state, original_iter):
+    """Iterates ``bar`` counting each item as done when the next one is asked for, as
+    tqdm does; tqdm itself updates ``bar.n`` only when it redraws (``miniters``,
+    ``mininterval``), and a disabled bar not at all."""
+    disabled = bar.disable
+    source = iter(bar.iterable) if disabled else original_iter(bar)
     n = bar.n
     try:
-        for item in bar.iterable:
+        for item in source:
             yield item
             n += 1
-            bar.n = n
-            if _monotonic() - bar._overtime_last >= _INTERVAL:
-                _guard(_report, bar, False)
+            state.count = n
+            if not state.deferred:
+                _bars.updated(state)
     finally:
-        bar.n = n
-        bar.close()   # as tqdm does when an enabled bar's loop ends
+        state.count = None
+        if disabled:
+            bar.n = n
+            bar.close()   # as tqdm does when an enabled bar's loop ends
+        else:
+            close = getattr(source, "close", None)
+            if close is not None:
+                close()   # tqdm's own loop sets bar.n and closes the bar
 
 
-# A report skipped by the throttle is sent a moment later by a helper thread, so the last
-# value reaches the supervisor even when the bar then sits still for an hour.
-_deferred = None
-_deferred_ready = threading.Event()
-_flusher = None
-
-
-def _defer(bar):
-    global _deferred, _flusher
-    _deferred = bar
-    if not _deferred_ready.is_set():
-        _deferred_ready.set()
-        if _flusher is None:
-            with _lock:
-                if _flusher is None:
-                    _flusher = threading.Thread(target=_flush_deferred, name="overtime-tqdm", daemon=True)
-                    _flusher.start()
-
-
-def _flush_deferred():
-    global _deferred
-    while True:
-        _deferred_ready.wait()
-        time.sleep(_INTERVAL)
-        _deferred_ready.clear()
-        bar, _deferred = _deferred, None
-        if bar is not None and _tracked(bar):
-            _guard(_report, bar, True)
-
-
-def _closed(bar):
-    _report(bar, True)
-    bar.__dict__["_overtime_open"] = False
+def _closed(bar, state):
+    _bars.send(state)
+    state.open = False
     with _lock:
         _open_bars[:] = [ref for ref in _open_bars if ref() is not None and ref() is not bar]
         top = _innermost()
     if top is not None:
-        _report(top, True)   # the outer bar is what moves now
+        top_state = top.__dict__.get("_overtime")
+        if top_state is not None:
+            _bars.send(top_state)   # the outer bar is what moves now
 
 
 def _innermost():
     for ref in reversed(_open_bars):
         bar = ref()
-        if bar is not None and bar.__dict__.get("_overtime_open"):
-            return bar
+        if bar is not None:
+            state = bar.__dict__.get("_overtime")
+            if state is not None and state.open:
+                return bar
     return None
 
 
@@ -203,21 +194,13 @@ def _title(bar):
     return desc[:-1].rstrip() if desc.endswith(":") else desc
 
 
-def _report(bar, force):
-    now = _monotonic()
-    state = bar.__dict__
-    if not force and now - state.get("_overtime_last", 0.0) < _INTERVAL:
-        _defer(bar)
-        return
-    state["_overtime_last"] = now
-    with _lock:
-        top = _innermost()
-        outer = [ref() for ref in _open_bars]
-    if top is not None and top is not bar:
-        _worker.heartbeat()   # an outer bar moved: alive, but the inner bar is the news
-        return
+def _fields(bar):
     fields = {}
-    n = state.get("n")
+    if bar is None:
+        return fields
+    state = bar.__dict__
+    count = state["_overtime"].count
+    n = count if count is not None else state.get("n")
     if n is not None:
         fields["completed"] = n
     total = state.get("total")
@@ -225,6 +208,8 @@ def _report(bar, force):
         fields["total"] = total
     title = _title(bar)
     if title is None:
+        with _lock:
+            outer = [ref() for ref in _open_bars]
         for other in reversed(outer):
             if other is not None and other is not bar and _title(other):
                 title = _title(other)
@@ -234,4 +219,4 @@ def _report(bar, force):
     postfix = state.get("postfix")
     if postfix:
         fields["detail"] = str(postfix)
-    _worker.progress(**fields)
+    return fields

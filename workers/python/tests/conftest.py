@@ -90,13 +90,30 @@ class FakeSupervisor(object):
         return [m for m in self.received if m.get("type") == kind]
 
 
+_listeners = iter(range(1, 1 << 30))
+
+
+def task_socket_listener():
+    """A listening socket in Linux's abstract namespace, and its OVERTIME_SOCKET name."""
+    name = "@overtime-worker-test-{}-{}".format(os.getpid(), next(_listeners))
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind("\0" + name[1:])
+    listener.listen(8)
+    return listener, name
+
+
 @pytest.fixture
 def supervisor():
-    """Puts overtime_worker under a fake supervisor for one test, and back outside after."""
-    ours, theirs = socket.socketpair()
-    env = {"OVERTIME_FD": str(theirs.fileno()), "OVERTIME_TASK": "test", "OVERTIME_RUN": "run-1"}
+    """Puts overtime_worker under a fake supervisor for one test, and back outside after:
+    the library connects to the fake's OVERTIME_SOCKET (fd 3 would have to come from this
+    process's parent)."""
+    listener, name = task_socket_listener()
+    env = {"OVERTIME_SOCKET": name, "OVERTIME_TASK": "test", "OVERTIME_RUN": "run-1"}
     channel = overtime_worker._restart_for_tests(env)
     assert channel is not None
+    listener.settimeout(5)
+    ours, _ = listener.accept()
+    listener.close()
     fake = FakeSupervisor(ours)
     try:
         yield fake
@@ -105,7 +122,6 @@ def supervisor():
         ours.close()                       # EOF: the reader thread ends
         channel._reader.join(5)
         channel._writer.join(5)
-        theirs.close()
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
@@ -161,7 +177,39 @@ def overtime():
     return Overtime(binary)
 
 
+def read_messages(sock, timeout=10):
+    """Reads `sock` to EOF, closes it; returns the JSON lines it carried."""
+    data = b""
+    sock.settimeout(timeout)
+    while True:
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    sock.close()
+    return [json.loads(line) for line in data.splitlines()]
+
+
+def per_bar(supervisor, kind):
+    """bar id -> what the supervisor holds for it after every progress line so far
+    (fields merged as it does), in the order the bars last moved. Every progress line must
+    name a bar of `kind` ("tqdm", "rich")."""
+    from overtime_worker._channel import merge_progress
+    assert overtime_worker.flush(5)
+    supervisor.drain(0.3)   # what the throttle deferred comes within 0.2 s
+    assert overtime_worker.flush(5)
+    supervisor.drain(0.1)
+    bars = {}
+    for message in supervisor.of_type("progress"):
+        assert message.get("bar", "").startswith(kind + "-"), message
+        state = bars.pop(message["bar"], {})
+        merge_progress(state, message)
+        bars[message["bar"]] = state
+    return bars
+
+
 def write_script(tmp_path, name, source):
     path = tmp_path / name
     path.write_text(source)
     return path
+

@@ -1,7 +1,6 @@
-"""overtime_worker alone, against a fake supervisor on a socketpair."""
+"""overtime_worker alone, against a fake supervisor (conftest.py)."""
 
 import ast
-import json
 import os
 import signal
 import socket
@@ -12,7 +11,7 @@ import time
 import pytest
 
 import overtime_worker as ot
-from conftest import PYTHON, REPO, WORKERS, clean_env
+from conftest import PYTHON, REPO, WORKERS, clean_env, read_messages, task_socket_listener
 
 
 # ---- outside Overtime ---------------------------------------------------------------------
@@ -52,26 +51,6 @@ def test_a_descriptor_that_is_not_a_socket_is_not_a_channel(tmp_path):
     assert ot._restart_for_tests({"OVERTIME_FD": "not-a-number"}) is None
     assert ot._restart_for_tests({"OVERTIME_FD": "987"}) is None   # not open
     assert not ot.active()
-
-
-def test_a_child_whose_fd_is_another_socket_stays_quiet():
-    # A parent under Overtime recorded which socket it uses; a child of the same task whose
-    # OVERTIME_FD names a different socket (fd 3 reused, e.g. by multiprocessing) keeps out.
-    a, b = socket.socketpair()
-    c, d = socket.socketpair()
-    env = {"OVERTIME_FD": str(b.fileno()), "OVERTIME_RUN": "r", "OVERTIME_TASK": "t"}
-    try:
-        assert ot._restart_for_tests(env) is not None
-        claimed = dict(env)
-        claimed["OVERTIME_FD"] = str(d.fileno())
-        assert ot._restart_for_tests(claimed) is None
-        # Another task (a nested `overtime run`) with its own socket is fine.
-        nested = dict(claimed, OVERTIME_RUN="another-run")
-        assert ot._restart_for_tests(nested) is not None
-    finally:
-        ot._restart_for_tests({})
-        for s in (a, b, c, d):
-            s.close()
 
 
 # ---- sending --------------------------------------------------------------------------------
@@ -377,20 +356,21 @@ def test_on_cancel_handlers_get_reason_and_grace(supervisor):
 
 
 def test_a_program_with_its_own_sigterm_handler_keeps_it():
-    ours, theirs = socket.socketpair()
+    listener, name = task_socket_listener()
     def mine(signum, frame):
         pass
     signal.signal(signal.SIGTERM, mine)
+    channel = None
     try:
-        channel = ot._restart_for_tests({"OVERTIME_FD": str(theirs.fileno())})
+        channel = ot._restart_for_tests({"OVERTIME_SOCKET": name})
         assert channel is not None
         assert signal.getsignal(signal.SIGTERM) is mine
     finally:
         ot._restart_for_tests({})
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        ours.close()
-        channel._reader.join(5)
-        theirs.close()
+        listener.close()   # the connection it had not accepted is reset: EOF
+        if channel is not None:
+            channel._reader.join(5)
 
 
 def test_bad_lines_from_the_supervisor_are_ignored(supervisor):
@@ -414,15 +394,7 @@ def run_child(source, env_extra=None, timeout=20):
                              stdout=subprocess.PIPE, universal_newlines=True)
     theirs.close()
     out, _ = child.communicate(timeout=timeout)
-    data = b""
-    ours.settimeout(5)
-    while True:
-        chunk = ours.recv(65536)
-        if not chunk:
-            break
-        data += chunk
-    ours.close()
-    return child.returncode, out, [json.loads(line) for line in data.splitlines()]
+    return child.returncode, out, read_messages(ours)
 
 
 def test_what_is_sent_right_before_exit_is_not_lost():

@@ -11,9 +11,8 @@ import time
 
 import pytest
 
-import overtime_worker as ot
-from conftest import PYTHON, SOURCE, clean_env
-from overtime_worker._channel import merge_progress
+from conftest import PYTHON, SOURCE, clean_env, read_messages
+from conftest import per_bar as shared_per_bar
 
 tqdm_std = pytest.importorskip("tqdm.std", reason="tqdm is installed by scripts/setup")
 from overtime_worker import tqdm_bridge  # noqa: E402
@@ -28,13 +27,15 @@ def quiet(**kwargs):
     return kwargs
 
 
+def per_bar(supervisor):
+    return shared_per_bar(supervisor, "tqdm")
+
+
 def last_progress(supervisor):
-    """What the supervisor holds after every progress line so far (fields merged as it does)."""
-    assert ot.flush(5)
-    supervisor.drain(0.1)
-    state = {}
-    for message in supervisor.of_type("progress"):
-        merge_progress(state, message)
+    """The latest state of the bar that moved last, without its id."""
+    bars = per_bar(supervisor)
+    state = dict(list(bars.values())[-1]) if bars else {}
+    state.pop("bar", None)
     return state
 
 
@@ -93,20 +94,57 @@ def test_reset_starts_over_with_a_new_total(supervisor):
     assert last_progress(supervisor)["completed"] == 2
 
 
-def test_nested_bars_report_the_inner_one_then_the_outer(supervisor):
+def test_nested_bars_are_two_bars(supervisor):
     outer = tqdm(total=3, desc="Epochs", **quiet())
     inner = tqdm(total=7, leave=False, **quiet())
     inner.update(5)
     assert last_progress(supervisor) == {"type": "progress", "completed": 5, "total": 7, "title": "Epochs"}
-    heartbeats = len(supervisor.of_type("heartbeat"))
-    outer.update(1)          # the inner bar is the news; the outer one only says "alive"
-    assert last_progress(supervisor)["completed"] == 5
-    assert len(supervisor.of_type("heartbeat")) > heartbeats
+    outer.update(1)
+    bars = per_bar(supervisor)
+    assert len(bars) == 2
+    inner_id, outer_id = list(bars)   # in the order they last moved
+    assert bars[outer_id]["completed"] == 1 and bars[outer_id]["total"] == 3
+    assert bars[inner_id]["completed"] == 5 and bars[inner_id]["total"] == 7
     inner.close()            # back to the outer bar
     assert last_progress(supervisor) == {"type": "progress", "completed": 1, "total": 3, "title": "Epochs"}
+    again = tqdm(total=7, leave=False, **quiet())   # the next epoch's inner bar: a new bar
+    again.update(2)
+    again.close()
     outer.update(2)
     outer.close()
-    assert last_progress(supervisor)["completed"] == 3
+    bars = per_bar(supervisor)
+    assert len(bars) == 3 and bars[outer_id]["completed"] == 3
+    assert [(state["completed"], state["total"]) for state in bars.values()] == [(5, 7), (2, 7), (3, 3)]
+
+
+def test_each_bar_reports_whatever_its_redraw_settings(supervisor):
+    # A redraw every 30 s, or every 100 items: the bridge counts every update itself.
+    slow = tqdm(total=1000, mininterval=30, file=io.StringIO())
+    coarse = tqdm(total=1000, miniters=100, mininterval=30, file=io.StringIO())
+    for _ in range(7):
+        slow.update()
+        coarse.update()
+    assert [state["completed"] for state in per_bar(supervisor).values()] == [7, 7]
+    def of_the_loop():
+        return [state for state in per_bar(supervisor).values() if state["total"] == 50][0]["completed"]
+    for i, _ in enumerate(tqdm(range(50), mininterval=30, miniters=100, file=io.StringIO())):
+        if i == 20:
+            assert of_the_loop() == 20
+    assert of_the_loop() == 50
+    slow.close()
+    coarse.close()
+
+
+def test_the_throttle_sends_a_few_a_second_and_the_latest_soon(supervisor):
+    bar = tqdm(total=10 ** 9, **quiet())
+    started = time.monotonic()
+    while time.monotonic() - started < 1.0:
+        bar.update()
+    supervisor.drain(0.5)   # no flush: the deferred last value comes by itself
+    sent = [m for m in supervisor.of_type("progress")]
+    assert 3 <= len(sent) <= 12, len(sent)
+    assert sent[-1]["completed"] == bar.n
+    bar.close()
 
 
 def test_a_bar_without_total(supervisor):
@@ -186,15 +224,7 @@ def probe(body="", fd_env=True, **env_extra):
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=30)
     theirs.close()
     assert out.returncode == 0, out.stderr
-    ours.settimeout(5)
-    data = b""
-    while True:
-        chunk = ours.recv(65536)
-        if not chunk:
-            break
-        data += chunk
-    ours.close()
-    return json.loads(out.stdout.strip().splitlines()[-1]), [json.loads(line) for line in data.splitlines()]
+    return json.loads(out.stdout.strip().splitlines()[-1]), read_messages(ours)
 
 
 def test_without_overtime_the_hook_loads_nothing():
@@ -213,7 +243,8 @@ def test_an_unmodified_tqdm_loop_reports_through_the_hook():
     modules, sent = probe("from tqdm import tqdm\nimport time\n"
                           "for _ in tqdm(range(30), desc='Work'):\n    time.sleep(0.001)")
     assert modules["after"]["overtime_worker"] is True
-    assert [m for m in sent if m["type"] == "progress"][-1] == {"type": "progress", "completed": 30, "total": 30, "title": "Work"}
+    assert [m for m in sent if m["type"] == "progress"][-1] == {"type": "progress", "completed": 30, "total": 30, "title": "Work",
+                                                                "bar": "tqdm-1"}
 
 
 def test_tqdm_auto_and_subclasses_report_too():
@@ -223,7 +254,13 @@ def test_tqdm_auto_and_subclasses_report_too():
 
 
 @pytest.mark.parametrize("value", ["0", "false", "off"])
-def test_the_bridge_can_be_turned_off(value):
-    modules, sent = probe("from tqdm import tqdm\nfor _ in tqdm(range(5)): pass", OVERTIME_TQDM=value)
+def test_the_bridges_can_be_turned_off(value):
+    modules, sent = probe("from tqdm import tqdm\nfor _ in tqdm(range(5)): pass", OVERTIME_BRIDGE=value)
     assert modules["after"] == {"_overtime_worker_startup": False, "overtime_worker": False, "tqdm": True}
+    assert sent == []
+
+
+def test_the_tqdm_bridge_alone_can_be_turned_off():
+    modules, sent = probe("from tqdm import tqdm\nfor _ in tqdm(range(5)): pass", OVERTIME_TQDM="0")
+    assert modules["after"] == {"_overtime_worker_startup": True, "overtime_worker": False, "tqdm": True}
     assert sent == []
