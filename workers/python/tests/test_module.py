@@ -153,7 +153,8 @@ def test_calls_from_many_threads(supervisor):
         t.start()
     for t in threads:
         t.join()
-    assert ot.flush(5)
+    # A generous bound: under four test workers on two cores 5 s was once too short.
+    assert ot.flush(30)
     supervisor.drain()
     assert sorted(m["value"] for m in supervisor.of_type("result")) == list(range(8))
 
