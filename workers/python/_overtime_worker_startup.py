@@ -2,8 +2,9 @@
 package is pip-installed, by ``sitecustomize.py`` when ``workers/python`` is on PYTHONPATH.
 
 Arranges for ``overtime_worker.tqdm_bridge.patch()`` to run right after ``tqdm.std`` is
-first imported, and ``overtime_worker.rich_bridge.patch()`` after ``rich.progress``, so
-that tqdm and rich bars report progress without any change to the program. Imports
+first imported, ``overtime_worker.rich_bridge.patch()`` after ``rich.progress``, and
+``overtime_worker.lightning_bridge`` after Lightning's tqdm callback, so that tqdm and rich
+bars report progress without any change to the program. Imports
 nothing but ``os`` and ``sys``; tqdm, rich and ``overtime_worker`` are loaded only if the
 program imports them. ``OVERTIME_BRIDGE=0`` turns both bridges off, ``OVERTIME_TQDM=0``
 or ``OVERTIME_RICH=0`` one of them.
@@ -17,6 +18,9 @@ _OFF = ("0", "false", "no", "off")
 _BRIDGES = {
     "tqdm.std": ("OVERTIME_TQDM", "tqdm_bridge"),
     "rich.progress": ("OVERTIME_RICH", "rich_bridge"),
+    # Lightning's tqdm callback, which moves its bars only every refresh_rate steps.
+    "lightning.pytorch.callbacks.progress.tqdm_progress": ("OVERTIME_TQDM", "lightning_bridge"),
+    "pytorch_lightning.callbacks.progress.tqdm_progress": ("OVERTIME_TQDM", "lightning_bridge"),
 }
 
 
@@ -86,7 +90,7 @@ def bridge(target, module):
         bridge_module = __import__("overtime_worker." + name, fromlist=["patch"])
         bridge_module.patch_module(module)
     except Exception as error:  # the program runs on, unbridged, and says so once
-        what = "tqdm" if target.startswith("tqdm") else "rich"
+        what = "rich" if target.startswith("rich") else ("Lightning's" if "lightning" in target else "tqdm")
         sys.stderr.write("overtime_worker: {} bars will not report progress: {}\n".format(what, error))
 
 

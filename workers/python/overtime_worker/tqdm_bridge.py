@@ -12,8 +12,10 @@ number given in the order bars are created in this process. A bar sends ``comple
 count), ``total``, its description as ``title`` (an outer open bar's when it has none) and
 its postfix as ``detail``.
 
-The bridge follows the work, not the redraw: it counts iterations and ``update()`` calls
-itself, whatever ``mininterval``, ``miniters``, ``TQDM_MININTERVAL`` or ``disable`` say
+The bridge follows the work, not the redraw: it counts iterations, ``update()`` calls and
+assignments to ``bar.n`` (Lightning's ``TQDMProgressBar`` sets ``n`` on every step and
+redraws only every ``refresh_rate`` steps), whatever ``mininterval``, ``miniters``,
+``TQDM_MININTERVAL`` or ``disable`` say
 (a disabled bar keeps no count, so the bridge keeps ``bar.n`` up to date for it), and
 sends at most one message per bar every 0.2 s, the latest always within about that time
 (see ``overtime_worker._bars``). Creating, resetting, describing and closing a bar report
@@ -77,12 +79,9 @@ def patch(tqdm_class=None):
                 self.n += n   # tqdm keeps no count for a disabled bar
             except TypeError:
                 pass
-            shown = None
-        else:
-            shown = original_update(self, n)
-        if not state.deferred:
-            _bars.updated(state)
-        return shown
+            return None
+        # Reported by the assignment to `n` it makes (_WatchedCount).
+        return original_update(self, n)
 
     def _after(name, force):
         method = original[name]
@@ -119,8 +118,34 @@ def patch(tqdm_class=None):
     for name, force in (("set_postfix", False), ("set_postfix_str", False), ("set_description", True),
                         ("set_description_str", True), ("reset", True)):
         setattr(tqdm_class, name, _after(name, force))
+    tqdm_class.n = _WatchedCount()
     tqdm_class._overtime_bridge = True
     return True
+
+
+class _WatchedCount:
+    """tqdm's ``n``, watched: every assignment is work done, whoever makes it (``update()``,
+    ``reset()``, a library that sets ``bar.n`` itself and redraws now and then)."""
+
+    def __get__(self, bar, owner=None):
+        if bar is None:
+            return self
+        state = bar.__dict__
+        if "_overtime_n" in state:
+            return state["_overtime_n"]
+        if "n" in state:
+            return state["n"]   # a bar made before patch() ran
+        raise AttributeError("n")
+
+    def __set__(self, bar, value):
+        state = bar.__dict__
+        state["_overtime_n"] = value
+        reported = state.get("_overtime")
+        if reported is not None and reported.open and not reported.deferred:
+            try:
+                _bars.updated(reported)
+            except Exception:
+                pass
 
 
 def _opened(bar, args, kwargs):
@@ -200,7 +225,7 @@ def _fields(bar):
         return fields
     state = bar.__dict__
     count = state["_overtime"].count
-    n = count if count is not None else state.get("n")
+    n = count if count is not None else state.get("_overtime_n", state.get("n"))
     if n is not None:
         fields["completed"] = n
     total = state.get("total")

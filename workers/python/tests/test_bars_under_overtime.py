@@ -18,6 +18,11 @@ REDRAW_SETTINGS = {
                        "for i in range(50):\n    time.sleep(0.1)\n    bar.update()\nbar.close()\n", {}),
     "TQDM_MININTERVAL=30": ("for i in tqdm(range(50)):\n    time.sleep(0.1)\n", {"TQDM_MININTERVAL": "30"}),
     "miniters=100": ("for i in tqdm(range(50), miniters=100):\n    time.sleep(0.1)\n", {}),
+    # As Lightning's TQDMProgressBar(refresh_rate=1000) does: n set each step, a redraw
+    # every 1000.
+    "bar.n set, refresh every 1000": ("bar = tqdm(total=50)\n"
+                                      "for i in range(1, 51):\n    time.sleep(0.1)\n    bar.n = i\n"
+                                      "    if i % 1000 == 0:\n        bar.refresh()\nbar.close()\n", {}),
 }
 
 
