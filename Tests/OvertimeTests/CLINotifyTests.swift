@@ -158,4 +158,22 @@ struct CLINotifyTests {
         #expect(bad.status == 125 && bad.stderr.contains("'notify-fd': 3 is not a descriptor from 4 to 15")
                 && bad.stderr.contains("'notify-socket': expected true or false"), "\(bad)")
     }
+
+    @Test("systemd-notify --status shows in ctl status while the daemon runs")
+    func statusInCtlStatus() async throws {
+        let scratch = try CLIScratch()
+        let control = scratch.path("control.sock")
+        let task = CLIProcess(["run", "--control", control, "--budget", "30s", "--", "sh", "-c",
+                               "systemd-notify --ready --status='warming cache 3/10'; sleep 30"], in: scratch)
+        try await task.start()
+        #expect(await CLICtl.waitForSocket(control))
+        var table = ""
+        let shown = try await CLICtl.waitUntil(timeout: .seconds(10)) {
+            table = try await CLICtl.ctl(socket: control, ["status"], in: scratch).stdout
+            return table.contains("warming cache 3/10")
+        }
+        #expect(shown, "\(table)")
+        _ = try await CLICtl.ctl(socket: control, ["cancel", "sh"], in: scratch)
+        _ = await task.finish(timeout: .seconds(20))
+    }
 }

@@ -190,6 +190,31 @@ def test_each_bar_is_sent_under_its_own_id(overtime, tmp_path, job):
         assert carried == bars, carried
 
 
+@pytest.mark.parametrize("job", sorted(BAR_JOBS))
+def test_bars_that_start_again_keep_a_job_alive_under_require_advance(overtime, tmp_path, job):
+    # The same jobs, slowed to 3.6 s under a 1 s budget: each restart of an inner bar (a new
+    # bar, or one reset) must neither count against the job nor stop its next step counting.
+    script = write_script(tmp_path, "job.py", BAR_JOBS[job].replace("time.sleep(0.05)", "time.sleep(0.15)"))
+    run = overtime.run(["--budget", "1s", "--require-advance"], [PYTHON, script])
+    assert run.code == 0, run
+    assert run.report["cancel_reason"] is None and run.report["elapsed"] > 3, run
+
+
+def test_a_loop_resending_one_number_is_cancelled_under_require_advance(overtime, tmp_path):
+    script = write_script(tmp_path, "job.py", textwrap.dedent("""\
+        import time
+        from tqdm import tqdm
+        bar = tqdm(total=100)
+        while True:             # stuck: the same count again and again
+            bar.n = 7
+            bar.refresh()
+            time.sleep(0.1)
+        """))
+    run = overtime.run(["--budget", "1.5s", "--grace", "1s", "--require-advance"], [PYTHON, script])
+    assert run.report["cancel_reason"] == "timeout", run
+    assert run.code in (124, 137), run
+
+
 # ---- every process of the task (OVERTIME_SOCKET) ---------------------------------------------
 
 CHILD = textwrap.dedent("""\
