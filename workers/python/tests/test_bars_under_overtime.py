@@ -258,3 +258,49 @@ def test_progress_from_a_process_other_than_the_leader_keeps_the_job_alive(overt
     assert run.code == 0, run
     assert run.report["cancel_reason"] is None, run
     assert run.report["elapsed"] > 5, run
+
+
+# ---- Lightning's TQDMProgressBar --------------------------------------------------------------
+# PyTorch Lightning cannot run in the test suite (torch is gigabytes); a stand-in module at
+# Lightning's import path stands in for its tqdm callback, with the one behaviour that
+# matters here, copied in shape: the batch-end hook moves the bar only every refresh_rate
+# batches (and at the last). Lightning itself was run by hand (see the closing notes).
+LIGHTNING_STAND_IN = textwrap.dedent("""\
+    from tqdm import tqdm as _tqdm
+
+    class TQDMProgressBar:
+        def __init__(self, refresh_rate=1):
+            self.refresh_rate = refresh_rate
+            self._train_progress_bar = None
+
+        def on_train_epoch_start(self, total):
+            self._train_progress_bar = _tqdm(total=total, desc="Epoch 0")
+
+        def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+            n = batch_idx + 1
+            if n % self.refresh_rate == 0 or n == self._train_progress_bar.total:
+                self._train_progress_bar.n = n
+                self._train_progress_bar.refresh()
+    """)
+
+
+def test_lightning_tqdm_callback_with_a_large_refresh_rate_keeps_a_job_alive(overtime, tmp_path):
+    package = tmp_path / "stand_in" / "lightning" / "pytorch" / "callbacks" / "progress"
+    package.mkdir(parents=True)
+    for directory in (package, package.parent, package.parent.parent, package.parent.parent.parent):
+        (directory / "__init__.py").write_text("")
+    (package / "tqdm_progress.py").write_text(LIGHTNING_STAND_IN)
+    script = write_script(tmp_path, "train.py", textwrap.dedent("""\
+        import time
+        from lightning.pytorch.callbacks.progress.tqdm_progress import TQDMProgressBar
+        bar = TQDMProgressBar(refresh_rate=1000)
+        bar.on_train_epoch_start(total=50)
+        for batch_idx in range(50):
+            time.sleep(0.1)
+            bar.on_train_batch_end(None, None, None, None, batch_idx)
+        """))
+    env = clean_env()
+    env["PYTHONPATH"] = str(tmp_path / "stand_in") + (":" + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    run = overtime.run(["--budget", "2s"], [PYTHON, script], env=env)
+    alive(run)
+    assert run.report["progress"]["completed"] == 50, run
