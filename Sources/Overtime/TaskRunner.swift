@@ -353,7 +353,7 @@ final class TaskRunner {
             finishIfDrained()
         } else {
             reporters[reporter.id] = nil
-            machine.reporterLeft(reporter.id)
+            decide(at: now) { machine, actions in machine.reporterLeft(reporter.id, into: &actions) }
         }
     }
 

@@ -107,6 +107,9 @@ public struct EventEncoder: Sendable {
             w.key("error"); w.string(error.kind.rawValue)
             w.key("message"); w.string(error.message)
             w.key("excerpt"); w.string(excerpt)
+        case let .reporters(count):
+            w.string("reporters")
+            w.key("count"); w.int(count)
         case let .notified(key, value):
             w.string("notify")
             w.key("key"); w.string(key)

@@ -51,6 +51,9 @@ public struct TaskEvent: Sendable {
         /// A process that is not part of the task connected to its socket and was turned
         /// away (its pid and uid, when the kernel told them).
         case reporterRefused(pid: Int32?, uid: UInt32?)
+        /// A process of the task connected to its socket, or its connection closed: how
+        /// many report now (the leader's fd 3 among them).
+        case reporters(count: Int)
         /// A daemon said `STOPPING=1`, `ERRNO=…`, `MAINPID=…` (and the like) on its
         /// sd_notify socket.
         case notified(key: String, value: String)
@@ -78,7 +81,7 @@ extension TaskEvent.Kind {
     /// an operator's request, the end).
     public var thinnedKind: ThinnedKind? {
         switch self {
-        case .progress, .heartbeat: .progress
+        case .progress, .heartbeat, .reporters: .progress
         case .protocolError: .protocolError
         case let .budgetChanged(_, cause):
             if case .childExtend = cause { .extendReply } else { nil }

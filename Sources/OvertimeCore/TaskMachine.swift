@@ -234,6 +234,7 @@ public struct TaskMachine: Sendable {
     /// or, when the task is being cancelled already, the cancel with the grace left.
     public mutating func reporterJoined(_ reporter: ReporterID, now: MonotonicInstant, into actions: inout [Action]) {
         reporters.insert(reporter)
+        actions.append(.emit(.reporters(count: reporters.count)))
         switch stage {
         case .running:
             actions.append(.send(.budget(remaining: remaining(at: now)?.seconds, granted: nil), to: .reporter(reporter)))
@@ -245,9 +246,10 @@ public struct TaskMachine: Sendable {
     }
 
     /// A reporter's connection closed: its bars go (a bar it started again elsewhere is new).
-    public mutating func reporterLeft(_ reporter: ReporterID) {
+    public mutating func reporterLeft(_ reporter: ReporterID, into actions: inout [Action]) {
         reporters.remove(reporter)
         bars.forget(reporter)
+        actions.append(.emit(.reporters(count: reporters.count)))
     }
 
     /// A line on the channel that was not a valid message.

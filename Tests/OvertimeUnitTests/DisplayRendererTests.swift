@@ -344,6 +344,17 @@ struct DisplayRendererTests {
         #expect(TextWidth.columns(narrower) <= 29)
     }
 
+    @Test("a task several processes report for says how many, after the bar that moved last")
+    func reporters() {
+        var m = model(policy: BudgetPolicy(budget: .seconds(30)))
+        _ = m.apply(event(1, "train", 1, .progress(Progress(completed: 3, total: 8, title: "shard", detail: "part 3", bar: "w1"), remaining: nil)))
+        let renderer = DisplayRenderer(capabilities: unicodePlain)
+        #expect(!renderer.rows(m, now: at(1), columns: 120, height: 30)[0].plain.contains("reporting"))
+        _ = m.apply(event(1, "train", 1, .reporters(count: 3)))
+        let row = renderer.rows(m, now: at(1), columns: 120, height: 30)[0].plain
+        #expect(row.contains("shard") && row.contains("part 3 · 3 reporting"), "\(row)")
+    }
+
     @Test("a long title is cut with an ellipsis at a character boundary")
     func longTitle() {
         var m = model(policy: BudgetPolicy(budget: .seconds(30)))

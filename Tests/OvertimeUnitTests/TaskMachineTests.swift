@@ -421,6 +421,7 @@ extension TaskMachineTests {
         h.machine.reporterJoined(ReporterID(8), now: h.now, into: &h.actions)
         #expect(h.sent == [.cancel(reason: .user, grace: 3)])
         #expect(h.machine.reporters == [.leader, worker, ReporterID(8)])
+        #expect(h.actions.contains(.emit(.reporters(count: 3))), "who reports is news for the display and the journal")
     }
 
     @Test func progressFromAnyReporterMovesTheDeadline() {
@@ -463,7 +464,7 @@ extension TaskMachineTests {
         h.send(.progress(Progress(completed: 0, total: 5, title: "eval", bar: "b")))
         h.send(.progress(Progress(completed: 3, bar: "a")))
         #expect(h.machine.lastProgress == Progress(completed: 3, total: 10, title: "train", bar: "a"))
-        h.machine.reporterLeft(.leader)
+        h.machine.reporterLeft(.leader, into: &h.actions)
         h.send(.progress(Progress(completed: 1, bar: "a")))
         #expect(h.machine.lastProgress == Progress(completed: 1, bar: "a"), "a reporter's bars go with it")
     }

@@ -24,6 +24,8 @@ struct LiveTask: Sendable, Equatable {
     var protocolErrors = 0
     var refusedReporters = 0
     var notifications = 0
+    /// How many of the task's processes report (1: the leader alone).
+    var reporters = 1
     /// Replies to the task's own extends: a task may ask in a loop, so the first few are
     /// shown, then one per interval.
     var extendReplies = RepeatAllowance(shownFreely: EventText.shownExtendReplies, interval: EventText.extendReplyInterval)
@@ -166,6 +168,9 @@ struct DisplayModel: Sendable, Equatable {
             return [.protocolError(task: name, error: "\(error)", excerpt: TextWidth.sanitize(excerpt), shown: shown)]
         case let .operatorRequest(action, uid):
             return [.operatorRequest(task: name, action: action, uid: uid)]
+        case let .reporters(count):
+            tasks[id]?.reporters = count
+            return []
         case let .notified(key, value):
             tasks[id]?.notifications += 1
             guard (tasks[id]?.notifications ?? 1) <= EventText.shownNotifications else { return [] }

@@ -131,7 +131,7 @@ struct DisplayRenderer: Sendable {
         return Cells(
             name: name,
             title: shown(p?.title ?? ""),
-            detail: shown(p?.detail ?? ""),
+            detail: shown([p?.detail, task.reporters > 1 ? "\(task.reporters) reporting" : nil].compactMap { $0 }.joined(separator: " · ")),
             fraction: p?.fractionCompleted,
             count: count,
             elapsed: DisplayFormat.clock(task.elapsed(at: now)),
