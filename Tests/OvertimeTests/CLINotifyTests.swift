@@ -27,6 +27,19 @@ struct CLINotifyTests {
         #expect(try #require(took, "\(r)") < 3000, "systemd-notify did not wait out a timeout: \(r)")
     }
 
+    @Test("READY=1 and STATUS= from python's clients: the task is ready, the status its detail", arguments: ["python3-systemd", "sdnotify"])
+    func pythonClientsReady(client: String) async throws {
+        let scratch = try CLIScratch()
+        let send = client == "python3-systemd"
+            ? "/usr/bin/python3 -c 'from systemd import daemon; daemon.notify(\"READY=1\\nSTATUS=serving\")'"
+            : "\(repositoryRoot)/.venv/bin/python -c 'import sdnotify; sdnotify.SystemdNotifier().notify(\"READY=1\\nSTATUS=serving\")'"
+        let r = try await cliRun(["run", "--json", "--", "sh", "-c", "\(send) || exit 9; sleep 0.5"], in: scratch)
+        #expect(r.status == 0, "\(r)")
+        let report = try r.report()
+        #expect(report["ready"] as? Bool == true, "\(r)")
+        #expect((report["progress"] as? [String: Any])?["detail"] as? String == "serving", "\(r)")
+    }
+
     @Test("EXTEND_TIMEOUT_USEC keeps a silent task alive past its budget")
     func extendTimeout() async throws {
         let scratch = try CLIScratch()
