@@ -354,6 +354,7 @@ final class TaskRunner {
         } else {
             reporters[reporter.id] = nil
             decide(at: now) { machine, actions in machine.reporterLeft(reporter.id, into: &actions) }
+            finishIfDrained()
         }
     }
 
@@ -363,10 +364,20 @@ final class TaskRunner {
     /// name goes with the socket): `@overtime/<run>/<task id>`. A task still runs without
     /// one (out of descriptors, say): only its leader can report then.
     private func openReporterSocket() {
-        let address = "@overtime/\(core.runID)/\(ref.id)"
-        reporterListener = try? UnixListener(loop: supervisor.loop, path: address) { [unowned self] stream, peer in
-            self.reporterConnected(stream, peer: peer)
+        // A random part: a name taken already (squatted, or left by anything) makes the
+        // next try differ rather than leave the task without a socket.
+        for _ in 0..<3 where reporterListener == nil {
+            let address = "@overtime/\(core.runID)/\(ref.id)-\(Self.nameSuffix())"
+            reporterListener = try? UnixListener(loop: supervisor.loop, path: address) { [unowned self] stream, peer in
+                self.reporterConnected(stream, peer: peer)
+            }
         }
+    }
+
+    /// Eight random hex digits for a socket's name.
+    private static func nameSuffix() -> String {
+        let text = String(UInt32.random(in: 0...UInt32.max), radix: 16)
+        return String(repeating: "0", count: 8 - text.count) + text
     }
 
     /// A process connected to the task's socket: a reporter when it is part of the task
@@ -389,9 +400,11 @@ final class TaskRunner {
     /// `@overtime/<run>/<task id>/notify`, a datagram socket whose every datagram carries
     /// its sender's credentials.
     private func openNotifySocket() {
-        let address = "@overtime/\(core.runID)/\(ref.id)/notify"
-        notifyReceiver = try? DatagramReceiver(loop: supervisor.loop, path: address) { [unowned self] datagram in
-            self.notified(datagram)
+        for _ in 0..<3 where notifyReceiver == nil {
+            let address = "@overtime/\(core.runID)/\(ref.id)-\(Self.nameSuffix())/notify"
+            notifyReceiver = try? DatagramReceiver(loop: supervisor.loop, path: address) { [unowned self] datagram in
+                self.notified(datagram)
+            }
         }
     }
 
@@ -435,7 +448,9 @@ final class TaskRunner {
     /// A process of the task (DESIGN §3a). A sender already gone when it is read (it wrote
     /// and exited: `python -c 'sd_notify(…)'`, a short-lived hook) leaves nothing to ask but
     /// the uid the kernel recorded: it counts when that is the task's own user. (systemd
-    /// meets the same race; `systemd-notify` waits on a barrier to avoid it.)
+    /// meets the same race; `systemd-notify` waits on a barrier to avoid it.) The check
+    /// keeps tasks from hearing each other and strangers out; it is no wall against the
+    /// task's own user, who may signal or trace the task anyway.
     private func isMember(_ peer: PeerCredentials?) -> Bool {
         guard let leader = process?.pid, let peer else { return false }
         switch ProcessTree.membership(of: peer.pid, inTaskLedBy: leader) {
@@ -473,9 +488,11 @@ final class TaskRunner {
                 timer.schedule(inNanoseconds: Self.drainLimit.nanoseconds) { [unowned self] in self.timerFired() }
                 return
             }
-            // The drain limit passed: finish with what was read.
+            // The drain limit passed: finish with what was read. A reporter still connected
+            // is a descendant that outlived the leader: what it wrote so far counts.
             outputs.forEach { $0.close() }
             outputs.removeAll()
+            for reporter in Array(reporters.values) { channelEnded(reporter) }
             if let channel { channelEnded(channel) } else { finishIfDrained() }
             return
         }
@@ -488,9 +505,11 @@ final class TaskRunner {
         exit = status
         exitedAt = now
         heldSinceDrainArmed = false
-        // What is left on the channel is read to its end now, however bad.
-        channel?.paceTimer?.cancel()
-        channel?.stream.resumeReading()
+        // What is left on the channels is read to their end now, however bad.
+        for reporter in [channel].compactMap({ $0 }) + Array(reporters.values) {
+            reporter.paceTimer?.cancel()
+            reporter.stream.resumeReading()
+        }
         decide(at: now) { machine, actions in machine.exited(into: &actions) }
         timer.cancel()
         timer.schedule(inNanoseconds: Self.drainLimit.nanoseconds) { [unowned self] in self.timerFired() }
@@ -540,7 +559,7 @@ final class TaskRunner {
         }
         let live = TaskStatus.Live(pid: process?.pid, elapsed: (now - machine.startedAt).seconds,
                                    remaining: machine.remaining(at: now)?.seconds, progress: machine.lastProgress,
-                                   reporters: (channel == nil ? 0 : 1) + reporters.count)
+                                   reporters: machine.reporters.count)
         return TaskStatus(name: ref.name, state: state, live: live)
     }
 
@@ -629,8 +648,10 @@ final class TaskRunner {
 
     // MARK: End
 
+    /// The task ends once its leader is reaped and what it and its other reporters wrote
+    /// has been read to the end (or the drain limit has passed).
     private func finishIfDrained() {
-        guard let exit, channel == nil, outputs.isEmpty else { return }
+        guard let exit, channel == nil, reporters.isEmpty, outputs.isEmpty else { return }
         finish(termination: Self.termination(exit))
     }
 

@@ -174,4 +174,34 @@ struct CLITaskSocketTests {
         _ = try await CLICtl.ctl(socket: control, ["cancel", "sh"], in: scratch)
         _ = await task.finish(timeout: .seconds(20))
     }
+
+    @Test("what a reporter wrote before the task ended is all read; one that outlives the leader is waited for 2 s at most")
+    func drainedAtTheEnd() async throws {
+        let scratch = try CLIScratch()
+        // Written and gone at once, and past the bad-line pacing (20,000 a second), so the
+        // connection is held back when the leader is reaped: what is left is read to its end.
+        let burst = try scratch.write("burst.py", socketClient + """
+        s = connect()
+        s.sendall(b"garbage\\n" * 60000)
+        s.sendall(b"".join(b'{"type":"progress","completed":%d,"total":2000}\\n' % i for i in range(1, 2001)))
+        send(s, {"type": "result", "value": "all read"})
+        """)
+        let r = try await cliRun(["run", "--json", "--", "python3", burst], in: scratch)
+        let report = try r.report()
+        #expect(r.status == 0 && report["result"] as? String == "all read", "\(r)")
+        #expect(CLIJSON.int((report["progress"] as? [String: Any])?["completed"]) == 2000, "\(r)")
+        #expect(CLIJSON.int(report["protocol_errors"]) == 60000, "\(r)")
+
+        // A grandchild that keeps its connection open, silent, long after the leader exits.
+        let lingering = try scratch.write("linger.py", socketClient + """
+        s = connect()
+        send(s, {"type": "progress", "completed": 1})
+        time.sleep(30)
+        """)
+        let started = ContinuousClock.now
+        let lingered = try await cliRun(["run", "--json", "--", "sh", "-c", "setsid python3 \(shellWord(lingering)) & sleep 0.5"], in: scratch)
+        #expect(lingered.status == 0, "\(lingered)")
+        #expect(ContinuousClock.now - started < .seconds(15), "the end waited for the lingering reporter: \(lingered)")
+        #expect(CLIJSON.int((try lingered.report()["progress"] as? [String: Any])?["completed"]) == 1, "\(lingered)")
+    }
 }

@@ -73,7 +73,8 @@ enum Notice: Sendable, Equatable {
         case let .budget(_, remaining, cause):
             return EventText.budget(remaining: remaining, cause: cause) ?? "budget: \(EventText.left(remaining))"
         case let .protocolError(_, error, excerpt, shown):
-            return "protocol error on fd 3 (\(error)): \(excerpt)"
+            // On fd 3, the task's socket or its sd_notify socket: the excerpt says which.
+            return "protocol error (\(error)): \(excerpt)"
                 + (shown == EventText.shownProtocolErrors ? "; further protocol errors are counted, not shown" : "")
         case let .protocolErrorTotal(_, count):
             return "\(count) protocol errors in all"
