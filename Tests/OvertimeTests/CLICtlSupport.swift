@@ -515,8 +515,8 @@ final class CLICtlUser: @unchecked Sendable {
         var lastError = ""
         for _ in 0..<40 {
             let (status, output) = await runTool("/usr/sbin/useradd", ["-M", "-s", "/usr/sbin/nologin", name])
-            if status == 0, let pw = getpwnam(name) {
-                return CLICtlUser(name: name, uid: pw.pointee.pw_uid, gid: pw.pointee.pw_gid)
+            if status == 0, let entry = Self.passwordEntry(name) {
+                return CLICtlUser(name: name, uid: entry.uid, gid: entry.gid)
             }
             lastError = "useradd exited \(status): \(output)"
             try? await Task.sleep(for: .milliseconds(100))  // /etc/passwd locked by a parallel test
@@ -529,9 +529,20 @@ final class CLICtlUser: @unchecked Sendable {
         try? FileManager.default.removeItem(atPath: "/tmp/overtime-\(uid)")
         for _ in 0..<40 {
             let (status, _) = await Self.runTool("/usr/sbin/userdel", [name])
-            if status == 0 || getpwnam(name) == nil { return }
+            if status == 0 || Self.passwordEntry(name) == nil { return }
             try? await Task.sleep(for: .milliseconds(100))
         }
+    }
+
+    /// `name`'s uid, gid and home, read with getpwnam_r: tests run in parallel threads, and
+    /// getpwnam's one static buffer let one test read another's user (a uid that was not
+    /// its own, once, in a full run).
+    static func passwordEntry(_ name: String) -> (uid: UInt32, gid: UInt32, home: String)? {
+        var entry = passwd()
+        var result: UnsafeMutablePointer<passwd>?
+        var buffer = [CChar](repeating: 0, count: 16_384)
+        guard getpwnam_r(name, &entry, &buffer, buffer.count, &result) == 0, let found = result else { return nil }
+        return (found.pointee.pw_uid, found.pointee.pw_gid, String(cString: found.pointee.pw_dir))
     }
 
     /// `setpriv` arguments that run the rest as this user, with no supplementary groups.

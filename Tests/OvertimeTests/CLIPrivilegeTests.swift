@@ -41,7 +41,7 @@ struct CLIPrivilegeTests {
             #expect(status["Uid"] == "\(user.uid)\t\(user.uid)\t\(user.uid)\t\(user.uid)", "\(status)")
             #expect(status["Gid"] == "\(user.gid)\t\(user.gid)\t\(user.gid)\t\(user.gid)", "\(status)")
             #expect(status["Groups"] == "", "supplementary groups cleared: \(status)")
-            let home = String(cString: try #require(getpwnam(user.name)).pointee.pw_dir)
+            let home = try #require(CLICtlUser.passwordEntry(user.name)).home
             #expect(scratch.read("env") == "\(home) \(user.name)\n", "HOME and USER are the user's: \(scratch.read("env") ?? "nothing")")
             #expect(r.status == 143, "cancelled for shutdown, the task died of the SIGTERM: \(r)")
         }

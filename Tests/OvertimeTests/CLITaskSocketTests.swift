@@ -193,15 +193,18 @@ struct CLITaskSocketTests {
         #expect(CLIJSON.int(report["protocol_errors"]) == 60000, "\(r)")
 
         // A grandchild that keeps its connection open, silent, long after the leader exits.
+        let connected = scratch.path("connected")
         let lingering = try scratch.write("linger.py", socketClient + """
         s = connect()
         send(s, {"type": "progress", "completed": 1})
+        open(\(pythonString(connected)), "w").close()
         time.sleep(30)
         """)
-        let started = ContinuousClock.now
-        let lingered = try await cliRun(["run", "--json", "--", "sh", "-c", "setsid python3 \(shellWord(lingering)) & sleep 0.5"], in: scratch)
+        // The leader leaves once its grandchild has connected and reported.
+        let script = "setsid python3 \(shellWord(lingering)) & while [ ! -e \(shellWord(connected)) ]; do sleep 0.05; done; sleep 0.2"
+        let lingered = try await cliRun(["run", "--json", "--", "sh", "-c", script], in: scratch)
         #expect(lingered.status == 0, "\(lingered)")
-        #expect(ContinuousClock.now - started < .seconds(15), "the end waited for the lingering reporter: \(lingered)")
+        #expect(lingered.wall < .seconds(15), "the end waited for the lingering reporter: \(lingered)")
         #expect(CLIJSON.int((try lingered.report()["progress"] as? [String: Any])?["completed"]) == 1, "\(lingered)")
     }
 }
