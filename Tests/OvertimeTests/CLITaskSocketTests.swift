@@ -197,7 +197,8 @@ struct CLITaskSocketTests {
         let lingering = try scratch.write("linger.py", socketClient + """
         s = connect()
         send(s, {"type": "progress", "completed": 1})
-        open(\(pythonString(connected)), "w").close()
+        with open(\(pythonString(connected)), "w") as f:
+            f.write(str(os.getpid()))
         time.sleep(30)
         """)
         // The leader leaves once its grandchild has connected and reported.
@@ -206,5 +207,7 @@ struct CLITaskSocketTests {
         #expect(lingered.status == 0, "\(lingered)")
         #expect(lingered.wall < .seconds(15), "the end waited for the lingering reporter: \(lingered)")
         #expect(CLIJSON.int((try lingered.report()["progress"] as? [String: Any])?["completed"]) == 1, "\(lingered)")
+        // It left the task's group (setsid), as a daemon does: not the task's to outlive it.
+        if let pid = scratch.read("connected").flatMap({ Int32($0) }) { kill(pid, SIGKILL) }
     }
 }
