@@ -112,8 +112,9 @@ final class TaskRunner {
                 descriptors: descriptors
             )
             isolate(&request)
-            process = try ChildProcess(loop: supervisor.loop, request: request) { [unowned self] exit in
-                self.processExited(exit)
+            // Weak: a task ended by the supervisor's shutdown is gone before its reaping.
+            process = try ChildProcess(loop: supervisor.loop, request: request) { [weak self] exit in
+                self?.processExited(exit)
             }
         } catch {
             failToStart(error)
@@ -661,6 +662,12 @@ final class TaskRunner {
     /// wrote and was read is in the outcome; the loop closes the rest.
     func endForShutdown() {
         guard !finished else { return }
+        // Nothing of this runner may be called back once it is gone: its streams close now
+        // (what was read is in the outcome).
+        channel?.close()
+        channel = nil
+        outputs.forEach { $0.close() }
+        outputs.removeAll()
         if let exit {
             finish(termination: Self.termination(exit))
             return
