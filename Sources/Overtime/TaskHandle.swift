@@ -98,11 +98,5 @@ public final class TaskHandle: Sendable {
         public func status() -> TaskStatus? {
             runner?.status(now: TaskRunner.clock())
         }
-
-        /// Records an operator's request (`cancel`, `extend 30s`) with the uid of whoever
-        /// asked in the task's event stream, and so in journals.
-        public func recordOperator(_ action: String, uid: UInt32) {
-            runner?.recordOperator(action, uid: uid)
-        }
     }
 }

@@ -18,8 +18,6 @@ final class TaskRunner {
     private var nextReporter = 1
     /// Where they connect; nil when no socket could be had (the task runs without one).
     private var reporterListener: UnixListener?
-    /// Connections refused because their process is not part of the task.
-    private var refusedReporters = 0
     /// The task's sd_notify socket (DESIGN §3b); nil when off or not to be had.
     private var notifyReceiver: DatagramReceiver?
     /// The read end of s6's notification fd (`Readiness.notifyFD`) until its first newline.
@@ -386,7 +384,6 @@ final class TaskRunner {
     private func reporterConnected(_ stream: ByteStream, peer: PeerCredentials?) {
         guard isMember(peer) else {
             stream.close()
-            refusedReporters += 1
             supervisor.emit(TaskEvent(task: ref, time: Self.clock(), kind: .reporterRefused(pid: peer?.pid, uid: peer?.uid)))
             return
         }
@@ -417,7 +414,6 @@ final class TaskRunner {
         defer { descriptors.forEach(Descriptors.close) }
         let now = Self.clock()
         guard isMember(datagram.sender) else {
-            refusedReporters += 1
             supervisor.emit(TaskEvent(task: ref, time: now, kind: .reporterRefused(pid: datagram.sender?.pid, uid: datagram.sender?.uid)))
             return
         }

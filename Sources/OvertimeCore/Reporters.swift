@@ -92,6 +92,4 @@ struct BarTable: Sendable {
             current = nil
         }
     }
-
-    var count: Int { others.count + (current == nil ? 0 : 1) }
 }

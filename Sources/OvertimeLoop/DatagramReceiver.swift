@@ -100,13 +100,11 @@ public final class DatagramReceiver: LoopHandleOwner {
         closed = true
         handler = nil
         if !UnixListener.isAbstract(path) { unlink(path) }
-        uv_close(UnsafeMutableRawPointer(handle).assumingMemoryBound(to: uv_handle_t.self)) { h in
-            let raw = h!
-            let receiver = Unmanaged<DatagramReceiver>.fromOpaque(raw.pointee.data).takeRetainedValue()
-            Descriptors.close(receiver.fd)
-            UnsafeMutableRawPointer(raw).assumingMemoryBound(to: uv_poll_t.self).deallocate()
-        }
+        closeOwnedHandle(handle)
     }
 
     func closeForShutdown() { close() }
+
+    // The poll handle is closed by then (it holds the receiver until its close callback).
+    deinit { Descriptors.close(fd) }
 }

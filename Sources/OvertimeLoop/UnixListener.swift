@@ -176,13 +176,11 @@ public final class UnixListener: LoopHandleOwner {
         resumeTimer?.close()
         resumeTimer = nil
         if !Self.isAbstract(path) { unlink(path) }
-        uv_close(UnsafeMutableRawPointer(handle).assumingMemoryBound(to: uv_handle_t.self)) { h in
-            let raw = h!
-            let listener = Unmanaged<UnixListener>.fromOpaque(raw.pointee.data).takeRetainedValue()
-            Descriptors.close(listener.fd)
-            UnsafeMutableRawPointer(raw).assumingMemoryBound(to: uv_poll_t.self).deallocate()
-        }
+        closeOwnedHandle(handle)
     }
 
     func closeForShutdown() { close() }
+
+    // The poll handle is closed by then (it holds the listener until its close callback).
+    deinit { Descriptors.close(fd) }
 }

@@ -623,7 +623,7 @@ extension BatchCore: ControlTarget {
     func controlExtend(task: String, by amount: Duration, pastMax: Bool, uid: UInt32) -> Result<String, ControlFailure> {
         index(of: task).flatMap { index in
             runningTask(index).flatMap { task in
-                recordOperator(index, pastMax ? "extend --past-max \(DurationText.format(amount))" : "extend \(DurationText.format(amount))", uid: uid)
+                recordOperator(index, ControlWords.extendAction(amount, pastMax: pastMax), uid: uid)
                 return ControlWords.budget(task.extend(by: amount, pastMax: pastMax))
             }
         }
@@ -632,7 +632,7 @@ extension BatchCore: ControlTarget {
     func controlRevoke(task: String, after: Duration, uid: UInt32) -> Result<String, ControlFailure> {
         index(of: task).flatMap { index in
             runningTask(index).flatMap { task in
-                recordOperator(index, "revoke \(DurationText.format(after))", uid: uid)
+                recordOperator(index, ControlWords.revokeAction(after), uid: uid)
                 return ControlWords.budget(task.revoke(after: after))
             }
         }

@@ -13,8 +13,17 @@ extension ControlDuration {
     }
 }
 
-/// Turns the engine's answers into the words a control reply carries.
+/// Turns the engine's answers into the words a control reply carries, and an operator's
+/// requests into the words their `operator` event records.
 enum ControlWords {
+    static func extendAction(_ amount: Duration, pastMax: Bool) -> String {
+        (pastMax ? "extend --past-max " : "extend ") + DurationText.format(amount)
+    }
+
+    static func revokeAction(_ after: Duration) -> String {
+        "revoke " + DurationText.format(after)
+    }
+
     static func cancel(_ result: TaskMachine.CancelResult) -> Result<String, ControlFailure> {
         switch result {
         case .cancelling: .success("cancelling")
@@ -58,14 +67,14 @@ extension SupervisorCore: ControlTarget {
 
     func controlExtend(task: String, by amount: Duration, pastMax: Bool, uid: UInt32) -> Result<String, ControlFailure> {
         runner(named: task).flatMap { runner in
-            runner.recordOperator(pastMax ? "extend --past-max \(DurationText.format(amount))" : "extend \(DurationText.format(amount))", uid: uid)
+            runner.recordOperator(ControlWords.extendAction(amount, pastMax: pastMax), uid: uid)
             return ControlWords.budget(runner.operatorExtend(by: amount, pastMax: pastMax))
         }
     }
 
     func controlRevoke(task: String, after: Duration, uid: UInt32) -> Result<String, ControlFailure> {
         runner(named: task).flatMap { runner in
-            runner.recordOperator("revoke \(DurationText.format(after))", uid: uid)
+            runner.recordOperator(ControlWords.revokeAction(after), uid: uid)
             return ControlWords.budget(runner.revoke(after: after))
         }
     }
