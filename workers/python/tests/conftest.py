@@ -1,11 +1,13 @@
 """Shared fixtures: a fake supervisor on a socketpair, and the real `overtime run`."""
 
+import contextlib
 import json
 import os
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -79,6 +81,24 @@ class FakeSupervisor(object):
             if left <= 0:
                 raise AssertionError("no matching message within {} s; got {}".format(timeout, self.received[-5:]))
             self._fill(min(left, 0.5))
+
+    @contextlib.contextmanager
+    def reading(self):
+        """Reads in a thread of its own for the length of the block, as a supervisor does
+        while its task writes."""
+        stop = threading.Event()
+
+        def read():
+            while not stop.is_set():
+                self._fill(0.1)
+
+        reader = threading.Thread(target=read, name="fake-supervisor-reader", daemon=True)
+        reader.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            reader.join(5)
 
     def drain(self, quiet=0.2):
         """Reads everything until the channel has been quiet for `quiet` seconds."""
