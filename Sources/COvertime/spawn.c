@@ -1,6 +1,7 @@
 #define _GNU_SOURCE
 #include "overtime_spawn.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -12,6 +13,7 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 // Why vfork, and why raw system calls.
@@ -161,9 +163,27 @@ static int exec_on_path(const struct overtime_spawn_request *request) {
     return denied ? EACCES : last;
 }
 
+// Decimal digits of `value` into `buffer` (at least 12 bytes); returns their count.
+static int format_decimal(long value, char *buffer) {
+    char reversed[12];
+    int count = 0;
+    do { reversed[count++] = (char)('0' + value % 10); value /= 10; } while (value > 0 && count < 12);
+    for (int i = 0; i < count; i++) buffer[i] = reversed[count - 1 - i];
+    return count;
+}
+
 __attribute__((noreturn, noinline)) static void run_child(const struct overtime_spawn_request *request,
                                                           pid_t parent,
                                                           volatile struct overtime_spawn_failure *failure) {
+    // Into the task's cgroups first: from here on, everything the task starts is counted
+    // and killed with it, however it detaches (setsid, a double fork).
+    for (int i = 0; i < 2; i++) {
+        if (request->cgroup_procs[i] < 0) continue;
+        char digits[12];
+        int length = format_decimal(child_call(SYS_getpid, 0, 0, 0, 0), digits);
+        if (child_call(SYS_write, request->cgroup_procs[i], (long)digits, length, 0) != length)
+            child_fail(failure, OVERTIME_SPAWN_CGROUP, errno, i);
+    }
     if (child_call(SYS_setsid, 0, 0, 0, 0) < 0) child_fail(failure, OVERTIME_SPAWN_SESSION, errno, 0);
     // Listed with the guard before anything of the task can run: a supervisor killed the
     // moment after exec, before its own thread got to it, would otherwise miss what the
@@ -299,7 +319,99 @@ static void retitle_guard(pid_t supervisor) {
     memcpy(start, title, used < length - 1 ? used : length - 1);
 }
 
-__attribute__((noreturn)) static void run_group_guard(int channel, pid_t supervisor) {
+// The guard's cgroup work, in raw system calls on its own stack (see above).
+
+// "directory/name" into `path` (PATH_SIZE bytes); 0 when it does not fit.
+enum { PATH_SIZE = 4096 };
+static int join_path(char *path, const char *directory, const char *name) {
+    size_t a = strlen(directory), b = strlen(name);
+    if (a + 1 + b + 1 > PATH_SIZE) return 0;
+    memcpy(path, directory, a);
+    path[a] = '/';
+    memcpy(path + a + 1, name, b + 1);
+    return 1;
+}
+
+// SIGKILL to every pid listed in `directory`/cgroup.procs; returns how many were listed.
+static int kill_listed(const char *directory) {
+    char path[PATH_SIZE];
+    if (!join_path(path, directory, "cgroup.procs")) return 0;
+    long fd = child_call(SYS_openat, AT_FDCWD, (long)path, O_RDONLY | O_CLOEXEC, 0);
+    if (fd < 0) return 0;
+    char buffer[4096];
+    int listed = 0;
+    long value = -1;
+    while (1) {
+        long n = child_call(SYS_read, fd, (long)buffer, sizeof buffer, 0);
+        if (n <= 0) break;
+        for (long i = 0; i < n; i++) {
+            char c = buffer[i];
+            if (c >= '0' && c <= '9') {
+                value = (value < 0 ? 0 : value * 10) + (c - '0');
+            } else if (value >= 0) {
+                child_call(SYS_kill, value, SIGKILL, 0, 0);
+                listed++;
+                value = -1;
+            }
+        }
+    }
+    if (value > 0) { child_call(SYS_kill, value, SIGKILL, 0, 0); listed++; }
+    child_call(SYS_close, fd, 0, 0, 0);
+    return listed;
+}
+
+struct guard_dirent { unsigned long long ino; long long off; unsigned short reclen; unsigned char type; char name[]; };
+
+// Calls `visit` on each subdirectory of `directory`; returns their count (-1: unreadable).
+static int each_subdirectory(const char *directory, int (*visit)(const char *path)) {
+    long fd = child_call(SYS_openat, AT_FDCWD, (long)directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+    if (fd < 0) return -1;
+    char entries[4096] __attribute__((aligned(8)));
+    int count = 0;
+    long n;
+    while ((n = child_call(SYS_getdents64, fd, (long)entries, sizeof entries, 0)) > 0) {
+        for (long at = 0; at < n;) {
+            struct guard_dirent *entry = (struct guard_dirent *)(entries + at);
+            at += entry->reclen;
+            if (entry->type != DT_DIR || entry->name[0] == '.') continue;
+            char path[PATH_SIZE];
+            if (!join_path(path, directory, entry->name)) continue;
+            count++;
+            visit(path);
+        }
+    }
+    child_call(SYS_close, fd, 0, 0, 0);
+    return count;
+}
+
+static int remove_directory(const char *path) {
+    return (int)child_call(SYS_unlinkat, AT_FDCWD, (long)path, AT_REMOVEDIR, 0);
+}
+
+// Kills everything in one of the run's cgroup trees (the run's directory, with a cgroup per
+// task below it), then removes the task cgroups and the tree once they are empty. Bounded:
+// about two seconds, after which what is left is left (and said nowhere: the supervisor is gone).
+static void empty_cgroup_tree(const char *tree) {
+    char kill_path[PATH_SIZE];
+    if (join_path(kill_path, tree, "cgroup.kill")) {
+        long fd = child_call(SYS_openat, AT_FDCWD, (long)kill_path, O_WRONLY | O_CLOEXEC, 0);
+        if (fd >= 0) {
+            child_call(SYS_write, fd, (long)"1", 1, 0);   // v2, Linux 5.14+: the whole subtree at once
+            child_call(SYS_close, fd, 0, 0, 0);
+        }
+    }
+    for (int round = 0; round < 200; round++) {
+        each_subdirectory(tree, kill_listed);
+        kill_listed(tree);
+        each_subdirectory(tree, remove_directory);
+        if (remove_directory(tree) == 0 || errno == ENOENT) return;
+        struct timespec pause = {0, 10 * 1000 * 1000};
+        child_call(SYS_nanosleep, (long)&pause, 0, 0, 0);
+    }
+}
+
+__attribute__((noreturn)) static void run_group_guard(int channel, pid_t supervisor,
+                                                      const char *_Nullable const *_Nullable cgroup_trees, int tree_count) {
     child_call(SYS_setsid, 0, 0, 0, 0);
     struct { void *handler; unsigned long flags; void *restorer; unsigned long mask; } ignore = {SIG_IGN, 0, 0, 0};
     for (int signal = 1; signal <= 64; signal++) {
@@ -346,10 +458,12 @@ __attribute__((noreturn)) static void run_group_guard(int channel, pid_t supervi
         for (int bit = 0; bit < bits; bit++)
             if (groups[word] & (1UL << bit)) child_call(SYS_kill, -(word * bits + bit), SIGKILL, 0, 0);
     }
+    for (int i = 0; i < tree_count; i++)
+        if (cgroup_trees && cgroup_trees[i]) empty_cgroup_tree(cgroup_trees[i]);
     _exit(0);
 }
 
-pid_t overtime_start_group_guard(int *channel) {
+pid_t overtime_start_group_guard(int *channel, const char *_Nullable const *_Nullable cgroup_trees, int count) {
     int ends[2];
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ends) < 0) return -1;
     sigset_t all, previous;
@@ -357,7 +471,7 @@ pid_t overtime_start_group_guard(int *channel) {
     pthread_sigmask(SIG_SETMASK, &all, &previous);
     pid_t supervisor = getpid();
     pid_t pid = fork();
-    if (pid == 0) run_group_guard(ends[1], supervisor);
+    if (pid == 0) run_group_guard(ends[1], supervisor, cgroup_trees, count);
     int fork_error = errno;
     pthread_sigmask(SIG_SETMASK, &previous, NULL);
     close(ends[1]);

@@ -27,6 +27,9 @@ public final class Supervisor: Sendable {
 
     /// Names this run; given to every task as `OVERTIME_RUN`.
     public let runID: String
+    /// How its tasks are held whole (DESIGN §7).
+    public let containment: Containment
+    private let cgroupDirectories: [String]
     let loop: EventLoop
     private let nextTaskID = Atomic<Int>(1)
     /// Loop-thread state: the running tasks and the signal watchers.
@@ -44,14 +47,30 @@ public final class Supervisor: Sendable {
     /// Starts a supervisor with its own loop thread whose events go to `sinks`, in order
     /// (a sink that wants the JSON lines gets them encoded once for all).
     /// - Throws: `SystemError` when the loop cannot start.
-    public init(runID: String = RunID.generate(), sinks: [any EventSink & Sendable]) throws {
+    /// - Parameter containment: `.automatic` for a cgroup per task where the machine
+    ///   allows it (see `containment` for what it got), `.off` for process groups only.
+    public init(runID: String = RunID.generate(), sinks: [any EventSink & Sendable],
+                containment request: Containment.Request = .automatic) throws {
         self.runID = runID
         _ = Self.signalsIgnoredAtStart  // read before any watcher of ours replaces a disposition
         let loop = try EventLoop()
         self.loop = loop
         let core = SupervisorCore(runID: runID)
         core.sinks = sinks
+        if request == .automatic {
+            let probe = CgroupProbe.probe()
+            core.cgroups = CgroupTree(probe: probe, runID: runID)
+            containment = Containment(tree: core.cgroups, notes: probe.unavailable)
+        } else {
+            containment = Containment.off
+        }
+        cgroupDirectories = core.cgroups?.directories ?? []
         self.core = LoopBound(core, loop: loop)
+        if let trees = core.cgroups?.directories {
+            // Before any spawn (the loop runs jobs in order): a guard started by the first
+            // one knows what to empty.
+            loop.execute { loop.guardCgroupTrees(trees) }
+        }
     }
 
     /// Starts a task. Spawn failures (command not found, not executable) are not thrown:
@@ -201,14 +220,19 @@ public final class Supervisor: Sendable {
         // Queued before the loop's own shutdown, so it runs first, while handles are open.
         loop.execute {
             for runner in Array(core.value.runners.values) { runner.endForShutdown() }
+            core.value.memoryWatch.stop()
         }
         loop.shutdown()
+        // The task guard, closed with the loop, has emptied the run's cgroups (or it never
+        // started: then they are empty already).
+        CgroupTree.remove(cgroupDirectories)
     }
 
     deinit {
         // Nothing may run on unsupervised: a supervisor dropped without `shutdown()` still
         // kills what it started.
         loop.shutdown()
+        CgroupTree.remove(cgroupDirectories)
     }
 
     /// Passes `event` to every sink, in order.
@@ -275,6 +299,13 @@ public final class Supervisor: Sendable {
 final class SupervisorCore {
     let runID: String
     var runners: [Int: TaskRunner] = [:]
+    /// The run's cgroups; nil for process groups (DESIGN §7).
+    var cgroups: CgroupTree?
+    /// Samples the memory of the tasks that have a `memory-max`.
+    lazy var memoryWatch = MemoryWatch(core: self)
+    /// Task cgroups whose last processes were still dying when the task ended: removed
+    /// as they empty.
+    lazy var retiredCgroups = CgroupRetirement()
     var signalWatchers: [SignalWatcher] = []
     /// SIGINTs and SIGTERMs received: the second one escalates.
     var terminationSignals = 0

@@ -34,6 +34,12 @@ final class TaskRunner {
     var interrupted = false
     /// SIGKILLed because the supervisor shut down with the task still running.
     private var killedAtShutdown = false
+    /// The task's own cgroup (DESIGN §7); nil where the run has none.
+    private var cgroup: TaskCgroup?
+    /// The signals Overtime sent the task, and those it passed on, to say who sent the one
+    /// it died of.
+    private var sentSignals: Set<Int32> = []
+    private var forwardedSignals: Set<Int32> = []
 
     /// A reporter writing bad lines faster than this is read no faster: past it within a
     /// second, its channel is not read until the second is over (its own writes wait), so
@@ -57,7 +63,7 @@ final class TaskRunner {
         self.supervisor = supervisor
         self.core = core
         let now = Self.clock()
-        machine = TaskMachine(policy: spec.policy, startedAt: now)
+        machine = TaskMachine(policy: spec.policy, memory: spec.memory, startedAt: now)
         timer = LoopTimer(loop: supervisor.loop)
     }
 
@@ -110,6 +116,12 @@ final class TaskRunner {
                 descriptors: descriptors
             )
             isolate(&request)
+            if let tree = core.cgroups {
+                let made = try TaskCgroup(tree: tree, name: "task-\(ref.id)", memoryLimit: spec.memory.hardLimit)
+                cgroup = made
+                request.cgroupProcs = made.procsDescriptors
+            }
+            defer { cgroup?.spawned() }
             // Weak: a task ended by the supervisor's shutdown is gone before its reaping.
             process = try ChildProcess(loop: supervisor.loop, request: request) { [weak self] exit in
                 self?.processExited(exit)
@@ -119,8 +131,9 @@ final class TaskRunner {
             return
         }
         core.runners[ref.id] = self
+        if spec.memory.max != nil { core.memoryWatch.watch(ref.id, loop: supervisor.loop) }
         let now = Self.clock()
-        machine = TaskMachine(policy: spec.policy, startedAt: now)
+        machine = TaskMachine(policy: spec.policy, memory: spec.memory, startedAt: now)
         if let channel { startReading(channel) }
         notifyFDReader?.startReading(
             onData: { [unowned self] bytes in
@@ -228,6 +241,8 @@ final class TaskRunner {
     }
 
     private func failToStart(_ error: any Error) {
+        if let cgroup, !cgroup.remove() { core.retiredCgroups.retire(cgroup, loop: supervisor.loop) }
+        cgroup = nil
         channel?.close()
         channel = nil
         closeReporters()
@@ -271,6 +286,7 @@ final class TaskRunner {
         case .priority: "cannot set nice value \(isolation.niceness.map(String.init) ?? "?"): \(reason)"
         case .parentDeath: "cannot tie the task's life to the supervisor's: \(reason)"
         case .fork: "cannot start a process: \(reason)"
+        case .cgroup: "cannot enter the task's cgroup: \(reason)"
         case .session: "cannot start a session for the task: \(reason)"
         case .descriptors: "cannot pass descriptors to the task: \(reason)"
         }
@@ -556,7 +572,9 @@ final class TaskRunner {
         }
         let live = TaskStatus.Live(pid: process?.pid, elapsed: (now - machine.startedAt).seconds,
                                    remaining: machine.remaining(at: now)?.seconds, progress: machine.lastProgress,
-                                   reporters: machine.reporters.count)
+                                   reporters: machine.reporters.count, memory: currentMemory(),
+                                   peakMemory: cgroup?.peakMemory() ?? (machine.peakMemory > 0 ? machine.peakMemory : nil),
+                                   cpuUser: cpuSoFar()?.user, cpuSystem: cpuSoFar()?.system)
         return TaskStatus(name: ref.name, state: state, live: live)
     }
 
@@ -566,12 +584,81 @@ final class TaskRunner {
         supervisor.emit(TaskEvent(task: ref, time: Self.clock(), kind: .operatorRequest(action: action, uid: uid)))
     }
 
+    // MARK: Memory and CPU
+
+    /// How the memory watchdog measures this task (DESIGN §7).
+    enum MemoryMeasure {
+        /// Its memory cgroup's usage.
+        case cgroup(TaskCgroup)
+        /// The resident sets of the processes its v2 cgroup lists.
+        case processes(TaskCgroup)
+        /// The resident sets of its leader's session, from one pass over /proc.
+        case session(Int32)
+        case none
+    }
+
+    var memoryMeasure: MemoryMeasure {
+        if let cgroup, cgroup.memoryDirectory != nil { return .cgroup(cgroup) }
+        if let cgroup, cgroup.v2Directory != nil { return .processes(cgroup) }
+        if let pid = process?.pid, exit == nil { return .session(pid) }
+        return .none
+    }
+
+    /// A sample from the watchdog.
+    func memorySample(_ used: UInt64) {
+        guard exit == nil else { return }
+        let now = Self.clock()
+        decide(at: now) { machine, actions in machine.memorySample(used, now: now, into: &actions) }
+        rearm(now: now)
+    }
+
+    /// Its memory now, measured as the watchdog would (for `ctl status`).
+    private func currentMemory() -> UInt64? {
+        switch memoryMeasure {
+        case let .cgroup(cgroup): return cgroup.memoryInUse()
+        case let .processes(cgroup): return ProcessMemory.residentSum(cgroup.processIDs())
+        case let .session(leader): return ProcessMemory.residentSum([leader])
+        case .none: return nil
+        }
+    }
+
+    /// CPU seconds so far, from the v2 cgroup (nil without one, until the reaper counts).
+    private func cpuSoFar() -> (user: Double, system: Double)? {
+        cgroup?.cpuMicroseconds().map { (Double($0.user) / 1e6, Double($0.system) / 1e6) }
+    }
+
+    /// What the task used, at its end: the cgroup's figures where it had one, else the
+    /// watchdog's samples and what the reaper counted.
+    private func finalUsage() -> ResourceUsage {
+        var usage = ResourceUsage()
+        let reaped = process?.usage
+        if let cpu = cgroup?.cpuMicroseconds() {
+            usage.cpuUser = .microseconds(Int64(clamping: cpu.user))
+            usage.cpuSystem = .microseconds(Int64(clamping: cpu.system))
+        } else if let reaped {
+            usage.cpuUser = .microseconds(Int64(clamping: reaped.userMicroseconds))
+            usage.cpuSystem = .microseconds(Int64(clamping: reaped.systemMicroseconds))
+        }
+        if let peak = cgroup?.peakMemory() {
+            usage.peakMemory = peak
+            usage.memorySource = .cgroup
+        } else if machine.peakMemory > 0 {
+            usage.peakMemory = max(machine.peakMemory, reaped?.maxResidentBytes ?? 0)
+            usage.memorySource = .sampled
+        } else if let reaped, reaped.maxResidentBytes > 0 {
+            usage.peakMemory = reaped.maxResidentBytes
+            usage.memorySource = .reaper
+        }
+        return usage
+    }
+
     /// Passes a signal the supervisor received on to the task's group (while it runs).
     func forward(signal: Signal) {
         if signal == .windowChange {
             // The task's terminal follows the real one before the task is told it changed.
             for terminal in terminals { terminal.reader.copyWindowSize(from: terminal.sizeFrom) }
         }
+        forwardedSignals.insert(signal.rawValue)
         process?.signalGroup(signal.rawValue)
     }
 
@@ -612,14 +699,32 @@ final class TaskRunner {
             case let .send(message, recipient):
                 send(message, to: recipient)
             case let .signalGroup(signal):
-                process?.signalGroup(signal.rawValue)
+                signalWhole(signal)
             case .killLeftovers:
                 process?.killLeftoverGroup()
+                cgroup?.killAll()
             case let .emit(kind):
                 supervisor.emit(TaskEvent(task: ref, time: now, kind: kind))
             }
         }
         spareActions = actions
+    }
+
+    /// A signal of Overtime's own to the whole task: every process in its cgroup where it
+    /// has one (`setsid` or not; SIGKILL through `cgroup.kill`), else its process group.
+    private func signalWhole(_ signal: Signal) {
+        guard let process, !process.isReaped else { return }
+        sentSignals.insert(signal.rawValue)
+        guard let cgroup else {
+            process.signalGroup(signal.rawValue)
+            return
+        }
+        if signal == .kill {
+            cgroup.killAll()
+            process.signalGroup(signal.rawValue)
+        } else if cgroup.signalAll(signal.rawValue) == 0 {
+            process.signalGroup(signal.rawValue)  // not listed (yet, or any more): its group
+        }
     }
 
     private func send(_ message: SupervisorMessage, to recipient: TaskMachine.Recipient) {
@@ -668,6 +773,8 @@ final class TaskRunner {
             finish(termination: Self.termination(exit))
             return
         }
+        sentSignals.insert(Signal.kill.rawValue)
+        cgroup?.killAll()
         process?.signalGroup(Signal.kill.rawValue)
         killedAtShutdown = true
         exitedAt = Self.clock()
@@ -688,8 +795,9 @@ final class TaskRunner {
         channel?.paceTimer?.close()
         closeReporters()
         core.runners[ref.id] = nil
+        core.memoryWatch.forget(ref.id)
         let killed = (machine.killSent || killedAtShutdown) && termination == .signaled(.kill)
-        let outcome = TaskOutcome(
+        var outcome = TaskOutcome(
             task: ref,
             pid: process?.pid,
             termination: termination,
@@ -702,6 +810,22 @@ final class TaskRunner {
             wasReady: machine.isReady,
             interrupted: interrupted
         )
+        outcome.usage = finalUsage()
+        outcome.oomKills = cgroup?.oomKills()
+        if case let .signaled(signal) = termination {
+            outcome.signalSender = sentSignals.contains(signal.rawValue) ? .overtime
+                : forwardedSignals.contains(signal.rawValue) ? .forwarded : .outside
+            // Without a counter to ask: a SIGKILL from nobody here while the task's memory
+            // was within a tenth of its max is most likely the kernel's.
+            if outcome.oomKills == nil, signal == .kill, outcome.signalSender == .outside, let max = spec.memory.max,
+               machine.lastMemory >= max - max / 10 {
+                outcome.likelyOOM = true
+            }
+        }
+        if let cgroup {
+            self.cgroup = nil
+            core.retiredCgroups.retire(cgroup, loop: supervisor.loop)
+        }
         supervisor.emit(TaskEvent(task: ref, time: Self.clock(), kind: .exited(outcome)))
         handle.complete(outcome)
     }

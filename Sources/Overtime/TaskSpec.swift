@@ -86,6 +86,8 @@ public struct TaskSpec: Sendable {
     public var isolation: TaskIsolation
     /// The readiness protocols the task may also speak (DESIGN §3b).
     public var readiness: Readiness = Readiness()
+    /// Its memory watchdog (DESIGN §7).
+    public var memory: MemoryPolicy = .none
 
     public init(
         name: String? = nil,

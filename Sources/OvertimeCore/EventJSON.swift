@@ -114,6 +114,10 @@ public struct EventEncoder: Sendable {
             w.string("notify")
             w.key("key"); w.string(key)
             w.key("value"); w.string(value)
+        case let .memoryWarning(used, limit):
+            w.string("memory-warning")
+            w.key("used"); w.int(Int(clamping: used))
+            w.key("limit"); w.int(Int(clamping: limit))
         case let .reporterRefused(pid, uid):
             w.string("reporter-refused")
             w.key("pid"); if let pid { w.int(Int(pid)) } else { w.null() }
@@ -173,6 +177,22 @@ public struct EventEncoder: Sendable {
         if let result = outcome.result { w.value(result) } else { w.null() }
         w.key("protocol_errors"); w.int(outcome.protocolErrors)
         w.key("ready"); w.bool(outcome.wasReady)
+        w.key("outcome"); w.string(outcome.kind.rawValue)
+        if case .signaled = outcome.termination, let sender = outcome.signalSender {
+            w.key("signal_sender"); w.string(sender.rawValue)
+        }
+        w.key("oom_kills"); if let kills = outcome.oomKills { w.int(kills) } else { w.null() }
+        if outcome.likelyOOM { w.key("likely_oom"); w.bool(true) }
+        writeUsage(outcome.usage, into: &w)
+    }
+
+    /// `peak_memory` (bytes), `memory_source`, `cpu_user` and `cpu_system` (seconds), each
+    /// null when unmeasured: in every report of a task's end (DESIGN §7).
+    public static func writeUsage(_ usage: ResourceUsage, into w: inout JSONWriter) {
+        w.key("peak_memory"); if let peak = usage.peakMemory { w.int(Int(clamping: peak)) } else { w.null() }
+        w.key("memory_source"); if let source = usage.memorySource { w.string(source.rawValue) } else { w.null() }
+        w.key("cpu_user"); writeSeconds(usage.cpuUser, into: &w)
+        w.key("cpu_system"); writeSeconds(usage.cpuSystem, into: &w)
     }
 
 

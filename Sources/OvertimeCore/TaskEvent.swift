@@ -57,6 +57,9 @@ public struct TaskEvent: Sendable {
         /// A daemon said `STOPPING=1`, `ERRNO=…`, `MAINPID=…` (and the like) on its
         /// sd_notify socket.
         case notified(key: String, value: String)
+        /// The task's memory first passed its warning level: `used` bytes of the `limit`
+        /// (its `memory-max`) at which it is cancelled. Once per task.
+        case memoryWarning(used: UInt64, limit: UInt64)
         /// The task is over: exited, killed, or never started. Always the last event.
         // Boxed: an outcome is several times the size of any other kind, and every event
         // (a progress message's too) would otherwise be copied at that size.

@@ -90,6 +90,7 @@ public struct TaskMachine: Sendable {
     }
 
     public let policy: BudgetPolicy
+    public let memory: MemoryPolicy
     public let startedAt: MonotonicInstant
     private(set) var budget: Budget
     private(set) var stage: Stage = .running
@@ -103,8 +104,15 @@ public struct TaskMachine: Sendable {
     /// The reporters connected now (the leader's fd 3 among them while it is open).
     public private(set) var reporters: Set<ReporterID> = [.leader]
 
-    public init(policy: BudgetPolicy, startedAt: MonotonicInstant) {
+    /// The highest and the latest memory sample (bytes), 0 before the first.
+    public private(set) var peakMemory: UInt64 = 0
+    public private(set) var lastMemory: UInt64 = 0
+    /// The memory `warning` went out.
+    public private(set) var memoryWarned = false
+
+    public init(policy: BudgetPolicy, memory: MemoryPolicy = .none, startedAt: MonotonicInstant) {
         self.policy = policy
+        self.memory = memory
         self.startedAt = startedAt
         budget = Budget(deadline: policy.budget.map { startedAt + $0 }, hardLimit: policy.maxRuntime.map { startedAt + $0 })
     }
@@ -250,6 +258,23 @@ public struct TaskMachine: Sendable {
         reporters.remove(reporter)
         bars.forget(reporter)
         actions.append(.emit(.reporters(count: reporters.count)))
+    }
+
+    /// The task's memory as the executor measured it (its cgroup's usage, or the sum of
+    /// its processes' resident sets): past the warning level the one `warning` to every
+    /// reporter, at `memory-max` a cancel with reason `memory` (DESIGN §7).
+    public mutating func memorySample(_ used: UInt64, now: MonotonicInstant, into actions: inout [Action]) {
+        lastMemory = used
+        peakMemory = Swift.max(peakMemory, used)
+        guard stage.isRunning, let max = memory.max else { return }
+        if !memoryWarned, let warn = memory.warnBytes, used >= warn {
+            memoryWarned = true
+            actions.append(.send(.warning(resource: "memory", used: used, limit: max), to: .everyReporter))
+            actions.append(.emit(.memoryWarning(used: used, limit: max)))
+        }
+        if used >= max {
+            _ = cancel(reason: .memory, now: now, into: &actions)
+        }
     }
 
     /// A line on the channel that was not a valid message.

@@ -65,6 +65,17 @@ public struct TaskOutcome: Sendable, Equatable {
     public var wasReady: Bool
     /// Its `user` cancel came from Ctrl-C (SIGINT to the supervisor).
     public var interrupted: Bool
+    /// Its peak memory and CPU time (DESIGN §7).
+    public var usage: ResourceUsage = ResourceUsage()
+    /// How many of its processes the kernel's OOM killer killed, from its memory cgroup's
+    /// counter; nil where it had none (nothing counts them then).
+    public var oomKills: Int?
+    /// Without a counter: it died of a SIGKILL nobody here sent while its memory, last
+    /// sampled, was near a limit (its `memory-max`, or its cgroup's). Evidence, not proof.
+    public var likelyOOM = false
+    /// When it died of a signal: whether Overtime sent it (its cancel's SIGTERM, SIGKILL
+    /// after grace), passed it on (a signal the supervisor received), or neither.
+    public var signalSender: SignalSender?
 
     public init(task: TaskRef, pid: Int32?, termination: Termination, cancelReason: CancelReason?, killed: Bool,
                 elapsed: Duration, lastProgress: Progress?, result: JSONValue?, protocolErrors: Int, wasReady: Bool,
@@ -87,8 +98,21 @@ public struct TaskOutcome: Sendable, Equatable {
         termination == .exited(0) && cancelReason == nil
     }
 
+    /// What happened, in one word (DESIGN §7's outcomes): the OOM killer's work is `oom`
+    /// whatever followed it; Overtime's SIGKILL after grace is `killed`; a signal it did not
+    /// send is `signal`.
+    public var kind: OutcomeKind {
+        if case .failedToStart = termination { return .failedToStart }
+        if succeeded { return .succeeded }
+        if let oomKills, oomKills > 0 { return .oom }
+        if killed { return .killed }
+        if cancelReason != nil { return .cancelled }
+        if case .signaled = termination, signalSender != .overtime { return .signal }
+        return .failed
+    }
+
     /// The exit code of DESIGN §4, the one GNU `timeout` users expect:
-    /// 137 when SIGKILLed, 124 when cancelled for time (timeout, deadline, revoked), the
+    /// 137 when SIGKILLed, 124 when cancelled for a limit (timeout, deadline, revoked, memory), the
     /// child's own status otherwise (128+N for a death by signal N), 126/127 when it could
     /// not be started. After Ctrl-C, a task that died of the SIGTERM of its cancel gives
     /// 130, as a shell user expects of Ctrl-C, rather than 143.
@@ -97,7 +121,7 @@ public struct TaskOutcome: Sendable, Equatable {
         if killed { return 128 + Signal.kill.rawValue }
         if interrupted, cancelReason == .user, termination == .signaled(.terminate) { return 128 + Signal.interrupt.rawValue }
         switch cancelReason {
-        case .timeout?, .deadline?, .revoked?: return 124
+        case .timeout?, .deadline?, .revoked?, .memory?: return 124
         default: return preservedStatus
         }
     }
@@ -109,6 +133,64 @@ public struct TaskOutcome: Sendable, Equatable {
         case let .signaled(signal): return 128 + signal.rawValue
         case let .failedToStart(failure): return failure.exitCode
         }
+    }
+}
+
+/// The one-word outcomes of DESIGN §7, as reports name them.
+public enum OutcomeKind: String, Sendable, Equatable, CaseIterable {
+    /// Exited 0, not cancelled.
+    case succeeded
+    /// Exited non-zero on its own (or died of a signal Overtime sent it some other way).
+    case failed
+    /// Overtime cancelled it and it ended within grace.
+    case cancelled
+    /// Overtime's SIGKILL after grace ended it.
+    case killed
+    /// The kernel's OOM killer killed a process of it.
+    case oom
+    /// It died of a signal Overtime did not send.
+    case signal
+    /// Its command could not be started.
+    case failedToStart = "failed-to-start"
+}
+
+/// Who sent the signal a task died of.
+public enum SignalSender: String, Sendable, Equatable {
+    /// Overtime: its cancel's SIGTERM, or SIGKILL after grace or at shutdown.
+    case overtime
+    /// A signal the supervisor received and passed on (SIGHUP, SIGUSR1, …).
+    case forwarded
+    /// Someone else: `kill` from outside, the OOM killer, a crash (SIGSEGV, SIGABRT).
+    case outside
+}
+
+/// A task's peak memory and CPU time. From its cgroup where it had one (its memory
+/// cgroup's high-water mark, its CPU counters), else from what was sampled in /proc and
+/// what the reaper's `wait4` reported for the leader and the children it waited for.
+public struct ResourceUsage: Sendable, Equatable {
+    /// Bytes; nil when nothing measured it.
+    public var peakMemory: UInt64?
+    public var cpuUser: Duration?
+    public var cpuSystem: Duration?
+    /// Where `peakMemory` came from.
+    public var memorySource: MemorySource?
+
+    public enum MemorySource: String, Sendable, Equatable {
+        /// The memory cgroup's own high-water mark: every process of the task, exactly.
+        case cgroup
+        /// The largest sum of its processes' resident memory that was sampled (or the
+        /// largest single process the reaper saw, if that was more).
+        case sampled
+        /// The largest resident set among the leader and the children it waited for, as
+        /// `wait4` reports it (what `/usr/bin/time -v` calls its maximum resident set).
+        case reaper
+    }
+
+    public init(peakMemory: UInt64? = nil, cpuUser: Duration? = nil, cpuSystem: Duration? = nil, memorySource: MemorySource? = nil) {
+        self.peakMemory = peakMemory
+        self.cpuUser = cpuUser
+        self.cpuSystem = cpuSystem
+        self.memorySource = memorySource
     }
 }
 

@@ -43,6 +43,9 @@ public struct SpawnRequest {
     /// then the group, then the user. A failed switch is a spawn error.
     public var userID: UInt32?
     public var groupID: UInt32?
+    /// `cgroup.procs` files (open for writing, at most two) the child moves itself into
+    /// before anything else (`TaskCgroup.procsDescriptors`).
+    public var cgroupProcs: [Int32] = []
 
     /// Where a command without a slash is looked up when the child's environment has no
     /// `PATH` (as `env -i` would leave it).
@@ -82,6 +85,8 @@ public struct RLimit: Sendable, Equatable {
 public struct SpawnError: Error, Sendable, Equatable, CustomStringConvertible {
     public enum Step: Sendable, Equatable {
         case fork, session, descriptors, priority
+        /// Entering the cgroup at this position of the request's `cgroupProcs`.
+        case cgroup(index: Int)
         /// The limit at this position of the request's `limits`.
         case limit(index: Int)
         case supplementaryGroups, group, user, workingDirectory, parentDeath
@@ -100,6 +105,15 @@ public struct SpawnError: Error, Sendable, Equatable, CustomStringConvertible {
     public var description: String {
         "\(step): \(String(cString: strerror(errno)))"
     }
+}
+
+/// What the kernel counted for a reaped child (`wait4`): the child and the descendants it
+/// waited for.
+public struct ChildUsage: Sendable, Equatable {
+    public var userMicroseconds: UInt64
+    public var systemMicroseconds: UInt64
+    /// The largest resident set among them, in bytes (what `/usr/bin/time -v` reports).
+    public var maxResidentBytes: UInt64
 }
 
 /// A child process in a session (and process group) of its own. Loop-thread only.
@@ -121,6 +135,8 @@ public final class ChildProcess {
     public let pid: Int32
     /// True once the child has been reaped.
     public private(set) var isReaped = false
+    /// Set when it is reaped.
+    public private(set) var usage: ChildUsage?
     private var onExit: ((ChildExit) -> Void)?
 
     /// Spawns the child and registers it for reaping.
@@ -157,6 +173,8 @@ public final class ChildProcess {
         let pathBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: bufferSize)
         defer { pathBuffer.deallocate() }
         let limits = request.limits.map { overtime_spawn_limit(resource: $0.code, soft: $0.soft, hard: $0.hard) }
+        precondition(request.cgroupProcs.count <= 2, "a task enters at most two cgroups")
+        let cgroups = (request.cgroupProcs.first ?? -1, request.cgroupProcs.count > 1 ? request.cgroupProcs[1] : -1)
         var failure = overtime_spawn_failure()
 
         let pid = envp.withUnsafeMutableBufferPointer { env in
@@ -182,7 +200,8 @@ public final class ChildProcess {
                             set_user: request.userID == nil ? 0 : 1,
                             uid: request.userID ?? 0,
                             parent_death_signal: SIGKILL,
-                            guard_channel: guardChannel
+                            guard_channel: guardChannel,
+                            cgroup_procs: cgroups
                         )
                         return overtime_spawn(&spawn, &failure)
                     }
@@ -207,6 +226,7 @@ public final class ChildProcess {
     private static func step(_ failure: overtime_spawn_failure) -> SpawnError.Step {
         switch overtime_spawn_step(rawValue: UInt32(failure.step)) {
         case OVERTIME_SPAWN_FORK: .fork
+        case OVERTIME_SPAWN_CGROUP: .cgroup(index: Int(failure.detail))
         case OVERTIME_SPAWN_SESSION: .session
         case OVERTIME_SPAWN_DESCRIPTORS: .descriptors
         case OVERTIME_SPAWN_LIMIT: .limit(index: Int(failure.detail))
@@ -221,8 +241,9 @@ public final class ChildProcess {
     }
 
     /// Called by the reaper once `waitpid` has collected the child.
-    func reaped(_ exit: ChildExit) {
+    func reaped(_ exit: ChildExit, usage: ChildUsage) {
         isReaped = true
+        self.usage = usage
         let callback = onExit
         onExit = nil
         callback?(exit)
@@ -308,10 +329,14 @@ final class ChildReaper: LoopHandleOwner {
     private func reapOwn(_ pid: Int32) {
         guard let child = children[pid] else { return }
         var status: Int32 = 0
-        guard waitpid(pid, &status, WNOHANG) == pid else { return }
+        var counted = rusage()
+        guard wait4(pid, &status, WNOHANG, &counted) == pid else { return }
         children[pid] = nil
         let exit = ChildExit(waitStatus: status)
-        child.reaped(exit)
+        func microseconds(_ t: timeval) -> UInt64 { UInt64(max(0, t.tv_sec)) * 1_000_000 + UInt64(max(0, t.tv_usec)) }
+        child.reaped(exit, usage: ChildUsage(userMicroseconds: microseconds(counted.ru_utime),
+                                             systemMicroseconds: microseconds(counted.ru_stime),
+                                             maxResidentBytes: UInt64(max(0, counted.ru_maxrss)) * 1024))
         // The owner has killed what was left of the group (killLeftoverGroup) by now.
         groupGuard.forget(pid)
     }

@@ -81,6 +81,12 @@ public final class EventLoop: @unchecked Sendable {
         return getpid() == 1 || overtime_become_subreaper() == 0
     }
 
+    /// The run's cgroup trees, for the group guard to empty if the supervisor dies; set
+    /// before the first spawn.
+    public func guardCgroupTrees(_ directories: [String]) {
+        groupGuard.cgroupTrees = directories
+    }
+
     /// Tells `handler` (on the loop thread) when the task guard died and whether a new one
     /// took its place, every live task's group listed with it. Call on the loop thread.
     public func onGuardLost(_ handler: @escaping (_ replaced: Bool) -> Void) {

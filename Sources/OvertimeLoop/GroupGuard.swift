@@ -28,6 +28,9 @@ final class GroupGuard {
     private unowned(unsafe) var loop: EventLoop?
     /// Told when the guard died and whether a new one took its place (see `checkAlive`).
     var onLost: ((_ replaced: Bool) -> Void)?
+    /// The run's cgroup directories: the guard empties and removes them when the
+    /// supervisor is gone (set before the first spawn).
+    var cgroupTrees: [String] = []
 
     /// Starts the guard, once; call before the first guarded spawn. Without a guard (the
     /// fork failed) tasks still get their parent-death signal.
@@ -36,7 +39,10 @@ final class GroupGuard {
         started = true
         self.loop = loop
         var fd: Int32 = -1
-        let pid = overtime_start_group_guard(&fd)
+        let trees = CStringArray(cgroupTrees)
+        let pid = trees.base.withMemoryRebound(to: UnsafePointer<CChar>?.self, capacity: cgroupTrees.count + 1) {
+            overtime_start_group_guard(&fd, $0, Int32(cgroupTrees.count))
+        }
         if pid > 0 {
             channel = fd
             guardPID = pid

@@ -125,6 +125,11 @@ extension SupervisorMessage {
             w.key("type"); w.string("cancel")
             w.key("reason"); w.string(reason.rawValue)
             w.key("grace"); w.seconds(grace)
+        case let .warning(resource, used, limit):
+            w.key("type"); w.string("warning")
+            w.key("resource"); w.string(resource)
+            w.key("used"); w.int(Int(clamping: used))
+            w.key("limit"); w.int(Int(clamping: limit))
         }
         w.endObject()
         w.raw("\n")
@@ -142,6 +147,9 @@ extension SupervisorMessage {
         var granted: Bool?
         var reason: String?
         var grace: Double?
+        var resource: String?
+        var used: Double?
+        var limit: Double?
         var first = true
         try r.beginObject()
         while let key = try r.nextKey(first: &first) {
@@ -158,6 +166,12 @@ extension SupervisorMessage {
                 reason = try r.readOptionalString("reason")
             } else if r.token(key, equals: "grace") {
                 grace = try r.readOptionalNumber("grace")
+            } else if r.token(key, equals: "resource") {
+                resource = try r.readOptionalString("resource")
+            } else if r.token(key, equals: "used") {
+                used = try r.readOptionalNumber("used")
+            } else if r.token(key, equals: "limit") {
+                limit = try r.readOptionalNumber("limit")
             } else {
                 try r.skipValue()
             }
@@ -174,6 +188,11 @@ extension SupervisorMessage {
                 throw ProtocolError(.wrongType, "`cancel` needs a known `reason`")
             }
             return .cancel(reason: reason, grace: grace ?? 0)
+        case "warning":
+            guard let resource, let used, let limit, used >= 0, limit >= 0 else {
+                throw ProtocolError(.wrongType, "`warning` needs `resource`, `used` and `limit`")
+            }
+            return .warning(resource: resource, used: UInt64(min(used, 1.8e19)), limit: UInt64(min(limit, 1.8e19)))
         case let other?:
             throw ProtocolError(.unknownType, "unknown type \"\(other.prefix(32))\"")
         }

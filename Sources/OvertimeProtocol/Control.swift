@@ -304,13 +304,24 @@ public struct TaskStatus: Sendable, Equatable {
         /// Its processes connected to report: the leader's fd 3 and those on its socket
         /// (nil from a supervisor that does not say).
         public var reporters: Int?
+        /// Its memory now and at its highest so far, in bytes, and its CPU seconds so far
+        /// (DESIGN §7); nil where nothing measures them.
+        public var memory: UInt64?
+        public var peakMemory: UInt64?
+        public var cpuUser: Double?
+        public var cpuSystem: Double?
 
-        public init(pid: Int32?, elapsed: Double, remaining: Double?, progress: Progress?, reporters: Int? = nil) {
+        public init(pid: Int32?, elapsed: Double, remaining: Double?, progress: Progress?, reporters: Int? = nil,
+                    memory: UInt64? = nil, peakMemory: UInt64? = nil, cpuUser: Double? = nil, cpuSystem: Double? = nil) {
             self.pid = pid
             self.elapsed = elapsed
             self.remaining = remaining
             self.progress = progress
             self.reporters = reporters
+            self.memory = memory
+            self.peakMemory = peakMemory
+            self.cpuUser = cpuUser
+            self.cpuSystem = cpuSystem
         }
     }
 
@@ -349,6 +360,10 @@ public struct TaskStatus: Sendable, Equatable {
             if let remaining = live.remaining { w.seconds(remaining) } else { w.null() }
             w.key("progress"); w.progress(live.progress)
             if let reporters = live.reporters { w.key("reporters"); w.int(reporters) }
+            w.key("memory"); if let memory = live.memory { w.int(Int(clamping: memory)) } else { w.null() }
+            w.key("peak_memory"); if let peak = live.peakMemory { w.int(Int(clamping: peak)) } else { w.null() }
+            w.key("cpu_user"); if let user = live.cpuUser { w.seconds(user) } else { w.null() }
+            w.key("cpu_system"); if let system = live.cpuSystem { w.seconds(system) } else { w.null() }
         }
         w.endObject()
     }
@@ -404,7 +419,11 @@ public struct TaskStatus: Sendable, Equatable {
         default: throw ProtocolError(.wrongType, "\"progress\" must be an object or null")
         }
         live = Live(pid: pid.map { Int32($0) }, elapsed: elapsed, remaining: remaining, progress: progress,
-                    reporters: try Self.count(value["reporters"], "reporters"))
+                    reporters: try Self.count(value["reporters"], "reporters"),
+                    memory: try Self.count(value["memory"], "memory").map { UInt64($0) },
+                    peakMemory: try Self.count(value["peak_memory"], "peak_memory").map { UInt64($0) },
+                    cpuUser: try Self.number(value["cpu_user"], "cpu_user"),
+                    cpuSystem: try Self.number(value["cpu_system"], "cpu_system"))
     }
 
     private static func string(_ value: JSONValue?, _ field: StaticString) throws(ProtocolError) -> String? {

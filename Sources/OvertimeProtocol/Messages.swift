@@ -14,6 +14,8 @@ public enum CancelReason: String, Sendable, CaseIterable, Hashable {
     case dependency
     /// A sibling failed under `--fail-fast` (queues only).
     case failFast = "fail-fast"
+    /// Its memory reached `memory-max` (DESIGN §7).
+    case memory
 }
 
 /// A progress report: units done and total, or a fraction, with an optional title and detail.
@@ -81,4 +83,7 @@ public enum SupervisorMessage: Sendable, Equatable {
     case expiring(remaining: Double)
     /// The task is being cancelled; SIGTERM follows, SIGKILL after `grace` seconds.
     case cancel(reason: CancelReason, grace: Double)
+    /// A resource (`"memory"`) first passed its warning level: `used` of `limit` bytes, the
+    /// limit being where the task is cancelled (DESIGN §7). Time to checkpoint or shrink.
+    case warning(resource: String, used: UInt64, limit: UInt64)
 }

@@ -244,6 +244,8 @@ final class WorkerConnection: Sendable {
             if let reason = CancellationReason(wireName: reason.rawValue, grace: .milliseconds(Int64((grace * 1000).rounded()))) {
                 deliverCancel(reason)
             }
+        case .warning:
+            break  // memory-warning handlers for Swift workers come with the library's next change
         }
     }
 

@@ -19,6 +19,7 @@ extern "C" {
 enum overtime_spawn_step {
     OVERTIME_SPAWN_OK = 0,
     OVERTIME_SPAWN_FORK,              // vfork itself (out of processes or memory)
+    OVERTIME_SPAWN_CGROUP,            // entering the task's cgroup (detail: which one)
     OVERTIME_SPAWN_SESSION,           // setsid
     OVERTIME_SPAWN_DESCRIPTORS,       // moving descriptors into place
     OVERTIME_SPAWN_LIMIT,             // a resource limit (detail: which one)
@@ -77,6 +78,10 @@ struct overtime_spawn_request {
     /// The group guard's channel (see overtime_start_group_guard), or -1: the child lists
     /// its own group there first thing, so that nothing it starts can be missed.
     int guard_channel;
+    /// The `cgroup.procs` files (open for writing) of the cgroups the child moves itself
+    /// into before anything else, so that nothing it will ever start is outside them; -1
+    /// for none (a v2 cgroup, a v1 memory cgroup).
+    int cgroup_procs[2];
 };
 
 struct overtime_spawn_failure {
@@ -102,8 +107,12 @@ pid_t overtime_spawn(const struct overtime_spawn_request *request, struct overti
 /// by SIGKILL) the guard sends SIGKILL to every group still listed and exits. It runs in a
 /// session of its own, with every catchable signal ignored and no other descriptor open,
 /// so neither a terminal's Ctrl-C nor a signal to the supervisor's group stops it early.
+/// Before it exits it also empties each of `cgroup_trees` (the run's own cgroup
+/// directories, `count` of them, copied by the fork): `cgroup.kill` where the kernel has it,
+/// else SIGKILL to every pid in the `cgroup.procs` of each directory below, until they are
+/// empty; then it removes the directories below and the tree itself.
 /// Returns once the guard is set up: the guard's pid, or -1 with errno set.
-pid_t overtime_start_group_guard(int *channel);
+pid_t overtime_start_group_guard(int *channel, const char *_Nullable const *_Nullable cgroup_trees, int count);
 
 /// Opens a pseudo-terminal for a task's output: the task gets `*terminal` (its side, so it
 /// sees a terminal: line-buffered output, colours, a window size), the supervisor reads

@@ -23,6 +23,8 @@ public struct TaskReport: Sendable, Equatable {
     public var resumed: Bool
     /// Bad lines its last attempt wrote on its channel (the journal keeps only some).
     public var protocolErrors = 0
+    /// Its last attempt's peak memory and CPU time.
+    public var usage = ResourceUsage()
 }
 
 /// What a batch reports as it goes, on the supervisor's loop thread.
@@ -408,6 +410,7 @@ final class BatchCore: EventSink {
     }
 
     static func failureReason(_ outcome: TaskOutcome) -> String {
+        if outcome.kind == .oom { return "oom" }
         if let reason = outcome.cancelReason { return outcome.killed ? "\(reason.rawValue), killed" : reason.rawValue }
         switch outcome.termination {
         case let .exited(code): return "exit \(code)"
@@ -421,19 +424,25 @@ final class BatchCore: EventSink {
         let outcome = lastOutcome[index]
         var report = TaskReport(name: task.name, outcome: .failed, reason: nil, detail: nil, exitCode: outcome?.exitCode,
                                 attempts: attempts, duration: outcome?.elapsed, result: outcome?.result, resumed: false,
-                                protocolErrors: outcome?.protocolErrors ?? 0)
+                                protocolErrors: outcome?.protocolErrors ?? 0, usage: outcome?.usage ?? ResourceUsage())
         switch state {
         case .succeeded:
             report.outcome = .succeeded
         case .failed:
             if let outcome {
-                if let reason = outcome.cancelReason {
+                if outcome.kind == .oom {
+                    report.reason = "oom"
+                    let kills = outcome.oomKills ?? 0
+                    report.detail = "the kernel's OOM killer killed \(kills == 1 ? "a process" : "\(kills) processes") of it"
+                } else if let reason = outcome.cancelReason {
                     report.reason = reason.rawValue
                     if outcome.killed { report.detail = "killed after grace" }
                 } else {
                     switch outcome.termination {
                     case let .exited(code): report.reason = "exit"; report.detail = "exit \(code)"
-                    case let .signaled(signal): report.reason = "signal"; report.detail = signal.name
+                    case let .signaled(signal):
+                        report.reason = "signal"
+                        report.detail = signal.name + (outcome.signalSender == .outside ? ", not sent by Overtime" : "")
                     case let .failedToStart(failure): report.reason = "exit"; report.detail = failure.message
                     }
                 }
@@ -559,6 +568,7 @@ final class BatchCore: EventSink {
             w.key("result"); if let r = report.result { w.value(r) } else { w.null() }
             w.key("resumed"); w.bool(report.resumed)
             w.key("protocol_errors"); w.int(report.protocolErrors)
+            EventEncoder.writeUsage(report.usage, into: &w)
             w.endObject()
         }
         w.endArray()

@@ -16,6 +16,8 @@ enum Notice: Sendable, Equatable {
     case reporterRefused(task: String, pid: Int32?, uid: UInt32?, shown: Int)
     /// A daemon said `STOPPING=1`, `ERRNO=…` or the like over sd_notify.
     case notified(task: String, key: String, value: String)
+    /// Its memory passed the warning level (DESIGN §7).
+    case memoryWarning(task: String, used: UInt64, limit: UInt64)
     /// `overtime run`'s task ended.
     case ended(TaskOutcome)
     /// A batch task ended for good (after its retries), or was skipped.
@@ -36,7 +38,7 @@ enum Notice: Sendable, Equatable {
         case let .started(task, _, _), let .cancelling(task, _, _), let .killSent(task), let .expiring(task, _),
              let .budget(task, _, _), let .protocolError(task, _, _, _), let .protocolErrorTotal(task, _),
              let .operatorRequest(task, _, _), let .retrying(task, _, _, _), let .reporterRefused(task, _, _, _),
-             let .notified(task, _, _):
+             let .notified(task, _, _), let .memoryWarning(task, _, _):
             return task
         case let .ended(outcome): return outcome.task.name
         case let .finished(report): return report.name
@@ -48,7 +50,7 @@ enum Notice: Sendable, Equatable {
         switch self {
         case .started, .budget, .operatorRequest, .note, .notified: return .info
         case let .summary(_, succeeded): return succeeded ? .success : .failure
-        case .cancelling, .killSent, .expiring, .protocolError, .protocolErrorTotal, .retrying, .reporterRefused: return .warning
+        case .cancelling, .killSent, .expiring, .protocolError, .protocolErrorTotal, .retrying, .reporterRefused, .memoryWarning: return .warning
         case let .ended(outcome): return outcome.succeeded ? .success : .failure
         case let .finished(report):
             switch report.outcome {
@@ -82,6 +84,8 @@ enum Notice: Sendable, Equatable {
             return "operator (uid \(uid)): \(action)"
         case let .notified(_, key, value):
             return "sd_notify: \(key)=\(TextWidth.sanitize(value))"
+        case let .memoryWarning(_, used, limit):
+            return "memory at \(ByteSize.text(used)) of its \(ByteSize.text(limit)) max; warned it"
         case let .reporterRefused(_, pid, uid, shown):
             let who = pid.map { "pid \($0)" + (uid.map { ", uid \($0)" } ?? "") } ?? "a process the kernel did not name"
             return "refused a connection to the task's socket from \(who), which is not part of the task"
@@ -124,6 +128,7 @@ enum EventText {
         case .shutdown: "supervisor shutting down"
         case .dependency: "a dependency failed"
         case .failFast: "another task failed (--fail-fast)"
+        case .memory: "memory reached its max"
         }
     }
 
@@ -155,6 +160,20 @@ enum EventText {
         }
     }
 
+    /// How it died, with who sent the signal: "died of SIGKILL, not sent by Overtime".
+    static func describeDeath(_ outcome: TaskOutcome) -> String {
+        let how = describe(outcome.termination)
+        guard case .signaled = outcome.termination else { return how }
+        if let kills = outcome.oomKills, kills > 0 {
+            return "\(how): the kernel's OOM killer killed \(kills == 1 ? "a process" : "\(kills) processes") of it"
+        }
+        switch outcome.signalSender {
+        case .outside?: return how + (outcome.likelyOOM ? ", not sent by Overtime (likely the OOM killer: its memory was near its limit)" : ", not sent by Overtime")
+        case .forwarded?: return how + ", passed on by Overtime"
+        case .overtime?, nil: return how
+        }
+    }
+
     /// How `overtime run`'s task ended, in the words of a batch report where they overlap:
     /// `succeeded in 5.2s`, `failed (exited 3) in 1.0s`, `cancelled (timeout: …) after 5.0s;
     /// killed after grace; exit 137`, `could not start: x: command not found`.
@@ -164,12 +183,12 @@ enum EventText {
             return "could not start: \(failure.message) (exit \(outcome.exitCode))"
         }
         if let reason = outcome.cancelReason {
-            let how = outcome.killed ? "killed after grace" : describe(outcome.termination)
+            let how = outcome.killed ? "killed after grace" : describeDeath(outcome)
             return "cancelled (\(reason.rawValue): \(explain(reason))) after \(time); \(how); exit \(outcome.exitCode)"
         }
         if outcome.succeeded { return "succeeded in \(time)" }
         if case .exited = outcome.termination { return "failed (\(describe(outcome.termination))) in \(time)" }
-        return "failed (\(describe(outcome.termination))) in \(time); exit \(outcome.exitCode)"
+        return "failed (\(describeDeath(outcome))) in \(time); exit \(outcome.exitCode)"
     }
 
     /// How a batch task ended: `succeeded in 2.1s`, `failed (exit 3) in 1s`, `skipped (…)`.

@@ -255,6 +255,8 @@ public enum RetryCondition: String, Sendable, Hashable, CaseIterable {
     case exit
     /// Died of a signal Overtime did not send (a crash, or a SIGKILL from the OOM killer).
     case signal
+    /// Cancelled at `memory-max` (DESIGN §7).
+    case memory
 
     /// The condition an attempt's outcome falls under; nil when it is not retryable at all:
     /// it succeeded, a `user`/`shutdown`/`fail-fast` cancel ended it (those are final), it was skipped,
@@ -265,6 +267,7 @@ public enum RetryCondition: String, Sendable, Hashable, CaseIterable {
             case .timeout: self = .timeout
             case .deadline: self = .deadline
             case .revoked: self = .revoked
+            case .memory: self = .memory
             case .user, .shutdown, .dependency, .failFast: return nil
             }
             return

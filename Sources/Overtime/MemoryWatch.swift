@@ -1,0 +1,108 @@
+import OvertimeLoop
+
+/// The memory watchdog's clock (DESIGN §7): four times a second it measures each running
+/// task that has a `memory-max` and hands the figure to the task's machine, which warns and
+/// cancels. Only while such a task runs. Loop-thread only.
+final class MemoryWatch {
+    /// How often: DESIGN §7's "at least four times a second".
+    static let interval = Duration.milliseconds(250)
+
+    private unowned let core: SupervisorCore
+    private var timer: LoopTimer?
+    private var watched: Set<Int> = []
+
+    init(core: SupervisorCore) {
+        self.core = core
+    }
+
+    /// Starts watching a task (its runner is in `core.runners` under `id`).
+    func watch(_ id: Int, loop: EventLoop) {
+        watched.insert(id)
+        guard timer == nil else { return }
+        timer = LoopTimer(loop: loop)
+        arm()
+    }
+
+    func forget(_ id: Int) {
+        watched.remove(id)
+        if watched.isEmpty { stop() }
+    }
+
+    func stop() {
+        timer?.close()
+        timer = nil
+    }
+
+    private func arm() {
+        timer?.schedule(inNanoseconds: Self.interval.nanoseconds) { [unowned self] in self.sample() }
+    }
+
+    private func sample() {
+        // One pass over /proc for every task measured that way (no memory cgroup and no
+        // v2 cgroup to list its processes), however many there are.
+        var bySession: [Int32: UInt64]?
+        for id in Array(watched) {
+            guard let runner = core.runners[id] else {
+                watched.remove(id)
+                continue
+            }
+            let used: UInt64?
+            switch runner.memoryMeasure {
+            case let .cgroup(cgroup):
+                used = cgroup.memoryInUse()
+            case let .processes(cgroup):
+                used = ProcessMemory.residentSum(cgroup.processIDs())
+            case let .session(leader):
+                if bySession == nil { bySession = ProcessMemory.residentBySession() }
+                used = bySession?[leader]
+            case .none:
+                used = nil
+            }
+            if let used { runner.memorySample(used) }
+        }
+        if watched.isEmpty { stop() } else { arm() }
+    }
+}
+
+/// Task cgroups whose last processes were still dying when the task ended (a SIGKILL takes
+/// a moment): retried until they are removed, for a while, then left to the task guard,
+/// which empties the run's tree when the supervisor exits. Loop-thread only.
+final class CgroupRetirement {
+    private var pending: [(cgroup: TaskCgroup, tries: Int)] = []
+    private var timer: LoopTimer?
+    /// 50 tries 100 ms apart: five seconds for a process to finish dying.
+    static let tries = 50
+
+    func retire(_ cgroup: TaskCgroup, loop: EventLoop) {
+        if cgroup.remove() { return }
+        cgroup.killAll()
+        pending.append((cgroup, 0))
+        if timer == nil {
+            timer = LoopTimer(loop: loop)
+            arm()
+        }
+    }
+
+    private func arm() {
+        timer?.schedule(inNanoseconds: 100_000_000) { [unowned self] in self.retry() }
+    }
+
+    private func retry() {
+        pending = pending.compactMap { entry in
+            if entry.cgroup.remove() || entry.tries + 1 >= Self.tries { return nil }
+            return (entry.cgroup, entry.tries + 1)
+        }
+        if pending.isEmpty {
+            timer?.close()
+            timer = nil
+        } else {
+            arm()
+        }
+    }
+
+    func stop() {
+        timer?.close()
+        timer = nil
+        pending.removeAll()
+    }
+}

@@ -1,0 +1,385 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// What this machine lets the supervisor do with cgroups (DESIGN §7), read from
+/// `/proc/self/mountinfo` and `/proc/self/cgroup`: a cgroup v2 hierarchy whose directory
+/// holding this process may have children, and a cgroup v1 `memory` hierarchy likewise. A
+/// machine may have either, both (a hybrid: v2 for containment, v1 for memory), or none.
+public struct CgroupProbe: Sendable, Equatable {
+    /// The supervisor's own directory in the v2 hierarchy, when it is mounted and writable.
+    public var v2Directory: String?
+    /// The controllers the v2 directory offers its children (`cgroup.controllers`).
+    public var v2Controllers: [String] = []
+    /// The supervisor's own directory in the v1 memory hierarchy, when mounted and writable.
+    public var v1MemoryDirectory: String?
+    /// Why a hierarchy is not used: one sentence each, for reports and `--help`.
+    public var unavailable: [String] = []
+
+    public init(v2Directory: String? = nil, v2Controllers: [String] = [], v1MemoryDirectory: String? = nil, unavailable: [String] = []) {
+        self.v2Directory = v2Directory
+        self.v2Controllers = v2Controllers
+        self.v1MemoryDirectory = v1MemoryDirectory
+        self.unavailable = unavailable
+    }
+
+    /// Looks, without creating anything.
+    public static func probe() -> CgroupProbe {
+        var probe = CgroupProbe()
+        let mounts = Descriptors.readWholeFile("/proc/self/mountinfo").map { String(decoding: $0, as: UTF8.self) } ?? ""
+        let membership = Descriptors.readWholeFile("/proc/self/cgroup").map { String(decoding: $0, as: UTF8.self) } ?? ""
+        let (v2Mount, v1MemoryMount) = Self.mountPoints(mountinfo: mounts)
+        let (v2Path, v1MemoryPath) = Self.ownPaths(procSelfCgroup: membership)
+        if let v2Mount, let v2Path {
+            let directory = Self.join(v2Mount, v2Path)
+            if access(directory, W_OK) == 0 {
+                probe.v2Directory = directory
+                probe.v2Controllers = Self.words(Descriptors.readWholeFile(directory + "/cgroup.controllers"))
+            } else {
+                probe.unavailable.append("cgroup v2 at \(directory) is not writable here")
+            }
+        } else {
+            probe.unavailable.append("no cgroup v2 hierarchy is mounted")
+        }
+        if let v1MemoryMount, let v1MemoryPath {
+            let directory = Self.join(v1MemoryMount, v1MemoryPath)
+            if access(directory, W_OK) == 0 {
+                probe.v1MemoryDirectory = directory
+            } else {
+                probe.unavailable.append("the cgroup v1 memory hierarchy at \(directory) is not writable here")
+            }
+        } else if !probe.v2Controllers.contains("memory") {
+            probe.unavailable.append("no cgroup v1 memory hierarchy is mounted")
+        }
+        return probe
+    }
+
+    /// The v2 mount point and the v1 memory mount point, from mountinfo's lines ("… MOUNT
+    /// OPTIONS … - FSTYPE SOURCE SUPEROPTIONS"). A hierarchy mounted twice counts once: the
+    /// first mount whose root is the hierarchy's root ("/").
+    static func mountPoints(mountinfo: String) -> (v2: String?, v1Memory: String?) {
+        var v2: String?
+        var v1Memory: String?
+        for line in mountinfo.split(separator: "\n") {
+            let fields = line.split(separator: " ").map(String.init)
+            guard let dash = fields.firstIndex(of: "-"), fields.count > dash + 3, fields.count > 4 else { continue }
+            let root = fields[3]
+            let mountPoint = Self.unescape(fields[4])
+            let type = fields[dash + 1]
+            let superOptions = fields[dash + 3].split(separator: ",")
+            guard root == "/" else { continue }
+            if type == "cgroup2", v2 == nil { v2 = mountPoint }
+            if type == "cgroup", superOptions.contains("memory"), v1Memory == nil { v1Memory = mountPoint }
+        }
+        return (v2, v1Memory)
+    }
+
+    /// This process's path in the v2 hierarchy ("0::/path") and in the v1 memory one
+    /// ("N:memory:/path", or a line naming memory among several controllers).
+    static func ownPaths(procSelfCgroup: String) -> (v2: String?, v1Memory: String?) {
+        var v2: String?
+        var v1Memory: String?
+        for line in procSelfCgroup.split(separator: "\n") {
+            let parts = line.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false)
+            guard parts.count == 3 else { continue }
+            if parts[0] == "0", parts[1].isEmpty { v2 = String(parts[2]) }
+            if parts[1].split(separator: ",").contains("memory") { v1Memory = String(parts[2]) }
+        }
+        return (v2, v1Memory)
+    }
+
+    /// Mountinfo escapes space, tab, newline and backslash as octal (`\040`).
+    private static func unescape(_ text: String) -> String {
+        guard text.contains("\\") else { return text }
+        var bytes: [UInt8] = []
+        var utf8 = Array(text.utf8)[...]
+        while let byte = utf8.popFirst() {
+            if byte == UInt8(ascii: "\\"), utf8.count >= 3, let value = UInt8(String(decoding: utf8.prefix(3), as: UTF8.self), radix: 8) {
+                bytes.append(value)
+                utf8 = utf8.dropFirst(3)
+            } else {
+                bytes.append(byte)
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    static func join(_ mount: String, _ path: String) -> String {
+        path == "/" ? mount : mount + path
+    }
+
+    static func words(_ bytes: [UInt8]?) -> [String] {
+        guard let bytes else { return [] }
+        return String(decoding: bytes, as: UTF8.self).split(whereSeparator: { $0 == " " || $0 == "\n" }).map(String.init)
+    }
+}
+
+/// The run's own cgroups: `overtime-<run>` under the supervisor's directory in each
+/// hierarchy the probe found, with a cgroup per task below. Loop-thread only.
+public final class CgroupTree {
+    /// The run's v2 directory: containment (every process of a task, `cgroup.kill`) and
+    /// CPU time (`cpu.stat`, kept whether or not the cpu controller is on).
+    public let v2Directory: String?
+    /// Whether the v2 memory controller is on for the tasks' cgroups.
+    public let v2Memory: Bool
+    /// The run's v1 memory directory: memory use, the hard limit, the OOM counter.
+    public let v1MemoryDirectory: String?
+    /// Why a hierarchy the probe found could not be used after all.
+    public private(set) var problems: [String]
+
+    /// Makes the run's directories. Nil when neither could be made.
+    public init?(probe: CgroupProbe, runID: String) {
+        var problems = probe.unavailable
+        var v2: String?
+        var v2Memory = false
+        if let parent = probe.v2Directory {
+            let directory = parent + "/overtime-\(runID)"
+            if mkdir(directory, 0o755) == 0 || errno == EEXIST {
+                v2 = directory
+                // The tasks get the memory controller where the supervisor's own cgroup
+                // hands it down; turning it on here needs no process moved.
+                if probe.v2Controllers.contains("memory") {
+                    v2Memory = Self.write("+memory", to: directory + "/cgroup.subtree_control") == 0
+                    if !v2Memory { problems.append("the cgroup v2 memory controller could not be enabled below \(directory)") }
+                } else {
+                    problems.append("cgroup v2 here offers no memory controller (\(probe.v2Controllers.isEmpty ? "none" : probe.v2Controllers.joined(separator: ", ")))")
+                }
+            } else {
+                problems.append("cannot create \(directory): \(String(cString: strerror(errno)))")
+            }
+        }
+        var v1: String?
+        if !v2Memory, let parent = probe.v1MemoryDirectory {
+            let directory = parent + "/overtime-\(runID)"
+            if mkdir(directory, 0o755) == 0 || errno == EEXIST {
+                v1 = directory
+            } else {
+                problems.append("cannot create \(directory): \(String(cString: strerror(errno)))")
+            }
+        }
+        guard v2 != nil || v1 != nil else { return nil }
+        v2Directory = v2
+        self.v2Memory = v2Memory
+        v1MemoryDirectory = v1
+        self.problems = problems
+    }
+
+    /// The run's directories, for the group guard to empty if the supervisor dies.
+    public var directories: [String] { [v2Directory, v1MemoryDirectory].compactMap { $0 } }
+
+    /// Removes the run's directories, once their tasks' cgroups are gone (at the end); one
+    /// that is not empty yet stays (the task guard removes it when it has emptied it).
+    public static func remove(_ directories: [String]) {
+        for directory in directories { _ = rmdir(directory) }
+    }
+
+    /// Writes `text` to a cgroup file; 0, or the errno.
+    @discardableResult
+    static func write(_ text: String, to path: String) -> Int32 {
+        let fd = open(path, O_WRONLY | O_CLOEXEC)
+        guard fd >= 0 else { return errno }
+        defer { Descriptors.close(fd) }
+        let bytes = Array(text.utf8)
+        do throws(SystemError) {
+            try Descriptors.writeAll(fd, bytes)
+            return 0
+        } catch {
+            return error.errno
+        }
+    }
+}
+
+/// One task's cgroups. Made before the spawn; the child enters them itself before exec
+/// (`procsDescriptors`). Loop-thread only.
+public final class TaskCgroup {
+    public let v2Directory: String?
+    public let memoryDirectory: String?
+    /// Whether `memoryDirectory` is in the v2 hierarchy (else v1).
+    public let memoryIsV2: Bool
+    /// `cgroup.procs` of each, open for writing, for the spawn; closed by `spawned()`.
+    public private(set) var procsDescriptors: [Int32] = []
+
+    /// Makes the task's cgroups, with the memory hard limit when given.
+    /// - Throws: `SystemError` naming the directory or file that failed.
+    public init(tree: CgroupTree, name: String, memoryLimit: UInt64?) throws(SystemError) {
+        var made: [String] = []
+        func make(_ directory: String) throws(SystemError) {
+            guard mkdir(directory, 0o755) == 0 || errno == EEXIST else {
+                let error = SystemError("create the task's cgroup \(directory)", errno: errno)
+                made.forEach { _ = rmdir($0) }
+                throw error
+            }
+            made.append(directory)
+        }
+        let v2 = tree.v2Directory.map { $0 + "/" + name }
+        let v1 = tree.v1MemoryDirectory.map { $0 + "/" + name }
+        if let v2 { try make(v2) }
+        if let v1 { try make(v1) }
+        v2Directory = v2
+        memoryIsV2 = tree.v2Memory
+        memoryDirectory = tree.v2Memory ? v2 : v1
+        if let memoryLimit, let memoryDirectory {
+            let file = memoryIsV2 ? "/memory.max" : "/memory.limit_in_bytes"
+            let code = CgroupTree.write(String(memoryLimit), to: memoryDirectory + file)
+            if code != 0 {
+                made.forEach { _ = rmdir($0) }
+                throw SystemError("set the task's memory limit in \(memoryDirectory + file)", errno: code)
+            }
+        }
+        for directory in made {
+            let fd = open(directory + "/cgroup.procs", O_WRONLY | O_CLOEXEC)
+            guard fd >= 0 else {
+                let error = SystemError("open \(directory)/cgroup.procs", errno: errno)
+                procsDescriptors.forEach(Descriptors.close)
+                made.forEach { _ = rmdir($0) }
+                throw error
+            }
+            procsDescriptors.append(fd)
+        }
+    }
+
+    /// The spawn is over (the child entered, or failed): the descriptors go.
+    public func spawned() {
+        procsDescriptors.forEach(Descriptors.close)
+        procsDescriptors.removeAll()
+    }
+
+    /// Every process in the task's cgroup (the v2 one where there is one: it holds the
+    /// same processes as the memory one).
+    public func processIDs() -> [Int32] {
+        guard let directory = v2Directory ?? memoryDirectory,
+              let bytes = Descriptors.readWholeFile(directory + "/cgroup.procs") else { return [] }
+        return bytes.split(separator: UInt8(ascii: "\n")).compactMap { Int32(String(decoding: $0, as: UTF8.self)) }
+    }
+
+    /// Sends `signal` to every process in the cgroup, `setsid` or not. A process forked
+    /// while the list is read may miss it; the kill after grace (`killAll`) does not.
+    /// - Returns: how many were signalled.
+    @discardableResult
+    public func signalAll(_ signal: Int32) -> Int {
+        var sent = 0
+        for pid in processIDs() where kill(pid, signal) == 0 { sent += 1 }
+        return sent
+    }
+
+    /// SIGKILL to everything in it: `cgroup.kill` (v2, Linux 5.14+), which no fork escapes;
+    /// else the list, again until it is empty (bounded: a fork bomb is killed as it forks).
+    public func killAll() {
+        if let v2Directory, CgroupTree.write("1", to: v2Directory + "/cgroup.kill") == 0 { return }
+        for _ in 0..<100 where signalAll(SIGKILL) > 0 {}
+    }
+
+    /// Whether a process is left in it.
+    public var isEmpty: Bool { processIDs().isEmpty }
+
+    /// The memory the task uses now, as the watchdog judges it: the cgroup's usage less its
+    /// inactive file cache (the kernel's "working set", what Kubernetes evicts on), since
+    /// clean cache is given back under pressure and must not cancel a job that reads files.
+    public func memoryInUse() -> UInt64? {
+        guard let memoryDirectory else { return nil }
+        let usageFile = memoryIsV2 ? "/memory.current" : "/memory.usage_in_bytes"
+        guard let usage = Self.number(Descriptors.readWholeFile(memoryDirectory + usageFile)) else { return nil }
+        let inactiveKey = memoryIsV2 ? "inactive_file" : "total_inactive_file"
+        let inactive = Self.keyed(Descriptors.readWholeFile(memoryDirectory + "/memory.stat"), inactiveKey) ?? 0
+        return usage > inactive ? usage - inactive : 0
+    }
+
+    /// The cgroup's high-water mark of memory use (v1 `memory.max_usage_in_bytes`, v2
+    /// `memory.peak` from Linux 5.19): page cache the task caused included, as the kernel
+    /// counts it.
+    public func peakMemory() -> UInt64? {
+        guard let memoryDirectory else { return nil }
+        return Self.number(Descriptors.readWholeFile(memoryDirectory + (memoryIsV2 ? "/memory.peak" : "/memory.max_usage_in_bytes")))
+    }
+
+    /// How many processes the kernel's OOM killer killed in it (v1 `memory.oom_control`,
+    /// v2 `memory.events`: `oom_kill`); nil without a memory cgroup or the counter.
+    public func oomKills() -> Int? {
+        guard let memoryDirectory else { return nil }
+        let file = memoryIsV2 ? "/memory.events" : "/memory.oom_control"
+        return Self.keyed(Descriptors.readWholeFile(memoryDirectory + file), "oom_kill").map { Int(clamping: $0) }
+    }
+
+    /// CPU time of everything that ran in it (v2 `cpu.stat`), in microseconds.
+    public func cpuMicroseconds() -> (user: UInt64, system: UInt64)? {
+        guard let v2Directory else { return nil }
+        let stat = Descriptors.readWholeFile(v2Directory + "/cpu.stat")
+        guard let user = Self.keyed(stat, "user_usec"), let system = Self.keyed(stat, "system_usec") else { return nil }
+        return (user, system)
+    }
+
+    /// Removes the task's cgroups; false while a process is still in one (it is dying:
+    /// try again later).
+    public func remove() -> Bool {
+        var removed = true
+        for directory in [v2Directory, memoryDirectory == v2Directory ? nil : memoryDirectory].compactMap({ $0 }) {
+            if rmdir(directory) != 0, errno != ENOENT { removed = false }
+        }
+        return removed
+    }
+
+    static func number(_ bytes: [UInt8]?) -> UInt64? {
+        guard let bytes else { return nil }
+        return UInt64(String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: " \n"))
+    }
+
+    /// The value of `key` in a flat-keyed file ("key value" lines).
+    static func keyed(_ bytes: [UInt8]?, _ key: String) -> UInt64? {
+        guard let bytes else { return nil }
+        for line in String(decoding: bytes, as: UTF8.self).split(separator: "\n") {
+            let parts = line.split(separator: " ")
+            if parts.count == 2, parts[0] == key { return UInt64(parts[1]) }
+        }
+        return nil
+    }
+}
+
+/// Resident memory from `/proc`, for tasks without a memory cgroup.
+public enum ProcessMemory {
+    private static let pageSize = UInt64(sysconf(Int32(_SC_PAGESIZE)))
+
+    /// The resident set of each of `pids` summed (`/proc/PID/statm`), those gone skipped.
+    /// Pages two of them share count twice: an upper bound, as `ps` would add them up.
+    public static func residentSum(_ pids: [Int32]) -> UInt64 {
+        var total: UInt64 = 0
+        for pid in pids { total += resident(pid) ?? 0 }
+        return total
+    }
+
+    static func resident(_ pid: Int32) -> UInt64? {
+        guard let bytes = Descriptors.readWholeFile("/proc/\(pid)/statm") else { return nil }
+        let fields = bytes.split(separator: UInt8(ascii: " "))
+        guard fields.count > 1, let pages = UInt64(String(decoding: fields[1], as: UTF8.self)) else { return nil }
+        return pages * pageSize
+    }
+
+    /// The summed resident set of every process of each session, from one pass over
+    /// `/proc/*/stat` (a task's leader leads a session of its own, so its session id is
+    /// its pid): the cost is one read per process on the machine, however many tasks.
+    public static func residentBySession() -> [Int32: UInt64] {
+        var sums: [Int32: UInt64] = [:]
+        for name in Descriptors.directoryEntries("/proc") ?? [] {
+            guard let first = name.utf8.first, first >= UInt8(ascii: "1"), first <= UInt8(ascii: "9"),
+                  let bytes = Descriptors.readWholeFile("/proc/\(name)/stat"),
+                  let close = bytes.lastIndex(of: UInt8(ascii: ")")) else { continue }
+            // After "PID (COMM)": state ppid pgrp session … rss is the 22nd field after it.
+            let fields = bytes[(close + 1)...].split(separator: UInt8(ascii: " "))
+            guard fields.count > 21, let session = Int32(String(decoding: fields[3], as: UTF8.self)),
+                  let pages = UInt64(String(decoding: fields[21], as: UTF8.self)) else { continue }
+            sums[session, default: 0] += pages * pageSize
+        }
+        return sums
+    }
+}
+
+private extension String {
+    func trimmingCharacters(in set: String) -> String {
+        let drop = Set(set.unicodeScalars)
+        var scalars = Substring(self).unicodeScalars[...]
+        while let first = scalars.first, drop.contains(first) { scalars.removeFirst() }
+        while let last = scalars.last, drop.contains(last) { scalars.removeLast() }
+        return String(String.UnicodeScalarView(scalars))
+    }
+}
