@@ -253,6 +253,13 @@ public final class Supervisor: Sendable {
         }
     }
 
+    /// `containment` as a JSON value, for control replies.
+    private var containmentJSON: JSONValue? {
+        var w = JSONWriter(capacity: 256)
+        containment.write(into: &w)
+        return try? JSONValue.parse(w.bytes)
+    }
+
     /// Prepares the path, then creates the server on the loop thread and waits for it.
     /// - Parameter attach: run on the loop thread: what the server acts on, and what to do
     ///   with it once it listens (make its watchers a sink).
@@ -267,12 +274,14 @@ public final class Supervisor: Sendable {
         }
         try ControlSocketPath.claim(socketPath)
         let done = Completion<Result<Void, ControlSocketError>>()
+        let containmentJSON = self.containmentJSON
         let accepted = loop.execute { [loop] in
             let (target, install) = attach()
             do {
                 let server = try ControlServer(loop: loop, path: socketPath, target: target) { peer in
                     onRefused(peer.map { "refused a control connection from uid \($0.uid) (pid \($0.pid))" } ?? "refused a control connection with unknown credentials")
                 }
+                server.containment = containmentJSON
                 install(server)
                 done.complete(.success(()))
             } catch {

@@ -101,3 +101,12 @@ final class TerminationCount: Sendable {
         count.add(1, ordering: .relaxed).oldValue == 0
     }
 }
+
+/// `--cgroup auto|off` (DESIGN §7).
+func parseContainment(_ text: String, command: String) throws(UsageError) -> Containment.Request {
+    switch text.lowercased() {
+    case "auto", "on", "yes": return .automatic
+    case "off", "no", "none": return .off
+    default: throw UsageError(message: "\(command): --cgroup: '\(text)' is neither auto nor off")
+    }
+}

@@ -46,6 +46,8 @@ struct BatchCommand {
                            json (the journal's lines on stdout as they are written), none;
                            auto (default) is tty when stderr is a terminal, else plain
       --follow NAME        also show task NAME's output (from its log) as it is written
+      --cgroup auto|off    auto (default): each task in a cgroup of its own where this
+                           machine allows it (docs/containment.md); off: process groups
 
     Exit status: 0 when every task succeeded, 1 otherwise, 125 for an invalid job file or
     option, a run directory that cannot be used, or a run whose record (events.jsonl,
@@ -55,7 +57,7 @@ struct BatchCommand {
     task's process group. A signal Overtime was started with ignored stays ignored.
     """
 
-    static let knownOptions = ["--concurrency", "--fail-fast", "--run-dir", "--resume", "--progress", "--control", "--help", "--follow", "--shutdown-grace"]
+    static let knownOptions = ["--concurrency", "--fail-fast", "--run-dir", "--resume", "--progress", "--control", "--help", "--follow", "--shutdown-grace", "--cgroup"]
     /// The control socket's path (`--control`); nil for the per-user default.
     var controlPath: String?
     /// The orchestrator's time for the whole shutdown (`--shutdown-grace`).
@@ -78,7 +80,7 @@ struct BatchCommand {
                 func value() throws(UsageError) -> String { try cursor.value(of: option, inline: inline) }
                 switch option {
                 case "--help", "-h":
-                    throw HelpRequest(text: help)
+                    throw HelpRequest(text: help + "\nOn this machine: \(Containment.available().summary).\n")
                 case "--concurrency":
                     let text = try value()
                     guard let n = Int(text), n >= 1 else {
@@ -96,6 +98,8 @@ struct BatchCommand {
                     shutdownGraceText = try value()
                 case "--resume":
                     command.options.resume = try value()
+                case "--cgroup":
+                    command.options.containment = try parseContainment(try value(), command: "overtime batch")
                 case "--follow":
                     let name = try value()
                     guard !name.isEmpty else { throw UsageError(message: "overtime batch: --follow needs a task name") }

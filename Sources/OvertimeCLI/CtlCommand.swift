@@ -152,7 +152,7 @@ struct CtlCommand {
         case let .failed(message):
             Terminal.error("overtime ctl: \(message)")
             return 1
-        case let .status(tasks):
+        case let .status(tasks, _):
             if case .status(json: true) = action {
                 // The reply as it came: fields this ctl does not know reach a script too.
                 Terminal.out(String(decoding: replyLine, as: UTF8.self))

@@ -20,6 +20,8 @@ struct RunCommand {
     var controlPath: String?
     /// The orchestrator's time for the whole shutdown (`--shutdown-grace`).
     var shutdownGrace: Duration?
+    /// `--cgroup`.
+    var containment: Containment.Request = .automatic
 
     static let help = """
     Usage: overtime run [options] [--] CMD [ARG...]
@@ -69,6 +71,16 @@ struct RunCommand {
       --nice N             CMD's nice value, -20 (first) to 19 (last)
       If Overtime dies, even by SIGKILL, CMD's process group gets SIGKILL at once.
 
+    Containment and memory (docs/containment.md):
+      --cgroup auto|off    auto (default): CMD runs in a cgroup of its own where this
+                           machine allows it, so cancel, CMD's end and Overtime's death
+                           kill every process of it, setsid or not; off: its process group
+      --memory-max SIZE    cancel with reason 'memory' (exit 124) when CMD's memory (all
+                           its processes) reaches SIZE, e.g. 200M, 4G; with a memory cgroup
+                           the kernel's hard limit sits a margin above it
+      --memory-warn LEVEL  send CMD one 'warning' when its memory passes LEVEL: a size, or
+                           a percentage of --memory-max (default 90%)
+
     Output:
       --name NAME          the task's name in reports and OVERTIME_TASK (default: CMD's name)
       --progress MODE      tty (a live row on stderr: bar, budget left, ETA; CMD's output
@@ -107,7 +119,12 @@ struct RunCommand {
     static let knownOptions = ["--budget", "--window", "--max-runtime", "--grace", "--warn-before",
                                "--require-advance", "--name", "--progress", "--json", "--preserve-status", "--control", "--shutdown-grace", "--env", "--clean-env", "--user", "--group",
                                "--limit-as", "--limit-nofile", "--limit-cpu", "--limit-nproc", "--nice", "--notify-socket",
-                               "--notify-fd", "--help"]
+                               "--notify-fd", "--cgroup", "--memory-max", "--memory-warn", "--help"]
+
+    /// The help, with the containment this machine gives (DESIGN §7: never a silent downgrade).
+    static var helpWithContainment: String {
+        help + "\nOn this machine: \(Containment.available().summary).\n"
+    }
 
     /// Parses the arguments after `run`.
     /// - Throws: `UsageError` (exit 125) or `HelpRequest` (exit 0).
@@ -122,6 +139,8 @@ struct RunCommand {
         var readiness = Readiness()
         var command = RunCommand(spec: TaskSpec(arguments: []))
         var shutdownGraceText: String?
+        var memory = MemoryPolicy.none
+        var memoryWarnGiven = false
 
         func duration(_ option: String, _ text: String, allowNone: Bool = false) throws(UsageError) -> Duration? {
             do {
@@ -153,7 +172,7 @@ struct RunCommand {
                 }
                 switch option {
                 case "--help", "-h":
-                    throw HelpRequest(text: help)
+                    throw HelpRequest(text: helpWithContainment)
                 case "--budget":
                     policy.budget = try duration(option, try value(), allowNone: true)
                 case "--window":
@@ -214,6 +233,23 @@ struct RunCommand {
                     case "off", "no", "false", "0": readiness.notifySocket = false
                     default: throw UsageError(message: "overtime run: --notify-socket: '\(text)' is neither on nor off")
                     }
+                case "--cgroup":
+                    command.containment = try parseContainment(try value(), command: "overtime run")
+                case "--memory-max":
+                    let text = try value()
+                    do {
+                        memory.max = try ByteSize.parse(text)
+                    } catch {
+                        throw UsageError(message: "overtime run: --memory-max: \(error.description)")
+                    }
+                case "--memory-warn":
+                    let text = try value()
+                    do {
+                        memory.warn = try MemoryPolicy.parseWarn(text)
+                        memoryWarnGiven = true
+                    } catch {
+                        throw UsageError(message: "overtime run: --memory-warn: \(error.description)")
+                    }
                 case "--notify-fd":
                     let text = try value()
                     guard let fd = Int32(text), Readiness.notifyFDRange.contains(fd) else {
@@ -235,6 +271,10 @@ struct RunCommand {
         command.spec = TaskSpec(name: name, arguments: argv, environment: environment,
                                 inheritEnvironment: inheritEnvironment, policy: policy, isolation: isolation)
         command.spec.readiness = readiness
+        if memoryWarnGiven, memory.max == nil {
+            throw UsageError(message: "overtime run: --memory-warn needs --memory-max (the warning is about the cancel to come)")
+        }
+        command.spec.memory = memory
         command.shutdownGrace = try parseShutdownGrace(option: shutdownGraceText, command: "overtime run")
         return command
     }
@@ -245,7 +285,7 @@ struct RunCommand {
         let output = ProgressOutput(mode: progress, encoder: EventEncoder(runID: runID))
         let supervisor: Supervisor
         do {
-            supervisor = try Supervisor(runID: runID, sinks: [output])
+            supervisor = try Supervisor(runID: runID, sinks: [output], containment: containment)
         } catch {
             Terminal.error("overtime: cannot start the supervisor: \(error)")
             return 125
@@ -273,7 +313,10 @@ struct RunCommand {
         let outcome = task.waitForOutcome()
         output.finish(outcome)
         if jsonReport {
-            Terminal.writeOut(output.encoder.report(outcome))
+            let containment = supervisor.containment
+            Terminal.writeOut(output.encoder.report(outcome) { w in
+                w.key("containment"); containment.write(into: &w)
+            })
         }
         supervisor.shutdown()
         return preserveStatus ? outcome.preservedStatus : outcome.exitCode

@@ -142,12 +142,14 @@ public struct EventEncoder: Sendable {
     }
 
     /// The final report of `overtime run --json` (newline included).
-    public func report(_ outcome: TaskOutcome) -> [UInt8] {
+    /// - Parameter more: fields of the supervisor's own to add (its containment).
+    public func report(_ outcome: TaskOutcome, more: (inout JSONWriter) -> Void = { _ in }) -> [UInt8] {
         var w = JSONWriter(capacity: 256)
         w.beginObject()
         w.key("run"); w.string(runID)
         w.key("task"); w.string(outcome.task.name)
         Self.writeOutcomeFields(outcome, into: &w)
+        more(&w)
         w.endObject()
         w.raw("\n")
         return w.bytes

@@ -172,8 +172,9 @@ public struct ControlReply: Sendable, Equatable {
         case failed(String)
         /// `{"ok":true,"result":...}`: what a cancel, extend or revoke did, in words.
         case done(String)
-        /// `{"ok":true,"tasks":[...]}`: the answer to `status`.
-        case status([TaskStatus])
+        /// `{"ok":true,"tasks":[...],"containment":{...}}`: the answer to `status`, with how
+        /// the supervisor holds its tasks (DESIGN §7; nil from one that does not say).
+        case status([TaskStatus], containment: JSONValue? = nil)
         /// `{"ok":true,"watching":true}`: event lines follow.
         case watching
     }
@@ -199,12 +200,13 @@ public struct ControlReply: Sendable, Equatable {
         case let .done(result):
             w.key("ok"); w.bool(true)
             w.key("result"); w.string(result)
-        case let .status(tasks):
+        case let .status(tasks, containment):
             w.key("ok"); w.bool(true)
             w.key("tasks")
             w.beginArray()
             for task in tasks { task.write(into: &w) }
             w.endArray()
+            if let containment { w.key("containment"); w.value(containment) }
         case .watching:
             w.key("ok"); w.bool(true)
             w.key("watching"); w.bool(true)
@@ -247,7 +249,7 @@ public struct ControlReply: Sendable, Equatable {
                     throw ProtocolError(error.kind, "task \(index) in \"tasks\": \(error.message)")
                 }
             }
-            return ControlReply(id: id, .status(statuses))
+            return ControlReply(id: id, .status(statuses, containment: value["containment"]))
         }
         if value["watching"] == .bool(true) { return ControlReply(id: id, .watching) }
         if case let .string(result)? = value["result"] { return ControlReply(id: id, .done(result)) }

@@ -58,6 +58,8 @@ public struct BatchSummary: Sendable {
     public var recordFailures: [String] = []
     /// Journal lines lost to those failures.
     public var lostJournalLines = 0
+    /// How the tasks were held whole (DESIGN §7).
+    public var containment: Containment?
 
     public var succeeded: Bool { tasks.allSatisfy { $0.outcome == .succeeded } }
     /// The run directory holds the whole record of the run.
@@ -79,6 +81,8 @@ public struct BatchOptions: Sendable {
     /// directory (`job-directory`, beside `job.json`) so that `--resume` without the job
     /// file resolves them the same way.
     public var jobFileDirectory: String?
+    /// A cgroup per task where the machine allows it, or process groups (`--cgroup off`).
+    public var containment: Containment.Request = .automatic
     public var onUpdate: @Sendable (BatchUpdate) -> Void
 
     public init(runDirectory: String? = nil, failFast: Bool = false, resume: String? = nil, concurrency: Int? = nil,
@@ -133,7 +137,7 @@ public final class BatchRunner: Sendable {
         }
         // The batch is one of its supervisor's event sinks, as any embedding program's
         // handler is, and steers its tasks through their handles.
-        let supervisor = try Supervisor(runID: runID, sinks: [])
+        let supervisor = try Supervisor(runID: runID, sinks: [], containment: options.containment)
         self.supervisor = supervisor
         let completion = self.completion
         let batch = BatchCore(job: job, runID: runID, succeeded: succeeded, failFast: options.failFast, supervisor: supervisor,
@@ -529,6 +533,7 @@ final class BatchCore: EventSink {
                                    elapsed: now - startedAt, stoppedBy: stoppedBy)
         summary.recordFailures = journal.failures
         summary.lostJournalLines = journal.lostLines
+        summary.containment = supervisor.containment
         if let failure = journal.writeFile("summary.json", Self.summaryJSON(summary, encoder: encoder, now: now)) {
             onUpdate(.recordFailed(failure))
             summary.recordFailures = journal.failures
@@ -545,6 +550,7 @@ final class BatchCore: EventSink {
         w.key("succeeded"); w.bool(summary.succeeded)
         w.key("stopped_by")
         if let reason = summary.stoppedBy { w.string(reason.rawValue) } else { w.null() }
+        if let containment = summary.containment { w.key("containment"); containment.write(into: &w) }
         // Written only when the journal failed and the summary still could be: it says the
         // journal beside it is not the whole story.
         if !summary.recordFailures.isEmpty {

@@ -45,6 +45,8 @@ final class ControlServer {
     let path: String
     private var listener: UnixListener?
     private weak var target: (any ControlTarget)?
+    /// How the supervisor holds its tasks, for `status` replies (DESIGN §7).
+    var containment: JSONValue?
     private var clients: [ObjectIdentifier: Client] = [:]
     /// Clients that asked to `watch`: with none, events are not even encoded for them.
     private(set) var watcherCount = 0
@@ -120,7 +122,7 @@ final class ControlServer {
         let result: Result<String, ControlFailure>
         switch op {
         case .status:
-            return .status(target.controlStatus(now: TaskRunner.clock()))
+            return .status(target.controlStatus(now: TaskRunner.clock()), containment: containment)
         case .watch:
             if !client.watching { watcherCount += 1 }
             client.watching = true
