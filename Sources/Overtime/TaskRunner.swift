@@ -63,8 +63,15 @@ final class TaskRunner {
         self.supervisor = supervisor
         self.core = core
         let now = Self.clock()
-        machine = TaskMachine(policy: spec.policy, memory: spec.memory, startedAt: now)
+        machine = TaskMachine(policy: Self.machinePolicy(spec), memory: spec.memory, startedAt: now)
         timer = LoopTimer(loop: supervisor.loop)
+    }
+
+    /// The task's time rules with its diagnose command's limit.
+    private static func machinePolicy(_ spec: TaskSpec) -> BudgetPolicy {
+        var policy = spec.policy
+        policy.diagnoseLimit = spec.diagnose?.limit
+        return policy
     }
 
     static func clock() -> MonotonicInstant {
@@ -133,7 +140,7 @@ final class TaskRunner {
         core.runners[ref.id] = self
         if spec.memory.max != nil { core.memoryWatch.watch(ref.id, loop: supervisor.loop) }
         let now = Self.clock()
-        machine = TaskMachine(policy: spec.policy, memory: spec.memory, startedAt: now)
+        machine = TaskMachine(policy: Self.machinePolicy(spec), memory: spec.memory, startedAt: now)
         if let channel { startReading(channel) }
         notifyFDReader?.startReading(
             onData: { [unowned self] bytes in
@@ -652,6 +659,92 @@ final class TaskRunner {
         return usage
     }
 
+    // MARK: Diagnosis
+
+    /// The diagnose command while it runs, and the descriptor its output goes to (the
+    /// task's stderr, its log, or a pipe to the task's output handler).
+    private var diagnosis: (process: ChildProcess, output: Int32, startedAt: MonotonicInstant)?
+    private var diagnosisCut = false
+
+    /// Starts the diagnose command against the still-running leader (DESIGN §7). Outside
+    /// the task's cgroup and group, so the cancel that follows does not kill it too.
+    private func startDiagnosis() {
+        guard let diagnose = spec.diagnose, let pid = process?.pid, !process!.isReaped else {
+            diagnosisOver()
+            return
+        }
+        let output: Int32
+        do {
+            output = try diagnosisOutput()
+        } catch {
+            diagnosisOver()
+            return
+        }
+        let command = diagnose.command(pid: pid)
+        Self.note(output, "overtime: \(spec.name): \(machine.cancelReason?.rawValue ?? "cancel") due; diagnosing first (at most \(DurationText.format(diagnose.limit))): \(command)\n")
+        let request = SpawnRequest(arguments: ["/bin/sh", "-c", command], baseEnvironment: core.inheritedEnvironment,
+                                   environment: ["OVERTIME_TASK_PID=\(pid)", "OVERTIME_TASK=\(spec.name)"],
+                                   workingDirectory: spec.workingDirectory,
+                                   descriptors: [core.nullInput ?? -1, output, output])
+        do {
+            let child = try ChildProcess(loop: supervisor.loop, request: request) { [weak self] exit in
+                self?.diagnosisExited(exit)
+            }
+            diagnosis = (child, output, Self.clock())
+        } catch {
+            Self.note(output, "overtime: \(spec.name): the diagnose command could not start: \(error)\n")
+            Descriptors.close(output)
+            diagnosisOver()
+        }
+    }
+
+    /// Where the diagnosis writes: a descriptor of its own (closed once it has exited).
+    private func diagnosisOutput() throws(SystemError) -> Int32 {
+        switch spec.stderr {
+        case .inherit: return try Descriptors.duplicate(2)
+        case .discard: return try Descriptors.openNull(forWriting: true)
+        case let .file(path, _): return try Descriptors.openForWriting(path, append: true)
+        case let .capture(sink), let .terminal(_, _, sink):
+            var writeEnd: [Int32] = []
+            return try capturePipe(into: sink, valve: nil, &writeEnd)
+        }
+    }
+
+    private static func note(_ fd: Int32, _ text: String) {
+        try? Descriptors.writeAll(fd, Array(text.utf8))
+    }
+
+    private func diagnosisExited(_ exit: ChildExit) {
+        guard let running = diagnosis else { return }
+        diagnosis = nil
+        let took = DurationText.format(Self.clock() - running.startedAt)
+        let how: String
+        if diagnosisCut {
+            how = "was cut at its limit"
+        } else {
+            switch exit {
+            case let .exited(code): how = "exited \(code)"
+            case let .signaled(signal): how = "died of \(Signal(rawValue: signal).name)"
+            }
+        }
+        Self.note(running.output, "overtime: \(spec.name): the diagnose command \(how) after \(took)\n")
+        Descriptors.close(running.output)
+        diagnosisOver()
+    }
+
+    /// The machine's limit for the diagnosis passed (or the task ended): SIGKILL to it.
+    private func cutDiagnosis() {
+        guard let running = diagnosis, !diagnosisCut else { return }
+        diagnosisCut = true
+        running.process.signalGroup(Signal.kill.rawValue)
+    }
+
+    private func diagnosisOver() {
+        let now = Self.clock()
+        decide(at: now) { machine, actions in machine.diagnosisEnded(now: now, into: &actions) }
+        rearm(now: now)
+    }
+
     /// Passes a signal the supervisor received on to the task's group (while it runs).
     func forward(signal: Signal) {
         if signal == .windowChange {
@@ -705,6 +798,10 @@ final class TaskRunner {
                 cgroup?.killAll()
             case let .emit(kind):
                 supervisor.emit(TaskEvent(task: ref, time: now, kind: kind))
+            case .diagnose:
+                startDiagnosis()
+            case .endDiagnosis:
+                cutDiagnosis()
             }
         }
         spareActions = actions

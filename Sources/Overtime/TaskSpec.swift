@@ -88,6 +88,8 @@ public struct TaskSpec: Sendable {
     public var readiness: Readiness = Readiness()
     /// Its memory watchdog (DESIGN §7).
     public var memory: MemoryPolicy = .none
+    /// Run before a `timeout` or `memory` cancel (DESIGN §7).
+    public var diagnose: DiagnoseCommand?
 
     public init(
         name: String? = nil,

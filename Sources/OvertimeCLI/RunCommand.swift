@@ -80,6 +80,11 @@ struct RunCommand {
                            the kernel's hard limit sits a margin above it
       --memory-warn LEVEL  send CMD one 'warning' when its memory passes LEVEL: a size, or
                            a percentage of --memory-max (default 90%)
+      --diagnose CMD       before a timeout or memory cancel, run shell command CMD with
+                           {pid} replaced by CMD's pid (also $OVERTIME_TASK_PID), its output
+                           into CMD's stderr: 'py-spy dump --pid {pid}', 'gdb -p {pid} -batch
+                           -ex "thread apply all bt"', 'jstack {pid}', 'nvidia-smi'
+      --diagnose-limit DUR the longest the cancel waits for it (default 10s)
 
     Output:
       --name NAME          the task's name in reports and OVERTIME_TASK (default: CMD's name)
@@ -119,7 +124,7 @@ struct RunCommand {
     static let knownOptions = ["--budget", "--window", "--max-runtime", "--grace", "--warn-before",
                                "--require-advance", "--name", "--progress", "--json", "--preserve-status", "--control", "--shutdown-grace", "--env", "--clean-env", "--user", "--group",
                                "--limit-as", "--limit-nofile", "--limit-cpu", "--limit-nproc", "--nice", "--notify-socket",
-                               "--notify-fd", "--cgroup", "--memory-max", "--memory-warn", "--help"]
+                               "--notify-fd", "--cgroup", "--memory-max", "--memory-warn", "--diagnose", "--diagnose-limit", "--help"]
 
     /// The help, with the containment this machine gives (DESIGN §7: never a silent downgrade).
     static var helpWithContainment: String {
@@ -141,6 +146,8 @@ struct RunCommand {
         var shutdownGraceText: String?
         var memory = MemoryPolicy.none
         var memoryWarnGiven = false
+        var diagnose: String?
+        var diagnoseLimit: Duration?
 
         func duration(_ option: String, _ text: String, allowNone: Bool = false) throws(UsageError) -> Duration? {
             do {
@@ -233,6 +240,13 @@ struct RunCommand {
                     case "off", "no", "false", "0": readiness.notifySocket = false
                     default: throw UsageError(message: "overtime run: --notify-socket: '\(text)' is neither on nor off")
                     }
+                case "--diagnose":
+                    let text = try value()
+                    guard !text.trimmingSpaces.isEmpty else { throw UsageError(message: "overtime run: --diagnose needs a command") }
+                    diagnose = text
+                case "--diagnose-limit":
+                    diagnoseLimit = try duration(option, try value())
+                    guard diagnoseLimit! > .zero else { throw UsageError(message: "overtime run: --diagnose-limit must be above 0") }
                 case "--cgroup":
                     command.containment = try parseContainment(try value(), command: "overtime run")
                 case "--memory-max":
@@ -275,6 +289,10 @@ struct RunCommand {
             throw UsageError(message: "overtime run: --memory-warn needs --memory-max (the warning is about the cancel to come)")
         }
         command.spec.memory = memory
+        if diagnoseLimit != nil, diagnose == nil {
+            throw UsageError(message: "overtime run: --diagnose-limit needs --diagnose")
+        }
+        command.spec.diagnose = diagnose.map { DiagnoseCommand($0, limit: diagnoseLimit ?? DiagnoseCommand.defaultLimit) }
         command.shutdownGrace = try parseShutdownGrace(option: shutdownGraceText, command: "overtime run")
         return command
     }

@@ -18,6 +18,10 @@ public struct BudgetPolicy: Sendable, Equatable {
     public var requireAdvance: Bool
     /// In a queue with an overall deadline, a task is not started with less than this left.
     public var minStart: Duration
+    /// When set, a `timeout` or `memory` cancel first runs the task's diagnose command
+    /// (`--diagnose`, DESIGN §7) for at most this long, then sends the cancel. The executor
+    /// sets it from the task's `DiagnoseCommand`.
+    public var diagnoseLimit: Duration?
 
     public init(
         budget: Duration? = .seconds(30),

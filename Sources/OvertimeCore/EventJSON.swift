@@ -114,6 +114,10 @@ public struct EventEncoder: Sendable {
             w.string("notify")
             w.key("key"); w.string(key)
             w.key("value"); w.string(value)
+        case let .diagnosing(reason, limit):
+            w.string("diagnosing")
+            w.key("reason"); w.string(reason.rawValue)
+            w.key("limit"); w.seconds(limit.seconds)
         case let .memoryWarning(used, limit):
             w.string("memory-warning")
             w.key("used"); w.int(Int(clamping: used))

@@ -102,3 +102,26 @@ public enum ByteSize {
         return "\(shown) \(units[unit])"
     }
 }
+
+/// A command run before a limit's cancel (`--diagnose`, DESIGN §7): it sees the task still
+/// as it hung (`py-spy dump --pid {pid}`, `gdb -p {pid} -batch -ex 'thread apply all bt'`,
+/// `jstack {pid}`, `nvidia-smi`), its output goes where the task's stderr goes, and the
+/// cancel waits for it at most `limit`.
+public struct DiagnoseCommand: Sendable, Equatable {
+    /// A shell command; `{pid}` stands for the task's leader.
+    public var template: String
+    public var limit: Duration
+
+    /// Long enough for py-spy or gdb to attach and walk the threads of a big process.
+    public static let defaultLimit = Duration.seconds(10)
+
+    public init(_ template: String, limit: Duration = DiagnoseCommand.defaultLimit) {
+        self.template = template
+        self.limit = limit
+    }
+
+    /// The command for the leader `pid`.
+    public func command(pid: Int32) -> String {
+        template.split(separator: "{pid}", omittingEmptySubsequences: false).joined(separator: String(pid))
+    }
+}

@@ -60,6 +60,9 @@ public struct TaskEvent: Sendable {
         /// The task's memory first passed its warning level: `used` bytes of the `limit`
         /// (its `memory-max`) at which it is cancelled. Once per task.
         case memoryWarning(used: UInt64, limit: UInt64)
+        /// A `reason` cancel is due: the task's diagnose command runs first, for at most
+        /// `limit`, and the cancel follows.
+        case diagnosing(reason: CancelReason, limit: Duration)
         /// The task is over: exited, killed, or never started. Always the last event.
         // Boxed: an outcome is several times the size of any other kind, and every event
         // (a progress message's too) would otherwise be copied at that size.

@@ -32,6 +32,11 @@ public struct TaskMachine: Sendable {
         case killLeftovers
         /// Report this event.
         case emit(TaskEvent.Kind)
+        /// Run the task's diagnose command (its time limit is the machine's: `tick` ends the
+        /// diagnosis at `policy.diagnoseLimit`); tell `diagnosisEnded` when it is over.
+        case diagnose
+        /// The diagnosis is over (ended or cut at its limit): stop the command if it runs.
+        case endDiagnosis
     }
 
     /// Who a message from the supervisor is for.
@@ -75,10 +80,17 @@ public struct TaskMachine: Sendable {
         var killSent = false
     }
 
+    /// A cancel decided but not yet sent: the diagnose command runs first.
+    struct Diagnosis: Sendable, Equatable {
+        var reason: CancelReason
+        var until: MonotonicInstant
+    }
+
     /// Where the task is, each stage with its own data: a kill without a cancel, or a
     /// cancel without a reason, cannot be written.
     enum Stage: Sendable, Equatable {
         case running
+        case diagnosing(Diagnosis)
         case cancelling(Cancellation)
         case exited(Cancellation?)
 
@@ -122,6 +134,7 @@ public struct TaskMachine: Sendable {
     public var phase: Phase {
         switch stage {
         case .running: .running
+        case let .diagnosing(diagnosis): .cancelling(diagnosis.reason)
         case let .cancelling(cancel): .cancelling(cancel.reason)
         case .exited: .exited
         }
@@ -131,6 +144,7 @@ public struct TaskMachine: Sendable {
     private var cancellation: Cancellation? {
         switch stage {
         case .running: nil
+        case let .diagnosing(diagnosis): Cancellation(reason: diagnosis.reason, killAt: diagnosis.until)
         case let .cancelling(cancel): cancel
         case let .exited(cancel): cancel
         }
@@ -167,6 +181,8 @@ public struct TaskMachine: Sendable {
                 return due - policy.warnBefore
             }
             return due
+        case let .diagnosing(diagnosis):
+            return diagnosis.until
         case let .cancelling(cancel):
             return cancel.killSent ? nil : cancel.killAt
         case .exited:
@@ -230,7 +246,7 @@ public struct TaskMachine: Sendable {
             _ = bars.record(Progress(detail: text), from: .notifySocket)
             actions.append(.emit(.progress(bars.lastProgress!, remaining: remaining(at: now))))
         case .watchdogTrigger:
-            _ = cancel(reason: .timeout, now: now, into: &actions)
+            _ = cancelDiagnosingFirst(.timeout, now: now, into: &actions)
         case let .recorded(key, value):
             actions.append(.emit(.notified(key: key, value: value)))
         case .barrier:
@@ -248,8 +264,8 @@ public struct TaskMachine: Sendable {
             actions.append(.send(.budget(remaining: remaining(at: now)?.seconds, granted: nil), to: .reporter(reporter)))
         case let .cancelling(cancel):
             actions.append(.send(.cancel(reason: cancel.reason, grace: max(.zero, cancel.killAt - now).seconds), to: .reporter(reporter)))
-        case .exited:
-            break
+        case .diagnosing, .exited:
+            break  // a diagnosed task hears of its cancel with every other reporter
         }
     }
 
@@ -273,7 +289,7 @@ public struct TaskMachine: Sendable {
             actions.append(.emit(.memoryWarning(used: used, limit: max)))
         }
         if used >= max {
-            _ = cancel(reason: .memory, now: now, into: &actions)
+            _ = cancelDiagnosingFirst(.memory, now: now, into: &actions)
         }
     }
 
@@ -289,13 +305,17 @@ public struct TaskMachine: Sendable {
         case .running:
             guard let due = effectiveDeadline else { return }
             if due <= now {
-                _ = cancel(reason: expiryReason, now: now, into: &actions)
+                _ = cancelDiagnosingFirst(expiryReason, now: now, into: &actions)
             } else if policy.warnBefore > .zero, !budget.warned, due - now <= policy.warnBefore {
                 budget.warned = true
                 let remaining = due - now
                 actions.append(.send(.expiring(remaining: remaining.seconds), to: .everyReporter))
                 actions.append(.emit(.expiring(remaining: remaining)))
             }
+        case let .diagnosing(diagnosis):
+            // The diagnose command's time is up: the cancel goes out whatever it is doing.
+            guard diagnosis.until <= now else { return }
+            diagnosisEnded(now: now, into: &actions)
         case var .cancelling(cancel):
             guard !cancel.killSent, cancel.killAt <= now else { return }
             cancel.killSent = true
@@ -307,12 +327,33 @@ public struct TaskMachine: Sendable {
         }
     }
 
+    /// A limit's cancel (`timeout`, `memory`): with a diagnose command, that runs first
+    /// (DESIGN §7), and the cancel follows when it ends or at its limit.
+    private mutating func cancelDiagnosingFirst(_ reason: CancelReason, now: MonotonicInstant, into actions: inout [Action]) -> CancelResult {
+        guard stage.isRunning, let limit = policy.diagnoseLimit, reason == .timeout || reason == .memory else {
+            return cancel(reason: reason, now: now, into: &actions)
+        }
+        stage = .diagnosing(Diagnosis(reason: reason, until: now + limit))
+        actions.append(.emit(.diagnosing(reason: reason, limit: limit)))
+        actions.append(.diagnose)
+        return .cancelling
+    }
+
+    /// The diagnose command ended (or its limit passed): now the cancel it held back.
+    public mutating func diagnosisEnded(now: MonotonicInstant, into actions: inout [Action]) {
+        guard case let .diagnosing(diagnosis) = stage else { return }
+        actions.append(.endDiagnosis)
+        stage = .running
+        _ = cancel(reason: diagnosis.reason, now: now, into: &actions)
+    }
+
     /// Cancels the task: the reason on the channel, SIGTERM to the group, SIGKILL after grace.
     /// - Parameter grace: overrides the policy's grace (a shutdown may have less time).
     public mutating func cancel(reason: CancelReason, grace: Duration? = nil, now: MonotonicInstant, into actions: inout [Action]) -> CancelResult {
         switch stage {
         case .exited: return .alreadyFinished
         case let .cancelling(existing): return .alreadyCancelling(existing.reason)
+        case let .diagnosing(diagnosis): return .alreadyCancelling(diagnosis.reason)
         case .running: break
         }
         let grace = max(.zero, grace ?? policy.grace)
@@ -331,6 +372,10 @@ public struct TaskMachine: Sendable {
     /// - Returns: false when the task was not being cancelled or was killed already.
     @discardableResult
     public mutating func escalate(now: MonotonicInstant, into actions: inout [Action]) -> Bool {
+        if case .diagnosing = stage {
+            // No time for the diagnosis: the cancel goes out, and SIGKILL right after it.
+            diagnosisEnded(now: now, into: &actions)
+        }
         guard case var .cancelling(cancel) = stage, !cancel.killSent else { return false }
         cancel.killSent = true
         cancel.killAt = now
@@ -377,6 +422,7 @@ public struct TaskMachine: Sendable {
     /// The process was reaped. From here on nothing is signalled except the leftovers sweep.
     public mutating func exited(into actions: inout [Action]) {
         if case .exited = stage { return }
+        if case .diagnosing = stage { actions.append(.endDiagnosis) }
         stage = .exited(cancellation)
         actions.append(.killLeftovers)
     }
@@ -420,6 +466,7 @@ public struct TaskMachine: Sendable {
         }
         let remaining: Duration? = switch stage {
         case .running: remaining(at: now)
+        case let .diagnosing(diagnosis): max(.zero, diagnosis.until - now)
         case let .cancelling(cancel): max(.zero, cancel.killAt - now)
         case .exited: .zero
         }

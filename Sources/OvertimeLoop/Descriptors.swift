@@ -46,6 +46,11 @@ public enum Descriptors {
     }
 
     /// Opens `/dev/null` (for a task's stdin, or output nobody wants).
+    /// A close-on-exec copy of `fd`.
+    public static func duplicate(_ fd: Int32) throws(SystemError) -> Int32 {
+        try Syscall.retrying("duplicate descriptor \(fd)") { fcntl(fd, F_DUPFD_CLOEXEC, 3) }
+    }
+
     public static func openNull(forWriting: Bool) throws(SystemError) -> Int32 {
         try syscall("open /dev/null") { open("/dev/null", (forWriting ? O_WRONLY : O_RDONLY) | O_CLOEXEC) }
     }

@@ -175,6 +175,8 @@ struct DisplayModel: Sendable, Equatable {
             tasks[id]?.notifications += 1
             guard (tasks[id]?.notifications ?? 1) <= EventText.shownNotifications else { return [] }
             return [.notified(task: name, key: key, value: value)]
+        case let .diagnosing(reason, limit):
+            return [.diagnosing(task: name, reason: reason, limit: limit)]
         case let .memoryWarning(used, limit):
             return [.memoryWarning(task: name, used: used, limit: limit)]
         case let .reporterRefused(pid, uid):
