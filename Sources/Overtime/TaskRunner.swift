@@ -664,7 +664,6 @@ final class TaskRunner {
     /// The diagnose command while it runs, and the descriptor its output goes to (the
     /// task's stderr, its log, or a pipe to the task's output handler).
     private var diagnosis: (process: ChildProcess, output: Int32, startedAt: MonotonicInstant)?
-    private var diagnosisCut = false
 
     /// Starts the diagnose command against the still-running leader (DESIGN §7). Outside
     /// the task's cgroup and group, so the cancel that follows does not kill it too.
@@ -717,26 +716,23 @@ final class TaskRunner {
     private func diagnosisExited(_ exit: ChildExit) {
         guard let running = diagnosis else { return }
         diagnosis = nil
-        let took = DurationText.format(Self.clock() - running.startedAt)
-        let how: String
-        if diagnosisCut {
-            how = "was cut at its limit"
-        } else {
-            switch exit {
-            case let .exited(code): how = "exited \(code)"
-            case let .signaled(signal): how = "died of \(Signal(rawValue: signal).name)"
-            }
+        let how = switch exit {
+        case let .exited(code): "exited \(code)"
+        case let .signaled(signal): "died of \(Signal(rawValue: signal).name)"
         }
-        Self.note(running.output, "overtime: \(spec.name): the diagnose command \(how) after \(took)\n")
+        Self.note(running.output, "overtime: \(spec.name): the diagnose command \(how) after \(DurationText.format(Self.clock() - running.startedAt))\n")
         Descriptors.close(running.output)
         diagnosisOver()
     }
 
-    /// The machine's limit for the diagnosis passed (or the task ended): SIGKILL to it.
+    /// The machine's limit for the diagnosis passed (or the task ended): SIGKILL to it,
+    /// said now (the task, and the supervisor, may be gone before its exit is heard).
     private func cutDiagnosis() {
-        guard let running = diagnosis, !diagnosisCut else { return }
-        diagnosisCut = true
+        guard let running = diagnosis else { return }
+        diagnosis = nil
         running.process.signalGroup(Signal.kill.rawValue)
+        Self.note(running.output, "overtime: \(spec.name): the diagnose command was cut at its limit after \(DurationText.format(Self.clock() - running.startedAt))\n")
+        Descriptors.close(running.output)
     }
 
     private func diagnosisOver() {
