@@ -1,0 +1,158 @@
+import OvertimeProtocol
+import Testing
+@testable import Overtime
+@testable import OvertimeCore
+@testable import OvertimeLoop
+
+/// The memory watchdog's and the diagnosis's rules in the machine, on a fake clock; the size
+/// parser; the cgroup probe's reading of mountinfo and /proc/self/cgroup.
+@Suite struct MemoryAndDiagnosisTests {
+    static let start = MonotonicInstant(nanoseconds: 1_000_000_000_000)
+    static let mib: UInt64 = 1 << 20
+
+    static func machine(memory: MemoryPolicy = .none, diagnose: Duration? = nil, budget: Duration = .seconds(10)) -> (TaskMachine, [TaskMachine.Action]) {
+        var policy = BudgetPolicy(budget: budget, grace: .seconds(5))
+        policy.diagnoseLimit = diagnose
+        var machine = TaskMachine(policy: policy, memory: memory, startedAt: start)
+        var actions: [TaskMachine.Action] = []
+        machine.start(pid: 42, now: start, into: &actions)
+        return (machine, [])
+    }
+
+    @Test func theWarningGoesOutOnceAtNinetyPercentThenTheCancelAtTheMax() {
+        var (machine, actions) = Self.machine(memory: MemoryPolicy(max: 200 * Self.mib))
+        machine.memorySample(100 * Self.mib, now: Self.start, into: &actions)
+        #expect(actions.isEmpty)
+        machine.memorySample(181 * Self.mib, now: Self.start, into: &actions)
+        #expect(actions == [.send(.warning(resource: "memory", used: 181 * Self.mib, limit: 200 * Self.mib), to: .everyReporter),
+                            .emit(.memoryWarning(used: 181 * Self.mib, limit: 200 * Self.mib))])
+        actions.removeAll()
+        machine.memorySample(150 * Self.mib, now: Self.start, into: &actions)
+        machine.memorySample(190 * Self.mib, now: Self.start, into: &actions)
+        #expect(actions.isEmpty, "one warning per task")
+        machine.memorySample(200 * Self.mib, now: Self.start, into: &actions)
+        #expect(actions.first == .send(.cancel(reason: .memory, grace: 5), to: .everyReporter))
+        #expect(machine.cancelReason == .memory)
+        #expect(machine.peakMemory == 200 * Self.mib)
+    }
+
+    @Test func aBurstPastTheMaxWarnsAndCancelsInOneSample() {
+        var (machine, actions) = Self.machine(memory: MemoryPolicy(max: 200 * Self.mib, warn: .bytes(50 * Self.mib)))
+        machine.memorySample(900 * Self.mib, now: Self.start, into: &actions)
+        let sent = actions.compactMap { action -> SupervisorMessage? in if case let .send(m, _) = action { m } else { nil } }
+        #expect(sent.count == 2)
+        #expect(sent.first == .warning(resource: "memory", used: 900 * Self.mib, limit: 200 * Self.mib))
+        #expect(sent.last == .cancel(reason: .memory, grace: 5))
+    }
+
+    @Test func withoutAMaxSamplesOnlyCount() {
+        var (machine, actions) = Self.machine()
+        machine.memorySample(10_000 * Self.mib, now: Self.start, into: &actions)
+        #expect(actions.isEmpty && machine.phase == .running && machine.peakMemory == 10_000 * Self.mib)
+    }
+
+    @Test func aMemoryCancelExitsLikeTheOtherLimits() {
+        let outcome = TaskOutcome(task: TaskRef(id: 1, name: "t"), pid: 1, termination: .signaled(.terminate), cancelReason: .memory,
+                                  killed: false, elapsed: .seconds(1), lastProgress: nil, result: nil, protocolErrors: 0, wasReady: false)
+        #expect(outcome.exitCode == 124 && outcome.kind == .cancelled)
+    }
+
+    @Test func outcomesSayWhoEndedTheTask() {
+        func outcome(_ termination: Termination, reason: CancelReason? = nil, killed: Bool = false, oom: Int? = nil,
+                     sender: SignalSender? = nil) -> TaskOutcome {
+            var o = TaskOutcome(task: TaskRef(id: 1, name: "t"), pid: 1, termination: termination, cancelReason: reason, killed: killed,
+                                elapsed: .seconds(1), lastProgress: nil, result: nil, protocolErrors: 0, wasReady: false)
+            o.oomKills = oom
+            o.signalSender = sender
+            return o
+        }
+        #expect(outcome(.exited(0)).kind == .succeeded)
+        #expect(outcome(.exited(3)).kind == .failed)
+        #expect(outcome(.signaled(.kill), oom: 1, sender: .outside).kind == .oom)
+        #expect(outcome(.signaled(.kill), reason: .memory, killed: true, oom: 1, sender: .overtime).kind == .oom)
+        #expect(outcome(.signaled(.kill), reason: .timeout, killed: true, oom: 0, sender: .overtime).kind == .killed)
+        #expect(outcome(.signaled(.kill), oom: 0, sender: .outside).kind == .signal)
+        #expect(outcome(.signaled(.segmentationFault), sender: .outside).kind == .signal)
+        #expect(outcome(.signaled(.terminate), reason: .timeout, sender: .overtime).kind == .cancelled)
+        #expect(outcome(.exited(0), oom: 2).kind == .succeeded, "a child killed by the OOM killer does not undo a success")
+    }
+
+    // MARK: Diagnosis
+
+    @Test func aTimeoutWithADiagnoseCommandDiagnosesFirstThenCancels() {
+        var (machine, actions) = Self.machine(diagnose: .seconds(3), budget: .seconds(10))
+        let due = Self.start + .seconds(10)
+        machine.tick(now: due, into: &actions)
+        #expect(actions == [.emit(.diagnosing(reason: .timeout, limit: .seconds(3))), .diagnose])
+        #expect(machine.phase == .cancelling(.timeout) && machine.nextWake == due + .seconds(3))
+        actions.removeAll()
+        // Progress during the diagnosis moves nothing: the cancel is decided.
+        machine.receive(.heartbeat, now: due + .seconds(1), into: &actions)
+        #expect(machine.nextWake == due + .seconds(3))
+        actions.removeAll()
+        machine.diagnosisEnded(now: due + .seconds(1), into: &actions)
+        #expect(actions.first == .endDiagnosis)
+        #expect(actions.contains(.send(.cancel(reason: .timeout, grace: 5), to: .everyReporter)))
+        #expect(machine.killAt == due + .seconds(6))
+    }
+
+    @Test func aDiagnosisThatOutlivesItsLimitIsCut() {
+        var (machine, actions) = Self.machine(diagnose: .seconds(3), budget: .seconds(10))
+        machine.tick(now: Self.start + .seconds(10), into: &actions)
+        actions.removeAll()
+        machine.tick(now: Self.start + .seconds(13), into: &actions)
+        #expect(actions.first == .endDiagnosis)
+        #expect(actions.contains(.signalGroup(.terminate)))
+    }
+
+    @Test func userCancelsAndDeadlinesAreNotDiagnosedAndEscalationSkipsTheDiagnosis() {
+        var (machine, actions) = Self.machine(diagnose: .seconds(3))
+        _ = machine.cancel(reason: .user, now: Self.start, into: &actions)
+        #expect(!actions.contains(.diagnose))
+        var (other, more) = Self.machine(memory: MemoryPolicy(max: 100), diagnose: .seconds(3))
+        other.memorySample(200, now: Self.start, into: &more)
+        #expect(more.contains(.diagnose))
+        more.removeAll()
+        #expect(other.escalate(now: Self.start, into: &more))
+        #expect(more.contains(.endDiagnosis) && more.contains(.signalGroup(.kill)))
+    }
+
+    // MARK: Sizes
+
+    @Test func sizesAreReadAsUsersWriteThem() throws {
+        #expect(try ByteSize.parse("200M") == 200 << 20)
+        #expect(try ByteSize.parse("1.5G") == 3 << 29)
+        #expect(try ByteSize.parse("512MiB") == 512 << 20)
+        #expect(try ByteSize.parse("2Gi") == 2 << 30)
+        #expect(try ByteSize.parse("4096") == 4096)
+        for bad in ["", "M", "-5M", "0", "1.5X", "nan", "1e99G"] {
+            #expect(throws: ByteSize.ParseError.self, "\(bad)") { try ByteSize.parse(bad) }
+        }
+        #expect(try MemoryPolicy.parseWarn("80%") == .share(0.8))
+        #expect(try MemoryPolicy.parseWarn("1G") == .bytes(1 << 30))
+        #expect(throws: ByteSize.ParseError.self) { try MemoryPolicy.parseWarn("120%") }
+        #expect(MemoryPolicy(max: 1000 << 20).warnBytes == 900 << 20)
+        #expect(MemoryPolicy(max: 1000 << 20).hardLimit == 1100 << 20)
+        #expect(MemoryPolicy(max: 100 << 20).hardLimit == 132 << 20)
+        #expect(ByteSize.text(200 << 20) == "200 MiB")
+        #expect(DiagnoseCommand("py-spy dump --pid {pid}; echo {pid}").command(pid: 7) == "py-spy dump --pid 7; echo 7")
+    }
+
+    // MARK: The probe's reading
+
+    @Test func theProbeFindsEachHierarchyAndThisProcessesPlaceInIt() {
+        let mountinfo = """
+        30 25 0:26 / /sys/fs/cgroup ro,nosuid shared:9 - tmpfs tmpfs ro,mode=755
+        31 30 0:27 / /sys/fs/cgroup/unified rw,nosuid shared:10 - cgroup2 cgroup2 rw,nsdelegate
+        32 30 0:28 / /sys/fs/cgroup/memory rw,nosuid shared:11 - cgroup cgroup rw,memory
+        33 30 0:29 / /sys/fs/cgroup/cpu,cpuacct rw,nosuid shared:12 - cgroup cgroup rw,cpu,cpuacct
+        40 25 0:28 /inner /mnt/memory\\040copy rw - cgroup cgroup rw,memory
+        """
+        let (v2, memory) = CgroupProbe.mountPoints(mountinfo: mountinfo)
+        #expect(v2 == "/sys/fs/cgroup/unified" && memory == "/sys/fs/cgroup/memory")
+        let (own2, ownMemory) = CgroupProbe.ownPaths(procSelfCgroup: "12:cpu,cpuacct:/a\n4:memory:/process_api/x\n0::/user.slice/u.service\n")
+        #expect(own2 == "/user.slice/u.service" && ownMemory == "/process_api/x")
+        #expect(CgroupProbe.mountPoints(mountinfo: "").v2 == nil)
+        #expect(TaskCgroup.keyed(Array("oom_kill_disable 0\nunder_oom 0\noom_kill 3\n".utf8), "oom_kill") == 3)
+    }
+}
