@@ -362,10 +362,11 @@ public struct TaskStatus: Sendable, Equatable {
             if let remaining = live.remaining { w.seconds(remaining) } else { w.null() }
             w.key("progress"); w.progress(live.progress)
             if let reporters = live.reporters { w.key("reporters"); w.int(reporters) }
-            w.key("memory"); if let memory = live.memory { w.int(Int(clamping: memory)) } else { w.null() }
-            w.key("peak_memory"); if let peak = live.peakMemory { w.int(Int(clamping: peak)) } else { w.null() }
-            w.key("cpu_user"); if let user = live.cpuUser { w.seconds(user) } else { w.null() }
-            w.key("cpu_system"); if let system = live.cpuSystem { w.seconds(system) } else { w.null() }
+            // Written when measured (DESIGN §7), so a task nothing measures reads as before.
+            if let memory = live.memory { w.key("memory"); w.int(Int(clamping: memory)) }
+            if let peak = live.peakMemory { w.key("peak_memory"); w.int(Int(clamping: peak)) }
+            if let user = live.cpuUser { w.key("cpu_user"); w.seconds(user) }
+            if let system = live.cpuSystem { w.key("cpu_system"); w.seconds(system) }
         }
         w.endObject()
     }
