@@ -745,8 +745,8 @@ struct JobFileDecoder {
             case "dependency":
                 fields.problem(item, "a task skipped for a dependency never ran, so it cannot be retried; expected \(JobFileText.list(known))")
             default:
-                let words = RetryCondition.allCases.map(\.rawValue) + RetryCondition.aliases.keys.sorted()
-                fields.problem(item, "\(JobFileText.quote(word)) is not an outcome\(JobFileText.aside(for: word, among: words, synonyms: Self.retryWordSynonyms)); expected \(JobFileText.list(known))")
+                let classes = RetryCondition.allCases.map(\.rawValue) + RetryCondition.aliases.keys.sorted()
+                fields.problem(item, "\(JobFileText.quote(word)) is not an outcome\(JobFileText.aside(for: word, among: classes, synonyms: Self.retryWordSynonyms)); expected \(JobFileText.list(known))")
             }
         }
         return valid ? words : nil
@@ -756,7 +756,7 @@ struct JobFileDecoder {
     static let retryWordSynonyms: [String: String] = [
         "oomkilled": "oom", "oomkill": "oom", "outofmemory": "oom", "memorymax": "memory", "mem": "memory",
         "timedout": "timeout", "stalled": "timeout", "maxruntime": "deadline", "crash": "signal", "crashed": "signal",
-        "killed": "signal", "error": "failed", "nonzero": "failed", "exitcode": "exit",
+        "error": "failed", "nonzero": "failed", "exitcode": "exit",
     ]
 
     /// What a word of `retries.on` is as an `exit:N` entry.
