@@ -95,6 +95,30 @@ struct CLIBatchRetryTests {
         #expect(try f.events(of: "exits", "retry").isEmpty && f.events(of: "stalls", "retry").isEmpty)
     }
 
+    @Test("`exit:3` retries exit status 3 and no other; the journal's retry record says why")
+    func retryOnOneExitStatus() async throws {
+        let f = try CLIBatchFixture()
+        // Both exit non-zero on attempt 1 and would succeed on attempt 2: only the status decides.
+        try f.writeJob(["tasks": [
+            f.task("transient", ["fail-until=1:3"], ["retries": ["max": 2, "backoff": "50ms", "on": ["exit:3"]]]),
+            f.task("bad-input", ["fail-until=1:4"], ["retries": ["max": 2, "backoff": "50ms", "on": ["exit:3"]]]),
+        ]])
+        let r = try await f.run()
+        #expect(r.status == 1, "\(r)")
+        #expect(f.records(of: "transient").map(\.attempt) == [1, 2])
+        #expect(f.records(of: "transient").map(\.exitCode) == [3, 0])
+        #expect(f.records(of: "bad-input").map(\.attempt) == [1])
+        let summary = try f.summaryTasks()
+        #expect(summary["transient"]?["outcome"] as? String == "succeeded")
+        #expect(summary["bad-input"]?["outcome"] as? String == "failed")
+        #expect(CLIJSON.int(summary["bad-input"]?["exit_code"]) == 4, "\(summary["bad-input"] ?? [:])")
+        let retries = try f.events(of: "transient", "retry")
+        #expect(retries.count == 1, "journal: \(retries)")
+        #expect(retries.first?["because"] as? String == "exit 3", "journal: \(retries)")
+        #expect(retries.first?["outcome"] as? String == "failed", "journal: \(retries)")
+        #expect(try f.events(of: "bad-input", "retry").isEmpty)
+    }
+
     @Test("`\"retries\": N` retries a non-zero exit with the default backoff")
     func retriesAsNumber() async throws {
         let f = try CLIBatchFixture()

@@ -33,7 +33,7 @@ enum CLIBatchWorker {
     /// - `sleep=S`; `exit=N`; `print=TEXT` (stdout), `eprint=TEXT` (stderr);
     /// - `ready`: note the time, then send `{"type":"ready"}`;
     /// - `wait-file=PATH`: wait (at most 20 s) until PATH exists;
-    /// - `fail-until=K`: exit 1 while OVERTIME_ATTEMPT ≤ K;
+    /// - `fail-until=K` (or `K:N`): exit 1 (or N) while OVERTIME_ATTEMPT ≤ K;
     /// - `wait-cancel=S`: wait at most S seconds for a cancel message on fd 3, note its
     ///   reason (SIGTERM is caught, and awaited once a cancel came);
     /// - `result=JSON`, `progress=N` (N progress messages, quickly);
@@ -79,8 +79,9 @@ enum CLIBatchWorker {
             while not os.path.exists(value) and time.monotonic() < limit:
                 time.sleep(0.02)
         elif key == "fail-until":
-            if attempt <= int(value):
-                end(1)
+            until, _, status = value.partition(":")
+            if attempt <= int(until):
+                end(int(status or "1"))
         elif key == "wait-cancel":
             limit = time.monotonic() + float(value)
             reason = None

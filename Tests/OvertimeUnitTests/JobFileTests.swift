@@ -252,6 +252,77 @@ private let repositoryRoot = URL(fileURLWithPath: #filePath)
     }
 }
 
+// MARK: - Memory
+
+@Suite struct JobFileMemoryTests {
+    @Test func memoryFieldsDecodeAndMergeUnderTheTasksOwn() throws {
+        let json = tasks(#"""
+        {"name": "a", "command": ["a"]},
+        {"name": "b", "command": ["b"], "memory-max": "1.5G", "memory-warn": "1G"},
+        {"name": "c", "command": ["c"], "memory-max": "none"},
+        {"name": "d", "command": ["d"], "memory-warn": "50%"},
+        {"name": "e", "command": ["e"], "memory-max": "4096"}
+        """#, top: #""defaults": {"memory-max": "512M", "memory-warn": "80%"}"#)
+        let job = try JobFile.parse(Array(json.utf8), origin: "j.json")
+        #expect(job.tasks[0].memory == MemoryPolicy(max: 512 << 20, warn: .share(0.8)))
+        #expect(job.tasks[1].memory == MemoryPolicy(max: 3 << 29, warn: .bytes(1 << 30)))
+        // "none" turns the defaults' watchdog off; their warning level stays, unused.
+        #expect(job.tasks[2].memory.max == nil)
+        #expect(job.tasks[3].memory == MemoryPolicy(max: 512 << 20, warn: .share(0.5)))
+        #expect(job.tasks[4].memory.max == 4096)
+    }
+
+    @Test func aTaskWithoutMemoryFieldsHasNoWatchdog() throws {
+        let job = try JobFile.parse(Array(oneTask().utf8), origin: "j.json")
+        #expect(job.tasks[0].memory == .none)
+        let maxOnly = try JobFile.parse(Array(oneTask(#""memory-max": "2GiB""#).utf8), origin: "j.json")
+        #expect(maxOnly.tasks[0].memory == MemoryPolicy(max: 2 << 30, warn: MemoryPolicy.defaultWarn))
+    }
+
+    @Test(arguments: [
+        ("memory_max", "memory-max"), ("maxMemory", "memory-max"), ("memory_limit", "memory-max"), ("mem", "memory-max"),
+        ("MemoryMax", "memory-max"), ("memory_warn", "memory-warn"), ("memWarn", "memory-warn"),
+    ])
+    func otherSpellingsAreAnsweredWithTheField(_ written: String, _ meant: String) {
+        let problems = jobFileProblems(oneTask("\"\(written)\": \"2G\""))
+        #expect(problems.count == 1, "\(problems)")
+        #expect(problems.first?.contains("field '\(written)'") == true, "\(problems)")
+        #expect(problems.first?.contains("did you mean '\(meant)'?") == true, "\(problems)")
+    }
+
+    @Test func aWarningLevelBothDefaultsGiveIsJudgedOnceThere() {
+        let json = tasks(#"{"name": "a", "command": ["a"]}, {"name": "b", "command": ["b"]}"#,
+                         top: #""defaults": {"memory-max": "1G", "memory-warn": "2G"}"#)
+        #expect(jobFileProblems(json) == ["defaults: field 'memory-warn': 2 GiB is above memory-max (1 GiB); the warning comes before the cancel, so set it lower, e.g. \"90%\" (the default)"])
+    }
+
+    @Test func aMemoryMaxThatCannotBeReadIsTheOnlyProblem() {
+        // Its warning level would otherwise be refused as one without a max.
+        let problems = jobFileProblems(oneTask(#""memory-max": "lots", "memory-warn": "80%""#))
+        #expect(problems == ["task 't': field 'memory-max': 'lots' is not a size; expected a size such as 512M, 1.5G or 2GiB, or \"none\" for no limit"])
+        let inherited = jobFileProblems(oneTask(#""memory-warn": "80%""#, top: #""defaults": {"memory-max": 8}"#))
+        #expect(inherited.count == 1, "\(inherited)")
+        #expect(inherited.first?.hasPrefix("defaults: field 'memory-max': 8 has no unit") == true, "\(inherited)")
+    }
+
+    @Test func aJobBuiltInCodeHasItsMemoryChecked() {
+        let job = JobFile(tasks: [
+            JobTask(name: "a", command: ["a"], memory: MemoryPolicy(max: nil, warn: .share(0.5))),
+            JobTask(name: "b", command: ["b"], memory: MemoryPolicy(max: 1 << 30, warn: .bytes(2 << 30))),
+            JobTask(name: "c", command: ["c"], memory: MemoryPolicy(max: 1 << 30, warn: .bytes(1 << 29))),
+        ])
+        do {
+            try job.validate()
+            Issue.record("accepted")
+        } catch {
+            #expect(error.problems == [
+                "task 'a': field 'memory-warn' is set but the task has no memory-max; the warning comes ahead of a memory cancel, so give memory-max too, e.g. \"memory-max\": \"8G\"",
+                "task 'b': field 'memory-warn': 2 GiB is above memory-max (1 GiB); the warning comes before the cancel, so set it lower, e.g. \"90%\" (the default)",
+            ])
+        }
+    }
+}
+
 // MARK: - Retries
 
 @Suite struct RetryPolicyTests {
@@ -306,6 +377,103 @@ private let repositoryRoot = URL(fileURLWithPath: #filePath)
         #expect(!retry.shouldRetry(after: Self.outcome(.signaled(.segmentationFault)), attempt: 1))
         #expect(!retry.shouldRetry(after: Self.outcome(.exited(0)), attempt: 1))
         #expect(!RetryPolicy.none.shouldRetry(after: failed, attempt: 1))
+    }
+
+    @Test func onTakesTheNewClassesTheAliasAndExitStatuses() throws {
+        let json = oneTask(#""retries": {"max": 2, "on": ["oom", "memory", "failed", "exit:3", "exit:75", "exit: 3"]}"#)
+        let retry = try JobFile.parse(Array(json.utf8), origin: "j.json").tasks[0].retry
+        #expect(retry.on == [.oom, .memory, .exit])
+        #expect(retry.exitStatuses == [3, 75])
+        let codesOnly = try JobFile.parse(Array(oneTask(#""retries": {"max": 1, "on": ["exit:3"]}"#).utf8), origin: "j.json")
+        #expect(codesOnly.tasks[0].retry.on.isEmpty)
+        #expect(codesOnly.tasks[0].retry.exitStatuses == [3])
+        #expect(RetryCondition(word: "failed") == .exit)
+        #expect(RetryCondition(word: "oom") == .oom)
+        #expect(RetryCondition(word: "exit:3") == nil)
+    }
+
+    private static func oomOutcome(_ termination: Termination, _ reason: CancelReason? = nil, kills: Int = 1) -> TaskOutcome {
+        var outcome = outcome(termination, reason)
+        outcome.oomKills = kills
+        return outcome
+    }
+
+    @Test func anOOMKillIsItsOwnClassAheadOfExitSignalAndMemory() {
+        #expect(RetryCondition(outcome: Self.oomOutcome(.signaled(.kill))) == .oom)
+        // A child was killed and the leader exited non-zero because of it.
+        #expect(RetryCondition(outcome: Self.oomOutcome(.exited(1))) == .oom)
+        // The kernel's hard limit struck while the memory cancel waited out its grace.
+        #expect(RetryCondition(outcome: Self.oomOutcome(.signaled(.kill), .memory)) == .oom)
+        // Counted, but none killed: the class of how it ended.
+        #expect(RetryCondition(outcome: Self.oomOutcome(.signaled(.kill), kills: 0)) == .signal)
+        // A final cancel stays final.
+        #expect(RetryCondition(outcome: Self.oomOutcome(.signaled(.kill), .user)) == nil)
+
+        let onOOM = RetryPolicy(maxRetries: 1, on: [.oom])
+        let onExitAndSignal = RetryPolicy(maxRetries: 1, on: [.exit, .signal])
+        #expect(onOOM.shouldRetry(after: Self.oomOutcome(.exited(1)), attempt: 1))
+        #expect(!onExitAndSignal.shouldRetry(after: Self.oomOutcome(.exited(1)), attempt: 1))
+        #expect(!onExitAndSignal.shouldRetry(after: Self.oomOutcome(.signaled(.kill)), attempt: 1))
+        #expect(!onOOM.shouldRetry(after: Self.outcome(.signaled(.kill)), attempt: 1))
+    }
+
+    @Test func aMemoryCancelIsRetriedUnderMemoryOnly() {
+        let cancelled = Self.outcome(.exited(1), .memory)
+        let killed = Self.outcome(.signaled(.kill), .memory, killed: true)
+        #expect(RetryCondition(outcome: cancelled) == .memory)
+        #expect(RetryCondition(outcome: killed) == .memory)
+        #expect(RetryPolicy(maxRetries: 1, on: [.memory]).shouldRetry(after: cancelled, attempt: 1))
+        #expect(RetryPolicy(maxRetries: 1, on: [.memory]).shouldRetry(after: killed, attempt: 1))
+        #expect(!RetryPolicy(maxRetries: 1, on: [.exit, .timeout, .oom]).shouldRetry(after: cancelled, attempt: 1))
+    }
+
+    @Test func eachClassIsRetriedWhenListedAndOnlyThen() {
+        let endings: [(RetryCondition, TaskOutcome)] = [
+            (.timeout, Self.outcome(.signaled(.terminate), .timeout)),
+            (.deadline, Self.outcome(.exited(143), .deadline)),
+            (.revoked, Self.outcome(.signaled(.terminate), .revoked)),
+            (.exit, Self.outcome(.exited(2))),
+            (.signal, Self.outcome(.signaled(.segmentationFault))),
+            (.memory, Self.outcome(.signaled(.terminate), .memory)),
+            (.oom, Self.oomOutcome(.signaled(.kill))),
+        ]
+        #expect(Set(endings.map(\.0)) == Set(RetryCondition.allCases))
+        for (listed, _) in endings {
+            let policy = RetryPolicy(maxRetries: 1, on: [listed])
+            for (condition, outcome) in endings {
+                #expect(policy.shouldRetry(after: outcome, attempt: 1) == (condition == listed),
+                        "on [\(listed)], an attempt ending in \(condition)")
+            }
+        }
+    }
+
+    @Test func anExitStatusIsRetriedOnItsOwn() {
+        let policy = RetryPolicy(maxRetries: 2, on: [], exitStatuses: [3, 75])
+        #expect(policy.shouldRetry(after: Self.outcome(.exited(3)), attempt: 1))
+        #expect(policy.shouldRetry(after: Self.outcome(.exited(75)), attempt: 2))
+        #expect(!policy.shouldRetry(after: Self.outcome(.exited(3)), attempt: 3), "retries run out")
+        #expect(!policy.shouldRetry(after: Self.outcome(.exited(4)), attempt: 1))
+        // Only a status the task exited with on its own: not one a cancel or the OOM killer left.
+        #expect(!policy.shouldRetry(after: Self.outcome(.exited(3), .timeout), attempt: 1))
+        #expect(!policy.shouldRetry(after: Self.oomOutcome(.exited(3)), attempt: 1))
+        // A death by signal 9 is not exit status 137, though a shell shows it so.
+        #expect(!RetryPolicy(maxRetries: 1, on: [], exitStatuses: [137]).shouldRetry(after: Self.outcome(.signaled(.kill)), attempt: 1))
+        // `exit` takes every status; listing some as well changes nothing.
+        #expect(RetryPolicy(maxRetries: 1, on: [.exit], exitStatuses: [3]).shouldRetry(after: Self.outcome(.exited(4)), attempt: 1))
+
+        #expect(QueueMachine.AttemptResult(Self.outcome(.exited(3))) == .init(succeeded: false, retryCondition: .exit, exitStatus: 3))
+        #expect(QueueMachine.AttemptResult(Self.outcome(.signaled(.kill))).exitStatus == nil)
+        #expect(QueueMachine.AttemptResult(Self.outcome(.exited(0))) == .init(succeeded: true, retryCondition: nil))
+    }
+
+    @Test func theJournalSaysWhatEndedTheAttempt() {
+        #expect(BatchCore.failureReason(Self.oomOutcome(.signaled(.kill))) == "oom")
+        #expect(BatchCore.failureReason(Self.oomOutcome(.signaled(.kill), .memory)) == "oom")
+        #expect(BatchCore.failureReason(Self.outcome(.exited(1), .memory)) == "memory")
+        #expect(BatchCore.failureReason(Self.outcome(.signaled(.kill), .memory, killed: true)) == "memory, killed")
+        #expect(BatchCore.failureReason(Self.outcome(.exited(3))) == "exit 3")
+        #expect(Self.oomOutcome(.signaled(.kill)).kind.rawValue == "oom")
+        #expect(Self.outcome(.exited(3)).kind.rawValue == "failed")
     }
 }
 
@@ -404,6 +572,20 @@ struct JobFileCase: Sendable, CustomTestStringConvertible {
                     mentions: ["task 't'", "field 'retries.on[1]'", "never retried", "final"]),
         JobFileCase(name: "retry on a typo", json: oneTask(#""retries": {"max": 2, "on": ["timeot"]}"#),
                     mentions: ["task 't'", "field 'retries.on[0]'", "did you mean 'timeout'?"]),
+        JobFileCase(name: "retry on a bad exit status", json: oneTask(#""retries": {"max": 2, "on": ["exit:abc"]}"#),
+                    mentions: ["task 't'", "field 'retries.on[0]'", "\"exit:abc\"", "not an exit status", "\"exit:3\""]),
+        JobFileCase(name: "retry on an exit status out of range", json: oneTask(#""retries": {"max": 2, "on": ["exit:300"]}"#),
+                    mentions: ["task 't'", "field 'retries.on[0]'", "300 is not an exit status", "1 to 255", "\"signal\""]),
+        JobFileCase(name: "retry on exit 0", json: oneTask(#""retries": {"max": 2, "on": ["exit:0"]}"#),
+                    mentions: ["task 't'", "field 'retries.on[0]'", "0 is success"]),
+        JobFileCase(name: "retry on a bare status", json: oneTask(#""retries": {"max": 2, "on": [3]}"#),
+                    mentions: ["task 't'", "field 'retries.on[0]'", "write \"exit:3\""]),
+        JobFileCase(name: "retry on nonsense", json: oneTask(#""retries": {"max": 2, "on": ["oops"]}"#),
+                    mentions: ["task 't'", "field 'retries.on[0]'", "\"oops\" is not an outcome; expected", "oom", "failed or exit:N"]),
+        JobFileCase(name: "retry on another tool's word", json: oneTask(#""retries": {"max": 2, "on": ["OOMKilled"]}"#),
+                    mentions: ["task 't'", "field 'retries.on[0]'", "did you mean 'oom'?"]),
+        JobFileCase(name: "retry on a misspelt alias", json: oneTask(#""retries": {"max": 2, "on": ["faild"]}"#),
+                    mentions: ["task 't'", "field 'retries.on[0]'", "did you mean 'failed'?"]),
         JobFileCase(name: "retry on nothing", json: oneTask(#""retries": {"max": 2, "on": []}"#),
                     mentions: ["task 't'", "field 'retries.on'", "\"retries\": 0"]),
         JobFileCase(name: "backoff beyond max-backoff", json: oneTask(#""retries": {"max": 2, "backoff": "2m", "max-backoff": "1m"}"#),
@@ -432,6 +614,34 @@ struct JobFileCase: Sendable, CustomTestStringConvertible {
         JobFileCase(name: "too long", json: oneTask(#""budget": 1e12"#), mentions: ["task 't'", "field 'budget'", "too long"]),
         JobFileCase(name: "bad duration in defaults", json: oneTask(top: #""defaults": {"min-start": "5x"}"#),
                     mentions: ["defaults: field 'min-start'", "unknown unit 'x'"]),
+
+        // Memory
+        JobFileCase(name: "not a size", json: oneTask(#""memory-max": "lots""#),
+                    mentions: ["task 't'", "field 'memory-max'", "'lots' is not a size", "512M", "\"none\""]),
+        JobFileCase(name: "a size without a unit", json: oneTask(#""memory-max": 8"#),
+                    mentions: ["task 't'", "field 'memory-max'", "8 has no unit", "\"8G\""]),
+        JobFileCase(name: "a negative size", json: oneTask(#""memory-max": "-1G""#),
+                    mentions: ["task 't'", "field 'memory-max'", "'-1G' is not a size"]),
+        JobFileCase(name: "a size of the wrong type", json: oneTask(#""memory-max": true"#),
+                    mentions: ["task 't'", "field 'memory-max'", "as a string", "got true"]),
+        JobFileCase(name: "a null size", json: oneTask(#""memory-max": null"#),
+                    mentions: ["task 't'", "field 'memory-max'", "leave the field out"]),
+        JobFileCase(name: "not a warning level", json: oneTask(#""memory-max": "1G", "memory-warn": "150%""#),
+                    mentions: ["task 't'", "field 'memory-warn'", "'150%' is not a warning level", "80%"]),
+        JobFileCase(name: "a share as a number", json: oneTask(#""memory-max": "1G", "memory-warn": 0.8"#),
+                    mentions: ["task 't'", "field 'memory-warn'", "0.8 has no unit", "\"80%\""]),
+        JobFileCase(name: "a warning without a max", json: oneTask(#""memory-warn": "80%""#),
+                    mentions: ["task 't'", "field 'memory-warn' is set but the task has no memory-max", "\"memory-max\": \"8G\""]),
+        JobFileCase(name: "a warning whose max is turned off", json: oneTask(#""memory-max": "none", "memory-warn": "1G""#, top: #""defaults": {"memory-max": "2G"}"#),
+                    mentions: ["task 't'", "field 'memory-warn' is set but the task has no memory-max"]),
+        JobFileCase(name: "a default warning no task can use", json: oneTask(top: #""defaults": {"memory-warn": "80%"}"#),
+                    mentions: ["defaults: field 'memory-warn' is set but no task has a memory-max"]),
+        JobFileCase(name: "a warning above the max", json: tasks(#"{"name": "train", "command": ["t"], "memory-max": "1G", "memory-warn": "1.5G"}"#),
+                    mentions: ["task 'train'", "field 'memory-warn'", "1.5 GiB is above memory-max (1 GiB)", "90%"]),
+        JobFileCase(name: "a default warning above the task's max", json: oneTask(#""memory-max": "1G""#, top: #""defaults": {"memory-warn": "3G"}"#),
+                    mentions: ["task 't'", "field 'memory-warn'", "3 GiB is above memory-max (1 GiB) (memory-warn comes from 'defaults')"]),
+        JobFileCase(name: "a warning above the default max", json: oneTask(#""memory-warn": "3G""#, top: #""defaults": {"memory-max": "1G"}"#),
+                    mentions: ["task 't'", "field 'memory-warn'", "(memory-max comes from 'defaults')"]),
 
         // Names
         JobFileCase(name: "name missing", json: tasks(#"{"command": ["t"]}"#), mentions: ["task #1", "field 'name' is missing"]),

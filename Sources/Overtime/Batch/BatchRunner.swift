@@ -322,15 +322,11 @@ final class BatchCore: EventSink {
             if case .failedToStart = outcome.termination {
                 onUpdate(.started(task: job.tasks[index].name, attempt: machine.attempts[index], pid: nil))
             }
-            carryOut(machine.attemptEnded(index, Self.attemptResult(outcome), now: now), at: now)
+            carryOut(machine.attemptEnded(index, QueueMachine.AttemptResult(outcome), now: now), at: now)
         default:
             return
         }
         afterInput(now)
-    }
-
-    static func attemptResult(_ outcome: TaskOutcome) -> QueueMachine.AttemptResult {
-        .init(succeeded: outcome.succeeded, retryCondition: RetryCondition(outcome: outcome))
     }
 
     /// Carries out what the queue decided, in order. The machine has settled by now, so
@@ -353,6 +349,7 @@ final class BatchCore: EventSink {
                 w.key("attempt"); w.int(nextAttempt)
                 w.key("after"); w.seconds((at - now).seconds)
                 w.key("because"); w.string(because)
+                if let outcome = lastOutcome[index] { w.key("outcome"); w.string(outcome.kind.rawValue) }
             }
             onUpdate(.retrying(task: name, attempt: nextAttempt, after: at - now, because: because))
         case let .finished(index, state, attempts):
@@ -391,6 +388,7 @@ final class BatchCore: EventSink {
                             stdout: .file(path: log, append: true), stderr: .file(path: log, append: true),
                             isolation: task.isolation)
         spec.readiness = task.readiness
+        spec.memory = task.memory
         let handle = supervisor.spawn(spec)
         indexByTaskID[handle.ref.id] = index
         handles[index] = handle

@@ -129,6 +129,8 @@ public struct JobTask: Sendable, Equatable {
     public var isolation: TaskIsolation
     /// `notify-socket`, `notify-fd`: the readiness protocols it may speak.
     public var readiness: Readiness
+    /// `memory-max`, `memory-warn`: its memory watchdog (DESIGN §7).
+    public var memory: MemoryPolicy
 
     public init(
         name: String,
@@ -142,7 +144,8 @@ public struct JobTask: Sendable, Equatable {
         retry: RetryPolicy = .none,
         inheritEnvironment: Bool = true,
         isolation: TaskIsolation = .none,
-        readiness: Readiness = Readiness()
+        readiness: Readiness = Readiness(),
+        memory: MemoryPolicy = .none
     ) {
         self.name = name
         self.command = command
@@ -156,6 +159,7 @@ public struct JobTask: Sendable, Equatable {
         self.inheritEnvironment = inheritEnvironment
         self.isolation = isolation
         self.readiness = readiness
+        self.memory = memory
     }
 }
 
@@ -181,6 +185,11 @@ public struct Dependency: Sendable, Equatable, Hashable {
 }
 
 /// Which failed attempts are run again, how often, and how long to wait in between.
+///
+/// What is retried is two sets rather than one enum with an exit code attached to one of its
+/// cases: the classes (`on`) stay a plain, listable enum for messages and docs, and a single
+/// exit status (`exit:3`) is a lookup in `exitStatuses`. A task whose exit 3 means "try
+/// again" (a lock held, a mirror down) and whose exit 4 means "bad input" lists the one only.
 public struct RetryPolicy: Sendable, Equatable {
     /// Attempts after the first one; 0 means no retry.
     public var maxRetries: Int
@@ -189,24 +198,32 @@ public struct RetryPolicy: Sendable, Equatable {
     public var backoff: Duration
     /// The longest wait between attempts.
     public var maxBackoff: Duration
-    /// The outcomes that are retried. A `user` or `shutdown` cancel never is.
+    /// The classes of outcome that are retried. A `user` or `shutdown` cancel never is.
     public var on: Set<RetryCondition>
+    /// Exit statuses retried on their own (`exit:3`), when `on` does not hold `exit` (which
+    /// takes them all). Only a task that exited on its own has one: a cancelled, OOM-killed
+    /// or signalled attempt does not match, whatever status it left.
+    public var exitStatuses: Set<Int32>
 
     public static let defaultBackoff: Duration = .seconds(1)
     public static let defaultMaxBackoff: Duration = .seconds(60)
     /// What `"retries": N` retries: a timeout or a non-zero exit.
     public static let defaultConditions: Set<RetryCondition> = [.timeout, .exit]
+    /// The exit statuses an `exit:N` entry may name: 0 is success, and a status is a byte.
+    public static let retryableExitStatuses: ClosedRange<Int32> = 1...255
 
     public init(
         maxRetries: Int = 0,
         backoff: Duration = RetryPolicy.defaultBackoff,
         maxBackoff: Duration = RetryPolicy.defaultMaxBackoff,
-        on: Set<RetryCondition> = RetryPolicy.defaultConditions
+        on: Set<RetryCondition> = RetryPolicy.defaultConditions,
+        exitStatuses: Set<Int32> = []
     ) {
         self.maxRetries = maxRetries
         self.backoff = backoff
         self.maxBackoff = maxBackoff
         self.on = on
+        self.exitStatuses = exitStatuses
     }
 
     /// No retries (what a task without `retries` gets, and what `"retries": 0` means).
@@ -232,18 +249,22 @@ public struct RetryPolicy: Sendable, Equatable {
     ///   - outcome: how the attempt ended.
     ///   - attempt: that attempt's number, from 1 (the value of `OVERTIME_ATTEMPT`).
     public func shouldRetry(after outcome: TaskOutcome, attempt: Int) -> Bool {
-        shouldRetry(RetryCondition(outcome: outcome), attempt: attempt)
+        let result = QueueMachine.AttemptResult(outcome)
+        return shouldRetry(result.retryCondition, exitStatus: result.exitStatus, attempt: attempt)
     }
 
     /// Whether attempt number `attempt`, which ended in `condition` (nil: not retryable at
     /// all), is followed by another.
-    public func shouldRetry(_ condition: RetryCondition?, attempt: Int) -> Bool {
+    /// - Parameter exitStatus: its status when it exited on its own (`condition` is `exit`).
+    public func shouldRetry(_ condition: RetryCondition?, exitStatus: Int32? = nil, attempt: Int) -> Bool {
         guard attempt <= maxRetries, let condition else { return false }
-        return on.contains(condition)
+        if on.contains(condition) { return true }
+        guard condition == .exit, let exitStatus else { return false }
+        return exitStatuses.contains(exitStatus)
     }
 }
 
-/// An outcome a retry policy may retry, named as in job files.
+/// A class of outcome a retry policy may retry, named as in job files (`retries.on`).
 public enum RetryCondition: String, Sendable, Hashable, CaseIterable {
     /// Cancelled because progress stopped (the budget ran out).
     case timeout
@@ -251,31 +272,55 @@ public enum RetryCondition: String, Sendable, Hashable, CaseIterable {
     case deadline
     /// Cancelled after an operator (or a policy) revoked its budget.
     case revoked
-    /// Exited on its own with a non-zero status.
+    /// Exited on its own with a non-zero status (`failed` in a job file means the same).
     case exit
-    /// Died of a signal Overtime did not send (a crash, or a SIGKILL from the OOM killer).
+    /// Died of a signal Overtime did not send (a crash; a SIGKILL from the OOM killer where
+    /// no memory cgroup counted it).
     case signal
     /// Cancelled at `memory-max` (DESIGN §7).
     case memory
+    /// The kernel's OOM killer killed a process of it, as its memory cgroup counted
+    /// (`OutcomeKind.oom`).
+    case oom
 
-    /// The condition an attempt's outcome falls under; nil when it is not retryable at all:
+    /// Words a job file may write for a class: `failed` is what DESIGN §7 and the outcome
+    /// kinds call a task that exited non-zero on its own.
+    public static let aliases: [String: RetryCondition] = ["failed": .exit]
+
+    /// The class named `word` in a job file, aliases included.
+    public init?(word: String) {
+        guard let condition = RetryCondition(rawValue: word) ?? Self.aliases[word] else { return nil }
+        self = condition
+    }
+
+    /// The class an attempt's outcome falls under; nil when it is not retryable at all:
     /// it succeeded, a `user`/`shutdown`/`fail-fast` cancel ended it (those are final), it was skipped,
     /// or its command could not be started (127 or 126: another attempt would fail the same way).
+    ///
+    /// An OOM kill comes before every other class but the final cancels: whether the leader
+    /// then died of the SIGKILL (`signal`), exited non-zero because a child was killed
+    /// (`exit`), or was being cancelled at its `memory-max` when the kernel's hard limit
+    /// struck, memory is what ended it.
     public init?(outcome: TaskOutcome) {
-        if let reason = outcome.cancelReason {
-            switch reason {
-            case .timeout: self = .timeout
-            case .deadline: self = .deadline
-            case .revoked: self = .revoked
-            case .memory: self = .memory
-            case .user, .shutdown, .dependency, .failFast: return nil
-            }
-            return
+        let limit: RetryCondition?
+        switch outcome.cancelReason {
+        case nil: limit = nil
+        case .user?, .shutdown?, .dependency?, .failFast?: return nil
+        case .timeout?: limit = .timeout
+        case .deadline?: limit = .deadline
+        case .revoked?: limit = .revoked
+        case .memory?: limit = .memory
         }
-        switch outcome.termination {
-        case .exited(0), .failedToStart: return nil
-        case .exited: self = .exit
-        case .signaled: self = .signal
+        if outcome.kind == .oom {
+            self = .oom
+        } else if let limit {
+            self = limit
+        } else {
+            switch outcome.termination {
+            case .exited(0), .failedToStart: return nil
+            case .exited: self = .exit
+            case .signaled: self = .signal
+            }
         }
     }
 }

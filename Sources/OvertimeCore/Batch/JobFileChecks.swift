@@ -113,6 +113,37 @@ struct JobFileReading {
     /// Tasks that gave no readable requests of their own: theirs are the defaults'.
     var inheritedRequests: Set<Int> = []
     var layout = JobFileLayout()
+    /// Which scopes gave `memory-max` and `memory-warn`; nil for a job built in code (the
+    /// checker then reads its tasks' own values as given).
+    var memory: MemoryFields?
+
+    /// The merged `MemoryPolicy` cannot say whether a task wrote its warning level (90% is
+    /// also the default) or got it from `defaults`; the checks need both to name the right
+    /// field, and to say nothing about a max that could not be read.
+    struct MemoryFields {
+        /// Scopes that wrote a readable `memory-max` (`"none"` included).
+        var max: Set<JobFileLayout.Scope> = []
+        /// Scopes that wrote a readable `memory-warn`.
+        var warn: Set<JobFileLayout.Scope> = []
+        /// Scopes whose `memory-max` was written but could not be read (reported already).
+        var unreadableMax: Set<JobFileLayout.Scope> = []
+
+        mutating func note(_ scope: JobFileLayout.Scope, maxGiven: Bool, maxRead: Bool, warnRead: Bool) {
+            if maxRead { max.insert(scope) } else if maxGiven { unreadableMax.insert(scope) }
+            if warnRead { warn.insert(scope) }
+        }
+
+        /// A job built in code: each task's values are its own, a warning level other
+        /// than the default counting as written.
+        init(ownValuesOf file: JobFile) {
+            for (i, task) in file.tasks.enumerated() {
+                if task.memory.max != nil { max.insert(.task(i)) }
+                if task.memory.warn != MemoryPolicy.defaultWarn { warn.insert(.task(i)) }
+            }
+        }
+
+        init() {}
+    }
 }
 
 /// The checks a scheduler relies on, about what a job means rather than how it is written:
@@ -163,7 +194,49 @@ struct JobFileChecker {
             checkCommand(of: task, scope: scope, names: names, lookUp: commandProblem, at: layout.end(.task(i)))
             checkDependencies(of: task, scope: scope, at: layout.end(.task(i)))
         }
+        checkMemory(file.tasks, given: reading.memory ?? .init(ownValuesOf: file), layout: layout)
         checkCycles(file.tasks)
+    }
+
+    // MARK: Memory
+
+    /// A warning level is about the memory cancel to come: it needs a `memory-max` and must
+    /// be below it. Each problem is told where its fields were written: a level `defaults`
+    /// gives and no task can use is reported once there, not once a task.
+    private mutating func checkMemory(_ tasks: [JobTask], given: JobFileReading.MemoryFields, layout: JobFileLayout) {
+        let defaultsMaxUnread = given.unreadableMax.contains(.defaults)
+        if given.warn.contains(.defaults), !defaultsMaxUnread, !tasks.isEmpty, tasks.allSatisfy({ $0.memory.max == nil }) {
+            report.add(.defaults, "memory-warn", "is set but no task has a memory-max; the warning comes ahead of a memory cancel, so give memory-max too, e.g. \"memory-max\": \"8G\"",
+                       at: layout.place(.defaults, "memory-warn"))
+        }
+        var reportedInDefaults = false
+        for (i, task) in tasks.enumerated() {
+            let own = JobFileLayout.Scope.task(i)
+            let scope = JobFileScope.task(i, named: task.name)
+            let ownMax = given.max.contains(own), ownWarn = given.warn.contains(own)
+            let place = layout.place(own, ownWarn ? "memory-warn" : "memory-max")
+            guard let max = task.memory.max else {
+                let maxUnread = given.unreadableMax.contains(own) || (defaultsMaxUnread && !ownMax)
+                if ownWarn, !maxUnread {
+                    report.add(scope, "memory-warn", "is set but the task has no memory-max; the warning comes ahead of a memory cancel, so give memory-max too, e.g. \"memory-max\": \"8G\"",
+                               at: place)
+                }
+                continue
+            }
+            guard case let .bytes(warn) = task.memory.warn, warn > max else { continue }
+            func problem(_ from: String) -> String {
+                "\(ByteSize.text(warn)) is above memory-max (\(ByteSize.text(max)))\(from); the warning comes before the cancel, so set it lower, e.g. \"90%\" (the default)"
+            }
+            if !ownMax, !ownWarn {
+                if !reportedInDefaults {
+                    report.add(.defaults, "memory-warn", problem(""), at: layout.place(.defaults, "memory-warn"))
+                    reportedInDefaults = true
+                }
+            } else {
+                let from = !ownWarn ? " (memory-warn comes from 'defaults')" : !ownMax ? " (memory-max comes from 'defaults')" : ""
+                report.add(scope, "memory-warn", problem(from), at: place)
+            }
+        }
     }
 
     private mutating func checkConcurrency(_ concurrency: Int, at place: JobFilePlace) {

@@ -28,7 +28,8 @@ struct JobFileDecoder {
     static let topFields = ["concurrency", "deadline", "defaults", "resources", "tasks"]
     static let taskFields = ["name", "command", "env", "cwd", "budget", "window", "max-runtime", "grace",
                              "warn-before", "require-advance", "min-start", "after", "resources", "retries",
-                             "clean-env", "user", "group", "limits", "nice", "command-made-by", "notify-socket", "notify-fd"]
+                             "clean-env", "user", "group", "limits", "nice", "command-made-by", "notify-socket", "notify-fd",
+                             "memory-max", "memory-warn"]
     /// Fields every task gives for itself.
     static let ownFields: Set = ["name", "command", "after", "command-made-by"]
     static let defaultsFields = taskFields.filter { !ownFields.contains($0) }
@@ -47,6 +48,9 @@ struct JobFileDecoder {
         "graceperiod": "grace", "killafter": "grace", "warn": "warn-before", "heartbeat": "window",
         "uid": "user", "runas": "user", "gid": "group", "rlimits": "limits", "ulimit": "limits", "ulimits": "limits",
         "niceness": "nice", "priority": "nice", "cleanenvironment": "clean-env", "emptyenv": "clean-env",
+        "memorylimit": "memory-max", "maxmemory": "memory-max", "memory": "memory-max", "mem": "memory-max",
+        "memlimit": "memory-max", "maxmem": "memory-max", "memmax": "memory-max", "maxrss": "memory-max",
+        "memwarn": "memory-warn", "memorywarning": "memory-warn", "warnmemory": "memory-warn",
     ]
     static let topSynonyms: [String: String] = [
         "jobs": "tasks", "steps": "tasks", "parallel": "concurrency", "parallelism": "concurrency",
@@ -102,6 +106,7 @@ struct JobFileDecoder {
         report.place = JobFilePlace(field: -1)
         let top = JobFileFields(members, scope: .top, report: report)
         var file = JobFile(tasks: [])
+        reading.memory = JobFileReading.MemoryFields()
         var defaultsField: JobFileField?
         var tasksField: JobFileField?
         for (k, field) in top.enumerated() {
@@ -142,6 +147,8 @@ struct JobFileDecoder {
                 let fields = JobFileFields(members, scope: .defaults, report: report)
                 defaults = read(fields, .defaults) { JobFilePlace(field: afterTop, within: $0) }
                 reading.defaultRequests = defaults.resources
+                reading.memory?.note(.defaults, maxGiven: fields.contains("memory-max"), maxRead: defaults.memoryMax != nil,
+                                     warnRead: defaults.memoryWarn != nil)
             } else {
                 top.problem(defaultsField, "expected an object of task fields applied to every task, e.g. {\"budget\": \"5m\", \"retries\": 2}, got \(JobFileText.show(defaultsField.value))")
             }
@@ -189,6 +196,14 @@ struct JobFileDecoder {
         var nice: Int32?
         var notifySocket: Bool?
         var notifyFD: Int32?
+        /// `memory-max`; its `bytes` nil for `"none"` (no watchdog, whatever `defaults` says).
+        var memoryMax: MemoryLimit?
+        var memoryWarn: MemoryPolicy.WarnLevel?
+    }
+
+    /// A `memory-max`, or `none`.
+    struct MemoryLimit {
+        var bytes: UInt64?
     }
 
     private mutating func task(_ value: JSONValue, index: Int, defaults: TaskFields) -> JobTask {
@@ -215,6 +230,8 @@ struct JobFileDecoder {
         report.place = JobFilePlace(field: -1)
         let fields = JobFileFields(members, scope: .task(index, named: name), report: report)
         let own = read(fields, .task(index)) { JobFilePlace(field: $0) }
+        reading.memory?.note(.task(index), maxGiven: fields.contains("memory-max"), maxRead: own.memoryMax != nil,
+                             warnRead: own.memoryWarn != nil)
         report.place = JobFilePlace(field: members.count)
         reading.layout.noteEnd(.task(index), at: report.place)
         if own.command == nil, !fields.contains("command") {
@@ -250,7 +267,9 @@ struct JobFileDecoder {
             inheritEnvironment: !(own.cleanEnv ?? defaults.cleanEnv ?? false),
             isolation: TaskIsolation(user: own.user ?? defaults.user, groupID: own.group ?? defaults.group,
                                      limits: Self.merged(own.limits, over: defaults.limits), niceness: own.nice ?? defaults.nice),
-            readiness: Readiness(notifySocket: own.notifySocket ?? defaults.notifySocket ?? true, notifyFD: own.notifyFD ?? defaults.notifyFD)
+            readiness: Readiness(notifySocket: own.notifySocket ?? defaults.notifySocket ?? true, notifyFD: own.notifyFD ?? defaults.notifyFD),
+            memory: MemoryPolicy(max: (own.memoryMax ?? defaults.memoryMax)?.bytes,
+                                 warn: own.memoryWarn ?? defaults.memoryWarn ?? MemoryPolicy.defaultWarn)
         )
     }
 
@@ -322,6 +341,10 @@ struct JobFileDecoder {
                         fields.problem(field, "\(fd) is not a descriptor from \(range.lowerBound) to \(range.upperBound) (0 to 2 are the task's standard streams, 3 its channel)")
                     }
                 }
+            case "memory-max":
+                f.memoryMax = memoryMax(field, in: fields)
+            case "memory-warn":
+                f.memoryWarn = memoryWarn(field, in: fields)
             default:
                 let owner = isDefaults ? "'defaults'" : "a task"
                 if Self.topFields.contains(key) {
@@ -388,6 +411,57 @@ struct JobFileDecoder {
             }
         }
         return limits
+    }
+
+    /// `"8G"`, `"512MiB"`, or `"none"` for no watchdog. A bare JSON number is refused rather
+    /// than read as bytes: `"memory-max": 8` meant 8 GiB, and 8 bytes would cancel the task
+    /// at its first sample.
+    private func memoryMax(_ field: JobFileField, in fields: JobFileFields) -> MemoryLimit? {
+        switch field.value {
+        case let .string(text):
+            if text.trimmingSpaces.lowercased() == "none" { return MemoryLimit(bytes: nil) }
+            do {
+                return MemoryLimit(bytes: try ByteSize.parse(text))
+            } catch {
+                fields.problem(field, error.description + ", or \"none\" for no limit")
+                return nil
+            }
+        case let .number(n) where n > 0:
+            let shown = JobFileText.number(n)
+            fields.problem(field, "\(shown) has no unit; write the size as a string with its unit, e.g. \"\(shown)G\" or \"\(shown)M\" (\"\(shown)\" in quotes is bytes)")
+            return nil
+        case .null:
+            fields.problem(field, JobFileFields.nullAdvice(allowNone: true))
+            return nil
+        default:
+            fields.problem(field, "expected \(ByteSize.expected) (as a string), or \"none\" for no limit, got \(JobFileText.show(field.value))")
+            return nil
+        }
+    }
+
+    /// `"80%"` of the max, or a size such as `"7G"`.
+    private func memoryWarn(_ field: JobFileField, in fields: JobFileFields) -> MemoryPolicy.WarnLevel? {
+        switch field.value {
+        case let .string(text):
+            do {
+                return try MemoryPolicy.parseWarn(text)
+            } catch {
+                fields.problem(field, error.description)
+                return nil
+            }
+        case let .number(n) where n > 0:
+            // 0.8 is read as a share, as people write it in other tools; 80 as a percentage.
+            let shown = JobFileText.number(n)
+            let percent = n <= 1 ? JobFileText.number((n * 100 * 1e6).rounded() / 1e6) : shown
+            fields.problem(field, "\(shown) has no unit; write a share of memory-max such as \"\(percent)%\", or a size such as \"\(shown)G\", as a string")
+            return nil
+        case .null:
+            fields.problem(field, JobFileFields.nullAdvice(allowNone: false))
+            return nil
+        default:
+            fields.problem(field, "expected a share of memory-max such as \"80%\" or a size such as \"1.5G\" (as a string), got \(JobFileText.show(field.value))")
+            return nil
+        }
     }
 
     static let limitSynonyms: [String: String] = [
@@ -589,7 +663,10 @@ struct JobFileDecoder {
                         explicitMaxBackoff = true
                     }
                 case "on":
-                    if let conditions = parts.read(retryConditions(item, in: given)) { policy.on = conditions }
+                    if let words = parts.read(retryConditions(item, in: given)) {
+                        policy.on = words.conditions
+                        policy.exitStatuses = words.exitStatuses
+                    }
                 default:
                     given.unknown(item, .init(isNot: "is not a field of 'retries'", fields: Self.retryFields, synonyms: Self.retrySynonyms))
                     parts.fail()
@@ -614,8 +691,17 @@ struct JobFileDecoder {
         }
     }
 
-    private func retryConditions(_ field: JobFileField, in fields: JobFileFields) -> Set<RetryCondition>? {
-        let known = RetryCondition.allCases.map(\.rawValue)
+    /// The classes and exit statuses `retries.on` lists.
+    private struct RetryWords {
+        var conditions = Set<RetryCondition>()
+        var exitStatuses = Set<Int32>()
+    }
+
+    /// The words `retries.on` takes, for messages: the classes, `failed`, and `exit:N`.
+    static let retryWords = RetryCondition.allCases.map(\.rawValue) + RetryCondition.aliases.keys.sorted() + ["exit:N"]
+
+    private func retryConditions(_ field: JobFileField, in fields: JobFileFields) -> RetryWords? {
+        let known = Self.retryWords
         guard let items = fields.items(field) else {
             let example = if case let .string(word) = field.value { "[\(JobFileText.quote(word))]" } else { "[\"timeout\", \"exit\"]" }
             fields.problem(field, "expected an array of outcomes, e.g. \(example), got \(JobFileText.show(field.value))")
@@ -625,16 +711,32 @@ struct JobFileDecoder {
             fields.problem(field, "is empty, so nothing would be retried; to turn retries off write \"retries\": 0")
             return nil
         }
-        var conditions = Set<RetryCondition>()
+        var words = RetryWords()
         var valid = true
         for item in items {
+            if case let .number(n) = item.value, n == n.rounded(), abs(n) < 1e15 {
+                // An exit status written on its own: the form that names one is "exit:N".
+                fields.problem(item, "expected an outcome, got \(JobFileText.number(n)); to retry exit status \(JobFileText.number(n)) write \"exit:\(JobFileText.number(n))\"")
+                valid = false
+                continue
+            }
             guard let word = fields.string(item, expected: "one of \(JobFileText.list(known))") else {
                 valid = false
                 continue
             }
-            if let condition = RetryCondition(rawValue: word) {
-                conditions.insert(condition)
+            if let condition = RetryCondition(word: word) {
+                words.conditions.insert(condition)
                 continue
+            }
+            switch exitEntry(word, item, in: fields) {
+            case let .status(status):
+                words.exitStatuses.insert(status)
+                continue
+            case .bad:
+                valid = false
+                continue
+            case .notOne:
+                break
             }
             valid = false
             switch word {
@@ -643,10 +745,46 @@ struct JobFileDecoder {
             case "dependency":
                 fields.problem(item, "a task skipped for a dependency never ran, so it cannot be retried; expected \(JobFileText.list(known))")
             default:
-                fields.problem(item, "\(JobFileText.quote(word)) is not an outcome\(JobFileText.aside(for: word, among: known)); expected \(JobFileText.list(known))")
+                let classes = RetryCondition.allCases.map(\.rawValue) + RetryCondition.aliases.keys.sorted()
+                fields.problem(item, "\(JobFileText.quote(word)) is not an outcome\(JobFileText.aside(for: word, among: classes, synonyms: Self.retryWordSynonyms)); expected \(JobFileText.list(known))")
             }
         }
-        return valid ? conditions : nil
+        return valid ? words : nil
+    }
+
+    /// Words for the classes from other tools and from Overtime's own reports (folded).
+    static let retryWordSynonyms: [String: String] = [
+        "oomkilled": "oom", "oomkill": "oom", "outofmemory": "oom", "memorymax": "memory", "mem": "memory",
+        "timedout": "timeout", "stalled": "timeout", "maxruntime": "deadline", "crash": "signal", "crashed": "signal",
+        "error": "failed", "nonzero": "failed", "exitcode": "exit",
+    ]
+
+    /// What a word of `retries.on` is as an `exit:N` entry.
+    private enum ExitEntry {
+        /// Not of the form `exit:…` at all.
+        case notOne
+        /// `exit:…` with something other than a status that can be retried (reported).
+        case bad
+        case status(Int32)
+    }
+
+    private func exitEntry(_ word: String, _ item: JobFileField, in fields: JobFileFields) -> ExitEntry {
+        guard let colon = word.firstIndex(of: ":"), String(word[..<colon]).trimmingSpaces.lowercased() == "exit" else { return .notOne }
+        let text = String(word[word.index(after: colon)...]).trimmingSpaces
+        let range = RetryPolicy.retryableExitStatuses
+        guard text.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == "-") }), let status = Int(text) else {
+            fields.problem(item, "\(JobFileText.quote(word)): \(JobFileText.quote(text)) is not an exit status; expected exit:N with N from \(range.lowerBound) to \(range.upperBound), e.g. \"exit:3\"")
+            return .bad
+        }
+        if status == 0 {
+            fields.problem(item, "\(JobFileText.quote(word)): exit status 0 is success, which is never retried; expected exit:N with N from \(range.lowerBound) to \(range.upperBound)")
+            return .bad
+        }
+        guard range.contains(Int32(clamping: status)) else {
+            fields.problem(item, "\(JobFileText.quote(word)): \(status) is not an exit status (they go from \(range.lowerBound) to \(range.upperBound)); a death by signal N, which a shell shows as 128+N, is retried with \"signal\"")
+            return .bad
+        }
+        return .status(Int32(status))
     }
 
     // MARK: The pools

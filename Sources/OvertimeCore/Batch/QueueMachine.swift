@@ -46,10 +46,20 @@ public struct QueueMachine: Sendable {
         public var succeeded: Bool
         /// Which retry condition this ending is, if any (nil: never retried, e.g. a user cancel).
         public var retryCondition: RetryCondition?
+        /// Its status when it exited on its own (condition `exit`), for `exit:N` retries.
+        public var exitStatus: Int32?
 
-        public init(succeeded: Bool, retryCondition: RetryCondition?) {
+        public init(succeeded: Bool, retryCondition: RetryCondition?, exitStatus: Int32? = nil) {
             self.succeeded = succeeded
             self.retryCondition = retryCondition
+            self.exitStatus = exitStatus
+        }
+
+        /// How an attempt that ended with `outcome` counts.
+        public init(_ outcome: TaskOutcome) {
+            let condition = RetryCondition(outcome: outcome)
+            self.init(succeeded: outcome.succeeded, retryCondition: condition,
+                      exitStatus: condition == .exit ? outcome.preservedStatus : nil)
         }
     }
 
@@ -301,7 +311,7 @@ public struct QueueMachine: Sendable {
         if result.succeeded {
             markReady(index)
             finish(index, .succeeded, &actions)
-        } else if stopping == nil, retry.shouldRetry(result.retryCondition, attempt: attempts[index]),
+        } else if stopping == nil, retry.shouldRetry(result.retryCondition, exitStatus: result.exitStatus, attempt: attempts[index]),
                   deadline.map({ now + delay <= $0 - job.tasks[index].policy.minStart }) ?? true {
             states[index] = .retryWait(until: now + delay)
             retryTimers.push(Timer(at: now + delay, index: index))
