@@ -222,6 +222,36 @@ struct CLIContainmentTests {
         #expect(CLIJSON.int(grown?["peak_memory"]) ?? 0 >= 190 << 20, "\(rows)")
     }
 
+    @Test("retries.on memory retries a memory cancel, and not a timeout")
+    func retryOnMemory() async throws {
+        let f = try CLIBatchFixture()
+        // Attempt 1 grows past its max; attempt 2 (OVERTIME_ATTEMPT) succeeds at once.
+        let grower = try f.scratch.python("grow-once.py", """
+        if os.environ.get("OVERTIME_ATTEMPT") != "1":
+            sys.exit(0)
+        blocks = []
+        for i in range(60):
+            blocks.append(bytearray(10 << 20))
+            for j in range(0, 10 << 20, 4096):
+                blocks[-1][j] = 1
+            time.sleep(0.05)
+        """)
+        let retries: [String: Any] = ["max": 1, "backoff": "100ms", "on": ["memory"]]
+        try f.writeJob(["tasks": [
+            ["name": "grower", "command": [Self.python, grower], "memory-max": "150M", "grace": "2s", "retries": retries],
+            ["name": "stuck", "command": ["sleep", "30"], "budget": "500ms", "grace": "1s", "retries": retries],
+        ]])
+        let r = try await f.run(["--progress", "none"])
+        #expect(r.status == 1, "\(r)")
+        let rows = (try f.summary()["tasks"] as? [[String: Any]]) ?? []
+        let grown = rows.first { $0["name"] as? String == "grower" }
+        let stuck = rows.first { $0["name"] as? String == "stuck" }
+        #expect(grown?["outcome"] as? String == "succeeded" && CLIJSON.int(grown?["attempts"]) == 2, "\(rows)")
+        #expect(stuck?["reason"] as? String == "timeout" && CLIJSON.int(stuck?["attempts"]) == 1, "\(rows)")
+        let retried = try f.events(of: "grower", "retry")
+        #expect(retried.first?["because"] as? String == "memory", "\(retried)")
+    }
+
     @Test("a task that allocates far past the max in one step is reported oom, never a plain signal")
     func oomKill() async throws {
         let scratch = try CLIScratch()
