@@ -189,8 +189,12 @@ extension SupervisorMessage {
             }
             return .cancel(reason: reason, grace: grace ?? 0)
         case "warning":
-            guard let resource, let used, let limit, used >= 0, limit >= 0 else {
+            guard let resource, let used, let limit else {
                 throw ProtocolError(.wrongType, "`warning` needs `resource`, `used` and `limit`")
+            }
+            // Sizes are counts of bytes, refused below zero as `completed` and `total` are.
+            guard used >= 0, limit >= 0 else {
+                throw ProtocolError(.outOfRange, "`used` and `limit` must be ≥ 0")
             }
             return .warning(resource: resource, used: UInt64(min(used, 1.8e19)), limit: UInt64(min(limit, 1.8e19)))
         case let other?:

@@ -15,16 +15,20 @@ public enum CancellationReason: Sendable, Equatable, CustomStringConvertible {
     case shutdown(grace: Duration)
     /// Another task of the batch failed under `overtime batch --fail-fast`.
     case failFast(grace: Duration)
+    /// The task's memory reached `--memory-max` (a `Worker.onMemoryWarning` handler heard
+    /// of it first, at `--memory-warn`).
+    case memory(grace: Duration)
 
     /// Time left before SIGKILL, as the supervisor said when it cancelled.
     public var grace: Duration {
         switch self {
-        case let .timeout(g), let .deadline(g), let .revoked(g), let .userCancelled(g), let .shutdown(g), let .failFast(g): g
+        case let .timeout(g), let .deadline(g), let .revoked(g), let .userCancelled(g), let .shutdown(g), let .failFast(g),
+             let .memory(g): g
         }
     }
 
     /// The reason's word on the wire: `timeout`, `deadline`, `revoked`, `user`, `shutdown`,
-    /// `fail-fast`.
+    /// `fail-fast`, `memory`.
     public var wireName: String {
         switch self {
         case .timeout: "timeout"
@@ -33,6 +37,7 @@ public enum CancellationReason: Sendable, Equatable, CustomStringConvertible {
         case .userCancelled: "user"
         case .shutdown: "shutdown"
         case .failFast: "fail-fast"
+        case .memory: "memory"
         }
     }
 
@@ -46,6 +51,7 @@ public enum CancellationReason: Sendable, Equatable, CustomStringConvertible {
         case "user": self = .userCancelled(grace: grace)
         case "shutdown": self = .shutdown(grace: grace)
         case "fail-fast": self = .failFast(grace: grace)
+        case "memory": self = .memory(grace: grace)
         default: return nil
         }
     }
@@ -62,5 +68,20 @@ public struct Budget: Sendable, Equatable {
     public init(remaining: Duration?, granted: Bool) {
         self.remaining = remaining
         self.granted = granted
+    }
+}
+
+/// What the supervisor said when the task's memory first passed its warning level
+/// (`--memory-warn`, by default 90% of `--memory-max`).
+public struct MemoryWarning: Sendable, Equatable {
+    /// The task's memory then, in bytes: all of its processes (its cgroup's usage, or the
+    /// sum of their resident sets).
+    public var used: UInt64
+    /// `--memory-max` in bytes: where the task is cancelled with reason `memory`.
+    public var limit: UInt64
+
+    public init(used: UInt64, limit: UInt64) {
+        self.used = used
+        self.limit = limit
     }
 }

@@ -41,6 +41,18 @@ public enum Worker {
         WorkerConnection.shared.addExpiringHandler(handler)
     }
 
+    /// Runs `handler` (on a background thread, so it may take its time) when the
+    /// supervisor warns that the task's memory passed `--memory-warn` (by default 90% of
+    /// `--memory-max`): a moment to checkpoint, shrink a buffer or a batch, drop a cache,
+    /// before the task is cancelled with reason `memory` at the limit. The warning comes
+    /// once; a handler registered after it came runs at once with it.
+    public static func onMemoryWarning(_ handler: @escaping @Sendable (MemoryWarning) -> Void) {
+        WorkerConnection.shared.addMemoryWarningHandler(handler)
+    }
+
+    /// The supervisor's memory warning, once it came; nil before and outside Overtime.
+    public static var memoryWarning: MemoryWarning? { WorkerConnection.shared.memoryWarning }
+
     /// Time left in the budget, from the supervisor's last word; nil when unlimited or
     /// outside Overtime.
     public static var remaining: Duration? { WorkerConnection.shared.remainingNow() }

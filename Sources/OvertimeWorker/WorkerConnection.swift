@@ -33,6 +33,8 @@ final class WorkerConnection: Sendable {
         var scopes: [Int: @Sendable (CancellationReason) -> Void] = [:]
         var nextScope = 0
         var expiringHandlers: [@Sendable (Duration) -> Void] = []
+        var memoryWarning: MemoryWarning?
+        var memoryWarningHandlers: [@Sendable (MemoryWarning) -> Void] = []
         var extendWaiters: [CheckedContinuation<Budget, Never>] = []
     }
 
@@ -244,8 +246,15 @@ final class WorkerConnection: Sendable {
             if let reason = CancellationReason(wireName: reason.rawValue, grace: .milliseconds(Int64((grace * 1000).rounded()))) {
                 deliverCancel(reason)
             }
-        case .warning:
-            break  // memory-warning handlers for Swift workers come with the library's next change
+        case let .warning(resource, used, limit):
+            // A resource a newer supervisor watches is not what these handlers are for.
+            guard resource == "memory" else { return }
+            let warning = MemoryWarning(used: used, limit: limit)
+            let handlers = state.withLock { s in
+                s.memoryWarning = warning
+                return s.memoryWarningHandlers
+            }
+            runMemoryWarningHandlers(handlers, warning)
         }
     }
 
@@ -293,6 +302,29 @@ final class WorkerConnection: Sendable {
     func addExpiringHandler(_ handler: @escaping @Sendable (Duration) -> Void) {
         state.withLock { $0.expiringHandlers.append(handler) }
     }
+
+    /// Registers a memory-warning handler; if the warning already came (it comes once), the
+    /// handler runs now with it. Both under the lock the reader records the warning under,
+    /// so a handler registered as it arrives runs once.
+    func addMemoryWarningHandler(_ handler: @escaping @Sendable (MemoryWarning) -> Void) {
+        let already = state.withLock { s in
+            s.memoryWarningHandlers.append(handler)
+            return s.memoryWarning
+        }
+        if let already { runMemoryWarningHandlers([handler], already) }
+    }
+
+    /// Runs the handlers in order on a thread of their own, not the reader's: a handler
+    /// may take its time writing a checkpoint, and meanwhile the `cancel` that follows at
+    /// `memory-max` (and its SIGTERM, which the reader also watches) must still be heard.
+    private func runMemoryWarningHandlers(_ handlers: [@Sendable (MemoryWarning) -> Void], _ warning: MemoryWarning) {
+        guard !handlers.isEmpty else { return }
+        startThread {
+            for handler in handlers { handler(warning) }
+        }
+    }
+
+    var memoryWarning: MemoryWarning? { state.withLock { $0.memoryWarning } }
 
     func requestExtension(seconds: Double, why: String?) async -> Budget {
         guard isActive else { return Budget(remaining: nil, granted: true) }

@@ -90,6 +90,13 @@ struct RoundTripTests {
         .budget(remaining: 12.5, granted: nil), .budget(remaining: 30, granted: true), .budget(remaining: 0, granted: false),
         .budget(remaining: 0.001, granted: nil), .budget(remaining: 86_400.125, granted: false),
         .expiring(remaining: 5), .expiring(remaining: 0.25), .expiring(remaining: 0),
+        // Sizes in bytes, up to 2^53: past it a JSON number (a double to most readers) is no
+        // longer exact, and no task's memory comes near 8 PiB.
+        .warning(resource: "memory", used: 0, limit: 0), .warning(resource: "memory", used: 1, limit: 1),
+        .warning(resource: "memory", used: 943_718_400, limit: 1_048_576_000),
+        .warning(resource: "memory", used: 17_179_869_184, limit: 16_106_127_360),
+        .warning(resource: "memory", used: 9_007_199_254_740_992, limit: 9_007_199_254_740_992),
+        .warning(resource: "gpu-memory", used: 3, limit: 4),
     ] + CancelReason.allCases.flatMap { [SupervisorMessage.cancel(reason: $0, grace: 10), .cancel(reason: $0, grace: 0.5)] }
 
     // Values are whole milliseconds here; rounding of finer values is tested below.
@@ -105,6 +112,9 @@ struct RoundTripTests {
         (.expiring(remaining: 29.9996), #"{"type":"expiring","remaining":30}"#),
         (.cancel(reason: .timeout, grace: 5), #"{"type":"cancel","reason":"timeout","grace":5}"#),
         (.cancel(reason: .dependency, grace: 0.0004), #"{"type":"cancel","reason":"dependency","grace":0}"#),
+        (.cancel(reason: .memory, grace: 10), #"{"type":"cancel","reason":"memory","grace":10}"#),
+        (.warning(resource: "memory", used: 943_718_400, limit: 1_048_576_000),
+         #"{"type":"warning","resource":"memory","used":943718400,"limit":1048576000}"#),
     ])
     func supervisorEncoding(message: SupervisorMessage, text: String) {
         #expect(message.encoded() == utf8(text + "\n"))
@@ -141,6 +151,49 @@ struct SupervisorDecodeTests {
         // grace is optional: a missing one means no grace at all.
         #expect(try decodeSupervisor(utf8(#"{"type":"cancel","reason":"user"}"#)) == .cancel(reason: .user, grace: 0))
         #expect(try decodeSupervisor(utf8(#"{"type":"c\u0061ncel","reason":"us\u0065r"}"#)) == .cancel(reason: .user, grace: 0))
+        #expect(try decodeSupervisor(utf8(#"{"type":"cancel","reason":"memory","grace":10}"#)) == .cancel(reason: .memory, grace: 10))
+    }
+
+    @Test("a warning decodes in any field order, with unknown fields, sizes written as 3.0 or 1e9")
+    func warning() throws {
+        #expect(try decodeSupervisor(utf8(#"{"type":"warning","resource":"memory","used":943718400,"limit":1048576000}"#))
+            == .warning(resource: "memory", used: 943_718_400, limit: 1_048_576_000))
+        #expect(try decodeSupervisor(utf8(#"{"limit":4,"used":3,"resource":"memory","type":"warning","level":{"x":[1]}}"#))
+            == .warning(resource: "memory", used: 3, limit: 4))
+        #expect(try decodeSupervisor(utf8(#"{"type":"warning","resource":"memory","used":3.0,"limit":1e9}"#))
+            == .warning(resource: "memory", used: 3, limit: 1_000_000_000))
+        // A resource this library does not know yet still decodes: the worker decides what
+        // to do with it, and a newer supervisor's warning must not become a protocol error.
+        #expect(try decodeSupervisor(utf8(#"{"type":"warning","resource":"gpu-memory","used":1,"limit":2}"#))
+            == .warning(resource: "gpu-memory", used: 1, limit: 2))
+    }
+
+    @Test("a size beyond 64 bits is held at the largest, not a crash")
+    func warningBeyondSixtyFourBits() throws {
+        guard case let .warning(_, used, limit) = try decodeSupervisor(utf8(#"{"type":"warning","resource":"memory","used":1e30,"limit":1e300}"#)) else {
+            Issue.record("not a warning")
+            return
+        }
+        #expect(used >= 1 << 63 && limit >= 1 << 63, "\(used) \(limit)")
+    }
+
+    @Test("a warning without its fields, or with sizes that are not sizes, is refused", arguments: [
+        (#"{"type":"warning"}"#, ProtocolError.Kind.wrongType),
+        (#"{"type":"warning","used":3,"limit":4}"#, .wrongType),
+        (#"{"type":"warning","resource":"memory","limit":4}"#, .wrongType),
+        (#"{"type":"warning","resource":"memory","used":3}"#, .wrongType),
+        (#"{"type":"warning","resource":null,"used":3,"limit":4}"#, .wrongType),
+        (#"{"type":"warning","resource":"memory","used":null,"limit":4}"#, .wrongType),
+        (#"{"type":"warning","resource":7,"used":3,"limit":4}"#, .wrongType),
+        (#"{"type":"warning","resource":"memory","used":"3","limit":4}"#, .wrongType),
+        (#"{"type":"warning","resource":"memory","used":3,"limit":true}"#, .wrongType),
+        (#"{"type":"warning","resource":"memory","used":-1,"limit":4}"#, .outOfRange),
+        (#"{"type":"warning","resource":"memory","used":3,"limit":-4}"#, .outOfRange),
+        (#"{"type":"warning","resource":"memory","used":-0.5,"limit":-1e9}"#, .outOfRange),
+        (#"{"type":"warning","resource":"memory","used":1e400,"limit":4}"#, .outOfRange),
+    ])
+    func badWarning(line: String, kind: ProtocolError.Kind) {
+        #expect(supervisorErrorKind(line) == kind)
     }
 
     @Test("bad lines give the right kind", arguments: [

@@ -12,13 +12,22 @@ import Testing
         URL(fileURLWithPath: CLIBinary.path).deletingLastPathComponent().appendingPathComponent(name).path
     }
 
-    func run(_ arguments: [String], policy: BudgetPolicy, cancelAfterReady: CancelReason? = nil,
-             log: SupervisorTests.EventLog = .init()) async throws -> (TaskOutcome, String) {
+    /// What a task wrote on its standard error, kept for a test to read.
+    final class StandardError: Sendable {
+        private let bytes = Mutex<[UInt8]>([])
+        func append(_ more: [UInt8]) { bytes.withLock { $0 += more } }
+        var text: String { String(decoding: bytes.withLock { $0 }, as: UTF8.self) }
+    }
+
+    func run(_ arguments: [String], policy: BudgetPolicy, memory: MemoryPolicy = .none, cancelAfterReady: CancelReason? = nil,
+             log: SupervisorTests.EventLog = .init(), stderr: StandardError? = nil) async throws -> (TaskOutcome, String) {
         let supervisor = try Supervisor { log.append($0) }
         defer { supervisor.shutdown() }
         let stdout = Mutex<[UInt8]>([])
-        let spec = TaskSpec(arguments: arguments, policy: policy, stdin: .null,
-                            stdout: .capture { bytes in stdout.withLock { $0 += bytes } }, stderr: .discard)
+        var spec = TaskSpec(arguments: arguments, policy: policy, stdin: .null,
+                            stdout: .capture { bytes in stdout.withLock { $0 += bytes } },
+                            stderr: stderr.map { kept in .capture { kept.append($0) } } ?? .discard)
+        spec.memory = memory
         let task = supervisor.spawn(spec)
         if let reason = cancelAfterReady {
             // Cancel once the worker has reported progress: it is inside its handler scope.
@@ -126,6 +135,53 @@ import Testing
                                          policy: BudgetPolicy(budget: .seconds(2), grace: .seconds(3), warnBefore: .seconds(1)))
         #expect(outcome.cancelReason == .timeout)
         #expect(ledger(path) == ["expiring", "rollback"], "\(ledger(path))")
+    }
+
+    /// The numbers upload-file's memory-warning handler printed (`… memory warning, USED of
+    /// LIMIT bytes: read-ahead cut from BEFORE to AFTER MiB`), or nil when it printed none.
+    func memoryWarningLine(_ stderr: String) -> (used: UInt64, limit: UInt64, before: Int, after: Int)? {
+        guard let line = stderr.split(separator: "\n").first(where: { $0.contains("memory warning, ") }) else { return nil }
+        let numbers = line.split(whereSeparator: { !$0.isNumber }).compactMap { UInt64($0) }
+        guard numbers.count == 4 else { return nil }
+        return (numbers[0], numbers[1], Int(numbers[2]), Int(numbers[3]))
+    }
+
+    @Test func onMemoryWarningHearsTheWarningAndTheUploadGoesOnWithLessReadAhead() async throws {
+        // 64 MiB read ahead passes a 32 MiB warning level far below the 1 GiB max: the
+        // handler halves the read-ahead and the upload finishes, never cancelled.
+        let stderr = StandardError()
+        let log = SupervisorTests.EventLog()
+        let (outcome, output) = try await run([Self.worker("upload-file"), "--chunks", "40", "--chunk-ms", "50", "--read-ahead-mb", "64"],
+                                              policy: BudgetPolicy(budget: .seconds(10)),
+                                              memory: MemoryPolicy(max: 1 << 30, warn: .bytes(32 << 20)), log: log, stderr: stderr)
+        #expect(outcome.succeeded && outcome.cancelReason == nil, "\(outcome)\n\(stderr.text)")
+        #expect(output.contains("Upload complete!"))
+        let warning = try #require(memoryWarningLine(stderr.text), "the handler ran: \(stderr.text)")
+        #expect(warning.limit == 1 << 30, "the limit is the max, where the task would be cancelled")
+        #expect(warning.used >= 32 << 20 && warning.used < 1 << 30, "\(warning.used)")
+        #expect(warning.before == 64 && warning.after == 32)
+        let sent = log.kinds.compactMap { if case let .memoryWarning(used, limit) = $0 { (used, limit) } else { nil } }
+        #expect(sent.count == 1 && sent.first?.0 == warning.used && sent.first?.1 == warning.limit,
+                "the handler got what the supervisor sent, once: \(sent)")
+        // Worker.memoryWarning keeps it for the program to read later.
+        #expect(stderr.text.contains("finished after a memory warning at \(warning.used) of \(warning.limit) bytes, with 32 MiB read ahead"),
+                "\(stderr.text)")
+    }
+
+    @Test func aMemoryCancelReachesTheWorkerAsMemory() async throws {
+        // 56 MiB read ahead passes a 48 MiB max, with the warning at the max itself: warning
+        // and cancel come from the same sample, so the handler's halving cannot save it.
+        // It stays below the memory cgroup's hard limit (48 + 32 MiB), where the kernel
+        // would kill the burst before the watchdog's next sample. The upload unwinds at its
+        // next chunk and exits within grace.
+        let stderr = StandardError()
+        let (outcome, _) = try await run([Self.worker("upload-file"), "--chunks", "200", "--chunk-ms", "50", "--read-ahead-mb", "56"],
+                                         policy: BudgetPolicy(budget: .seconds(30), grace: .seconds(5)),
+                                         memory: MemoryPolicy(max: 48 << 20, warn: .share(1)), stderr: stderr)
+        #expect(outcome.cancelReason == .memory, "\(outcome)\n\(stderr.text)")
+        #expect(outcome.exitCode == 124 && !outcome.killed, "a memory cancel exits like a timeout: \(outcome)")
+        #expect(stderr.text.contains("upload stopped (memory)"), "the worker knew why: \(stderr.text)")
+        #expect((outcome.lastProgress?.completed ?? 0) < 200)
     }
 
     @Test func workersRunStandaloneOutsideOvertime() async throws {

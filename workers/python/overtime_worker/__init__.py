@@ -17,6 +17,10 @@ is the Python side of that conversation (protocol v1 on fd 3, see docs/protocol.
         save_checkpoint()                                 # c.reason: 'timeout', 'user', …
         raise
 
+    @ot.on_memory_warning                                 # past --memory-warn (90% of --memory-max)
+    def memory_is_tight(used, limit):                     # bytes; cancelled at `limit`
+        save_checkpoint()
+
 Every call is a cheap no-op when the program is not run by Overtime (no ``OVERTIME_FD``),
 so the same program runs standalone. Every call is thread-safe and returns at once (only
 ``extend`` waits, for the supervisor's answer): a writer thread sends, the latest progress
@@ -34,7 +38,7 @@ import atexit
 import math
 import os
 import threading
-from typing import Callable, Iterable, Iterator, Optional, TypeVar
+from typing import Callable, Iterable, Iterator, Optional, Tuple, TypeVar
 
 from ._channel import MAX_LINE, MAX_TEXT, Cancelled, SigtermBridge, encode, open_from_environment
 
@@ -45,8 +49,10 @@ __all__ = [
     "extend",
     "flush",
     "heartbeat",
+    "memory_warning",
     "on_cancel",
     "on_expiring",
+    "on_memory_warning",
     "progress",
     "ready",
     "remaining",
@@ -250,8 +256,34 @@ def on_expiring(handler: Callable[[float], None]) -> Callable[[float], None]:
     return handler
 
 
+def on_memory_warning(handler: Callable[[int, int], None]) -> Callable[[int, int], None]:
+    """Calls ``handler(used, limit)`` when the job's memory passes its warning level
+    (``overtime run --memory-warn``, by default 90% of ``--memory-max``); usable as a
+    decorator.
+
+    ``used`` is the job's memory in bytes when it passed the level (all of its processes:
+    its cgroup's usage, or the sum of their resident sets), ``limit`` the ``--memory-max``
+    at which Overtime cancels it with reason ``'memory'``. Overtime warns once, every
+    process of the job that reports at the time: the moment to write a checkpoint,
+    halve a batch size, drop a cache. Runs on a library thread, like ``on_cancel``
+    handlers, so it may block; a handler registered after the warning came runs at once
+    with it. Outside Overtime it is never called.
+    """
+    channel = _current()
+    if channel is not None:
+        channel.add_memory_warning_handler(handler)
+    return handler
+
+
+def memory_warning() -> Optional[Tuple[int, int]]:
+    """``(used, limit)`` in bytes from Overtime's memory warning (see ``on_memory_warning``),
+    or None while there has been none (and outside Overtime)."""
+    channel = _current()
+    return None if channel is None else channel.memory_warning
+
+
 def cancel_reason() -> Optional[str]:
-    """The reason Overtime gave for cancelling this job ('timeout', …), or None so far."""
+    """The reason Overtime gave for cancelling this job ('timeout', 'memory', …), or None so far."""
     channel = _current()
     cancel = None if channel is None else channel.cancel
     return None if cancel is None else cancel[0]

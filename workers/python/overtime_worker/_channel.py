@@ -9,11 +9,12 @@ Threads (all daemon threads, all named ``overtime-*``):
   into the progress slot (latest wins, fields merged) and return at once. A slow
   supervisor stalls only the writer, never the job. The merged progress goes out in the
   order of its latest update among the outbox's messages.
-- the *reader* reads the supervisor's ``budget``, ``expiring`` and ``cancel`` lines. On a
-  ``timeout`` cancel it writes the stack of every thread to stderr first of all, so a
-  job stuck in C code (``time.sleep``, a socket read) still says where it was.
-- the *dispatcher* runs ``on_cancel`` / ``on_expiring`` handlers, so a handler may block
-  or call ``extend()`` without holding up the reader.
+- the *reader* reads the supervisor's ``budget``, ``expiring``, ``warning`` and ``cancel``
+  lines. On a ``timeout`` cancel it writes the stack of every thread to stderr first of
+  all, so a job stuck in C code (``time.sleep``, a socket read) still says where it was.
+- the *dispatcher* runs ``on_cancel``, ``on_expiring`` and ``on_memory_warning`` handlers,
+  so a handler may block (write a checkpoint) or call ``extend()`` without holding up the
+  reader.
 """
 
 import collections
@@ -54,7 +55,8 @@ class Cancelled(BaseException):
     Attributes:
         reason: why: ``'timeout'`` (progress stopped), ``'deadline'`` (max-runtime),
             ``'revoked'``, ``'user'`` (an operator, Ctrl-C), ``'shutdown'`` (the
-            supervisor is stopping), ``'fail-fast'`` (another task of the batch failed
+            supervisor is stopping), ``'memory'`` (the job's memory reached
+            ``--memory-max``), ``'fail-fast'`` (another task of the batch failed
             under ``overtime batch --fail-fast``); any other word a newer Overtime sends
             is passed on as it is; ``'signal'`` when SIGTERM came without a cancel
             message (someone else sent it).
@@ -77,6 +79,15 @@ def _seconds(value):
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     return float(value)
+
+
+def _size(value):
+    """A number of bytes from the wire, or None (absent, negative, or not a number)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if isinstance(value, float) and not (0 <= value < float("inf")):
+        return None   # NaN and infinity: json.loads reads them, no supervisor sends them
+    return int(value) if value >= 0 else None
 
 
 def encode(message):
@@ -129,8 +140,10 @@ class Channel(object):
         self._budget = None                            # (remaining or None, monotonic time)
         self.cancel = None                             # (reason, grace) once cancelled
         self.cancel_seen = threading.Event()
+        self.memory_warning = None                     # (used, limit) bytes once warned
         self._cancel_handlers = []
         self._expiring_handlers = []
+        self._memory_warning_handlers = []
         self._calls = queue.Queue()
         self._dispatcher = None
         self._writer = threading.Thread(target=self._write_loop, name="overtime-writer", daemon=True)
@@ -286,6 +299,15 @@ class Channel(object):
         with self._lock:
             self._expiring_handlers.append(handler)
 
+    def add_memory_warning_handler(self, handler):
+        # Under the lock the reader records the warning under: a handler added as the
+        # warning arrives is called once, by one side or the other.
+        with self._lock:
+            self._memory_warning_handlers.append(handler)
+            warning = self.memory_warning
+        if warning is not None:
+            self._dispatch(handler, warning)
+
     def _dispatch(self, handler, args):
         with self._lock:
             if self._dispatcher is None:
@@ -363,6 +385,17 @@ class Channel(object):
                 handlers = list(self._expiring_handlers)
             for handler in handlers:
                 self._dispatch(handler, (remaining,))
+        elif kind == "warning":
+            if message.get("resource") != "memory":
+                return   # a resource a newer Overtime watches, that no handler here is for
+            used, limit = _size(message.get("used")), _size(message.get("limit"))
+            if used is None or limit is None:
+                return
+            with self._lock:
+                self.memory_warning = (used, limit)
+                handlers = list(self._memory_warning_handlers)
+            for handler in handlers:
+                self._dispatch(handler, (used, limit))
         elif kind == "cancel":
             if self.cancel is not None:
                 return

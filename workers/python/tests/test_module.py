@@ -27,10 +27,12 @@ def test_every_call_is_a_quiet_no_op_outside_overtime():
     assert time.monotonic() - started < 0.5
     assert ot.remaining() is None
     assert ot.cancel_reason() is None
+    assert ot.memory_warning() is None
     assert ot.flush() is True
     assert list(ot.track(range(3), title="t")) == [0, 1, 2]
     handler = ot.on_cancel(lambda reason, grace: None)
     assert callable(handler) and ot.on_expiring(handler) is handler
+    assert ot.on_memory_warning(handler) is handler
     assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
 
 
@@ -291,7 +293,7 @@ def test_cancel_raises_cancelled_in_the_main_thread_with_its_reason(supervisor):
     time.sleep(0.1)
 
 
-@pytest.mark.parametrize("reason", ["timeout", "deadline", "revoked", "shutdown", "fail-fast"])
+@pytest.mark.parametrize("reason", ["timeout", "deadline", "revoked", "shutdown", "memory", "fail-fast"])
 def test_every_reason_reaches_the_exception(supervisor, reason):
     supervisor.send({"type": "cancel", "reason": reason, "grace": 2.5})
     time.sleep(0.1)
@@ -357,6 +359,104 @@ def test_on_cancel_handlers_get_reason_and_grace(supervisor):
     ot.on_cancel(lambda reason, grace: late.set())    # registered after the cancel: runs at once
     assert late.wait(5)
     assert ot.cancel_reason() == "revoked"
+
+
+# ---- memory warning -----------------------------------------------------------------------
+
+GIB = 1 << 30
+
+
+def test_on_memory_warning_runs_off_the_main_thread_and_may_block_to_checkpoint(supervisor):
+    calls = []
+    checkpointing = threading.Event()
+    checkpoint_written = threading.Event()
+
+    @ot.on_memory_warning
+    def checkpoint(used, limit):
+        calls.append((used, limit, threading.current_thread() is threading.main_thread()))
+        checkpointing.set()
+        # A checkpoint takes a while; the reader goes on meanwhile, so an extend asked for
+        # from the handler is answered.
+        time.sleep(0.3)
+        calls.append(ot.extend(120, why="writing a checkpoint"))
+        checkpoint_written.set()
+
+    assert checkpoint is not None and callable(checkpoint)
+    thread = answer_extends(supervisor, [{"type": "budget", "remaining": 120, "granted": True}])
+    supervisor.send({"type": "warning", "resource": "memory", "used": 9 * GIB, "limit": 10 * GIB})
+    assert checkpointing.wait(5)
+    assert ot.memory_warning() == (9 * GIB, 10 * GIB)
+    supervisor.send({"type": "budget", "remaining": 42})
+    deadline = time.monotonic() + 5
+    while not (ot.remaining() or 0) > 41 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert 41 < ot.remaining() <= 42, "the reader heard the budget while the handler was still busy"
+    assert not checkpoint_written.is_set()
+    assert checkpoint_written.wait(5)
+    thread.join(5)
+    assert calls == [(9 * GIB, 10 * GIB, False), 120]
+
+
+def test_a_memory_warning_handler_registered_after_the_warning_runs_at_once(supervisor):
+    early = []
+    early_called = threading.Event()
+    ot.on_memory_warning(lambda used, limit: (early.append((used, limit)), early_called.set()))
+    supervisor.send({"type": "warning", "resource": "memory", "used": 950, "limit": 1000})
+    assert early_called.wait(5)
+    late = []
+    late_called = threading.Event()
+    ot.on_memory_warning(lambda used, limit: (late.append((used, limit)), late_called.set()))
+    assert late_called.wait(5)
+    # Everything the dispatcher was given has run once the flush marker has.
+    flushed = threading.Event()
+    ot.on_memory_warning(lambda used, limit: flushed.set())
+    assert flushed.wait(5)
+    assert early == [(950, 1000)] and late == [(950, 1000)]
+
+
+def test_a_memory_warning_that_is_not_one_is_ignored(supervisor):
+    calls = []
+    called = threading.Event()
+
+    @ot.on_memory_warning
+    def handler(used, limit):
+        calls.append((used, limit))
+        called.set()
+
+    for line in [
+        {"type": "warning", "resource": "gpu-memory", "used": 1, "limit": 2},   # not ours to handle
+        {"type": "warning", "used": 1, "limit": 2},
+        {"type": "warning", "resource": "memory", "limit": 2},
+        {"type": "warning", "resource": "memory", "used": 1},
+        {"type": "warning", "resource": "memory", "used": -1, "limit": 2},
+        {"type": "warning", "resource": "memory", "used": 1, "limit": "2"},
+        {"type": "warning", "resource": "memory", "used": True, "limit": 2},
+        {"type": "warning", "resource": "memory", "used": None, "limit": 2},
+    ]:
+        supervisor.send(line)
+    supervisor.sock.sendall(b'{"type":"warning","resource":"memory","used":NaN,"limit":2}\n')
+    supervisor.send({"type": "warning", "resource": "memory", "used": 1.0, "limit": 2e9})
+    assert called.wait(5)
+    # The dispatcher runs handlers in the order the lines came: a bad line taken for a
+    # warning would have been called first.
+    assert calls == [(1, 2000000000)]
+    assert ot.memory_warning() == (1, 2000000000)
+    assert all(isinstance(n, int) for n in ot.memory_warning())
+
+
+def test_a_memory_cancel_after_the_warning_reaches_the_exception(supervisor):
+    warned = threading.Event()
+    ot.on_memory_warning(lambda used, limit: warned.set())
+    supervisor.send({"type": "warning", "resource": "memory", "used": 900, "limit": 1000})
+    assert warned.wait(5)
+    supervisor.send({"type": "cancel", "reason": "memory", "grace": 4})
+    time.sleep(0.1)
+    with pytest.raises(ot.Cancelled) as caught:
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(5)
+    assert (caught.value.reason, caught.value.grace) == ("memory", 4)
+    assert ot.cancel_reason() == "memory"
+    assert ot.memory_warning() == (900, 1000)
 
 
 def test_a_program_with_its_own_sigterm_handler_keeps_it():
