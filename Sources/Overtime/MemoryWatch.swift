@@ -49,7 +49,7 @@ final class MemoryWatch {
             let used: UInt64?
             switch runner.memoryMeasure {
             case let .cgroup(cgroup):
-                used = cgroup.memoryInUse()
+                used = cgroup.memoryInUse(exactFrom: runner.memoryCheckLevel)
             case let .processes(cgroup):
                 used = ProcessMemory.residentSum(cgroup.processIDs())
             case let .session(leader):

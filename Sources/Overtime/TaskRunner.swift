@@ -611,6 +611,11 @@ final class TaskRunner {
         return .none
     }
 
+    /// The level from which a sample must be exact: the warning level (or the max).
+    var memoryCheckLevel: UInt64 {
+        spec.memory.warnBytes ?? spec.memory.max ?? 0
+    }
+
     /// A sample from the watchdog.
     func memorySample(_ used: UInt64) {
         guard exit == nil else { return }

@@ -277,13 +277,41 @@ public final class TaskCgroup {
     /// The memory the task uses now, as the watchdog judges it: the cgroup's usage less its
     /// inactive file cache (the kernel's "working set", what Kubernetes evicts on), since
     /// clean cache is given back under pressure and must not cancel a job that reads files.
-    public func memoryInUse() -> UInt64? {
-        guard let memoryDirectory else { return nil }
-        let usageFile = memoryIsV2 ? "/memory.current" : "/memory.usage_in_bytes"
-        guard let usage = Self.number(Descriptors.readWholeFile(memoryDirectory + usageFile)) else { return nil }
+    /// - Parameter exactFrom: below this the usage itself is returned (an upper bound of the
+    ///   working set, and enough to know no limit is near), sparing the read of memory.stat,
+    ///   which the kernel computes afresh for every read (most of a sample's cost).
+    public func memoryInUse(exactFrom: UInt64 = 0) -> UInt64? {
+        guard let memoryDirectory, let usage = readUsage() else { return nil }
+        if usage < exactFrom { return usage }
         let inactiveKey = memoryIsV2 ? "inactive_file" : "total_inactive_file"
         let inactive = Self.keyed(Descriptors.readWholeFile(memoryDirectory + "/memory.stat"), inactiveKey) ?? 0
         return usage > inactive ? usage - inactive : 0
+    }
+
+    /// The usage file, kept open and read again from its start (`pread`): the kernel makes
+    /// its text afresh for each read, and an open and a close per sample cost more than it.
+    private var usageDescriptor: Int32 = -1
+
+    private func readUsage() -> UInt64? {
+        guard let memoryDirectory else { return nil }
+        if usageDescriptor < 0 {
+            usageDescriptor = open(memoryDirectory + (memoryIsV2 ? "/memory.current" : "/memory.usage_in_bytes"), O_RDONLY | O_CLOEXEC)
+            guard usageDescriptor >= 0 else { return nil }
+        }
+        return withUnsafeTemporaryAllocation(byteCount: 32, alignment: 1) { buffer -> UInt64? in
+            let n = pread(usageDescriptor, buffer.baseAddress, buffer.count, 0)
+            guard n > 0 else { return nil }
+            var value: UInt64 = 0
+            for byte in buffer.prefix(n) {
+                guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { break }
+                value = value &* 10 &+ UInt64(byte - UInt8(ascii: "0"))
+            }
+            return value
+        }
+    }
+
+    deinit {
+        if usageDescriptor >= 0 { Descriptors.close(usageDescriptor) }
     }
 
     /// The cgroup's high-water mark of memory use (v1 `memory.max_usage_in_bytes`, v2
@@ -313,6 +341,10 @@ public final class TaskCgroup {
     /// Removes the task's cgroups; false while a process is still in one (it is dying:
     /// try again later).
     public func remove() -> Bool {
+        if usageDescriptor >= 0 {
+            Descriptors.close(usageDescriptor)
+            usageDescriptor = -1
+        }
         var removed = true
         for directory in [v2Directory, memoryDirectory == v2Directory ? nil : memoryDirectory].compactMap({ $0 }) {
             if rmdir(directory) != 0, errno != ENOENT { removed = false }

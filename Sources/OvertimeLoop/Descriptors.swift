@@ -81,9 +81,12 @@ public enum Descriptors {
         guard fd >= 0 else { return nil }
         defer { close(fd) }
         var result: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        // Most files read here (/proc, cgroup files) are a line or a page: a small first
+        // chunk, grown for the rare large one.
+        var chunk = [UInt8](repeating: 0, count: 4096)
         while let n = try? Syscall.retrying("read \(path)", { chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) } }), n > 0 {
             result.append(contentsOf: chunk[0..<n])
+            if n == chunk.count, chunk.count < 64 * 1024 { chunk = [UInt8](repeating: 0, count: 64 * 1024) }
         }
         return result
     }
