@@ -354,6 +354,26 @@ struct CLIContainmentTests {
         #expect(missing.stderr.contains("exited 127"), "\(missing)")
     }
 
+    @Test("a batch task's diagnose command writes into its log before the cancel; diagnose-limit without diagnose is refused")
+    func diagnoseInBatch() async throws {
+        let f = try CLIBatchFixture()
+        try f.writeJob(["tasks": [
+            ["name": "hung", "command": ["sleep", "30"], "budget": "1s", "grace": "1s",
+             "diagnose": "echo STACKS of {pid}", "diagnose-limit": "5s"],
+        ]])
+        let r = try await f.run(["--progress", "none"])
+        #expect(r.status == 1, "\(r)")
+        let log = try String(contentsOfFile: f.runDirectory + "/logs/hung.log", encoding: .utf8)
+        let pid = try #require(CLIJSON.int(try f.events(of: "hung", "started").first?["pid"]))
+        #expect(log.contains("STACKS of \(pid)"), "\(log)")
+        let diagnosing = try f.events(of: "hung", "diagnosing")
+        let cancel = try f.events(of: "hung", "cancel")
+        #expect(diagnosing.count == 1 && cancel.count == 1, "\(try f.eventLines())")
+        try f.writeJob(["tasks": [["name": "x", "command": ["true"], "diagnose-limit": "5s"]]])
+        let refused = try await f.run(["--progress", "none"])
+        #expect(refused.status == 125 && refused.stderr.contains("needs a 'diagnose' command"), "\(refused)")
+    }
+
     // MARK: Bad input
 
     @Test("bad memory and diagnose options are clear errors, exit 125")

@@ -389,6 +389,7 @@ final class BatchCore: EventSink {
                             isolation: task.isolation)
         spec.readiness = task.readiness
         spec.memory = task.memory
+        spec.diagnose = task.diagnose
         let handle = supervisor.spawn(spec)
         indexByTaskID[handle.ref.id] = index
         handles[index] = handle

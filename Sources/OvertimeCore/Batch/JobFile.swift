@@ -131,6 +131,8 @@ public struct JobTask: Sendable, Equatable {
     public var readiness: Readiness
     /// `memory-max`, `memory-warn`: its memory watchdog (DESIGN §7).
     public var memory: MemoryPolicy
+    /// `diagnose`, `diagnose-limit`: run before a timeout or memory cancel (DESIGN §7).
+    public var diagnose: DiagnoseCommand?
 
     public init(
         name: String,
@@ -145,7 +147,8 @@ public struct JobTask: Sendable, Equatable {
         inheritEnvironment: Bool = true,
         isolation: TaskIsolation = .none,
         readiness: Readiness = Readiness(),
-        memory: MemoryPolicy = .none
+        memory: MemoryPolicy = .none,
+        diagnose: DiagnoseCommand? = nil
     ) {
         self.name = name
         self.command = command
@@ -160,6 +163,7 @@ public struct JobTask: Sendable, Equatable {
         self.isolation = isolation
         self.readiness = readiness
         self.memory = memory
+        self.diagnose = diagnose
     }
 }
 

@@ -29,7 +29,7 @@ struct JobFileDecoder {
     static let taskFields = ["name", "command", "env", "cwd", "budget", "window", "max-runtime", "grace",
                              "warn-before", "require-advance", "min-start", "after", "resources", "retries",
                              "clean-env", "user", "group", "limits", "nice", "command-made-by", "notify-socket", "notify-fd",
-                             "memory-max", "memory-warn"]
+                             "memory-max", "memory-warn", "diagnose", "diagnose-limit"]
     /// Fields every task gives for itself.
     static let ownFields: Set = ["name", "command", "after", "command-made-by"]
     static let defaultsFields = taskFields.filter { !ownFields.contains($0) }
@@ -199,6 +199,8 @@ struct JobFileDecoder {
         /// `memory-max`; its `bytes` nil for `"none"` (no watchdog, whatever `defaults` says).
         var memoryMax: MemoryLimit?
         var memoryWarn: MemoryPolicy.WarnLevel?
+        var diagnose: String?
+        var diagnoseLimit: Duration?
     }
 
     /// A `memory-max`, or `none`.
@@ -238,6 +240,9 @@ struct JobFileDecoder {
             fields.problem(at: "command", "is missing; expected the program and its arguments as an array, e.g. [\"python\", \"train.py\"]")
         }
         if own.resources == nil { reading.inheritedRequests.insert(index) }
+        if own.diagnoseLimit != nil, own.diagnose == nil, defaults.diagnose == nil {
+            fields.problem(at: "diagnose-limit", "needs a 'diagnose' command (here or in 'defaults') to limit")
+        }
 
         var policy = BudgetPolicy.default
         if let budget = own.budget ?? defaults.budget { policy.budget = budget.duration }
@@ -269,7 +274,10 @@ struct JobFileDecoder {
                                      limits: Self.merged(own.limits, over: defaults.limits), niceness: own.nice ?? defaults.nice),
             readiness: Readiness(notifySocket: own.notifySocket ?? defaults.notifySocket ?? true, notifyFD: own.notifyFD ?? defaults.notifyFD),
             memory: MemoryPolicy(max: (own.memoryMax ?? defaults.memoryMax)?.bytes,
-                                 warn: own.memoryWarn ?? defaults.memoryWarn ?? MemoryPolicy.defaultWarn)
+                                 warn: own.memoryWarn ?? defaults.memoryWarn ?? MemoryPolicy.defaultWarn),
+            diagnose: (own.diagnose ?? defaults.diagnose).map {
+                DiagnoseCommand($0, limit: own.diagnoseLimit ?? defaults.diagnoseLimit ?? DiagnoseCommand.defaultLimit)
+            }
         )
     }
 
@@ -345,6 +353,16 @@ struct JobFileDecoder {
                 f.memoryMax = memoryMax(field, in: fields)
             case "memory-warn":
                 f.memoryWarn = memoryWarn(field, in: fields)
+            case "diagnose":
+                if let command = fields.string(field, expected: "a shell command such as \"py-spy dump --pid {pid}\"") {
+                    if command.trimmingSpaces.isEmpty {
+                        fields.problem(field, "is empty; expected a shell command such as \"py-spy dump --pid {pid}\"")
+                    } else {
+                        f.diagnose = command
+                    }
+                }
+            case "diagnose-limit":
+                f.diagnoseLimit = fields.duration(field, allowNone: false, positive: true)?.duration
             default:
                 let owner = isDefaults ? "'defaults'" : "a task"
                 if Self.topFields.contains(key) {
