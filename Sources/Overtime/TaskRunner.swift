@@ -473,6 +473,9 @@ final class TaskRunner {
     /// task's own user, who may signal or trace the task anyway.
     private func isMember(_ peer: PeerCredentials?) -> Bool {
         guard let leader = process?.pid, let peer else { return false }
+        // With a cgroup, the kernel's own list says it (DESIGN §3a): a process that left the
+        // session and lost its parent is still the task's.
+        if let cgroup, peer.pid > 0, cgroup.processIDs().contains(peer.pid) { return true }
         switch ProcessTree.membership(of: peer.pid, inTaskLedBy: leader) {
         case .member: return true
         case .stranger: return false

@@ -154,6 +154,33 @@ struct CLIContainmentTests {
         }
     }
 
+    @Test("a process that left the task's session and lost its parent may report where the task has a cgroup; without one it is refused", arguments: modes)
+    func orphanReporter(mode: String) async throws {
+        try #require(mode == "off" || Self.machineAllowsCgroups, "this machine offers no writable cgroup hierarchy")
+        let scratch = try CLIScratch()
+        let reporter = try scratch.python("orphan.py", """
+        import socket
+        time.sleep(0.3)   # its parent, the subshell, is gone by now
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect("\\0" + os.environ["OVERTIME_SOCKET"][1:])
+        s.sendall(b'{"type":"progress","completed":1,"total":2,"bar":"orphan"}\\n')
+        time.sleep(0.5)
+        note(\(String(reflecting: scratch.path("done"))), "sent")
+        """)
+        let r = try await cliRun(["run", "--progress", "json", "--cgroup", mode, "--", "sh", "-c",
+                                  "(setsid \(Self.python) \(reporter) &); sleep 2"], in: scratch)
+        #expect(r.status == 0, "\(r)")
+        #expect(scratch.read("done") == "sent", "the orphan never got to send: \(r)")
+        let events = r.stdoutLines.compactMap { try? CLIJSON.object($0) }
+        let refused = events.filter { $0["event"] as? String == "reporter-refused" }
+        let joined = events.contains { $0["event"] as? String == "reporters" && CLIJSON.int($0["count"]) == 2 }
+        if mode == "auto" {
+            #expect(refused.isEmpty && joined, "the task's cgroup holds the orphan: it must be let in: \(r)")
+        } else {
+            #expect(!refused.isEmpty && !joined, "without a cgroup an orphan outside the session is a stranger: \(r)")
+        }
+    }
+
     // MARK: The memory watchdog
 
     /// Grows by 10 MiB every 50 ms to 600 MiB, reading fd 3 in a thread: notes the warning
