@@ -341,6 +341,49 @@ struct CLIContainmentTests {
         #expect(cpu >= 1.0 && abs(measured - cpu) <= 0.1 * cpu, "CPU \(measured) s vs the task's own \(cpu) s (--cgroup \(mode)): \(r)")
     }
 
+    @Test("without a memory cgroup, a SIGKILL from nobody while memory was near the max is a likely OOM kill, said as such")
+    func likelyOOM() async throws {
+        let scratch = try CLIScratch()
+        let script = try scratch.python("near.py", """
+        block = bytearray(185 << 20)
+        for j in range(0, len(block), 4096):
+            block[j] = 1
+        time.sleep(1.0)   # four samples see it
+        os.kill(os.getpid(), signal.SIGKILL)
+        """)
+        let (r, report) = try await Self.run(["--cgroup", "off", "--memory-max", "200M", "--", Self.python, script], in: scratch)
+        #expect(r.status == 137, "\(r)")
+        #expect(report["outcome"] as? String == "signal" && report["likely_oom"] as? Bool == true, "\(r)")
+        #expect(CLIJSON.isNull(report["oom_kills"]), "no counter without a memory cgroup: \(r)")
+        let (far, farReport) = try await Self.run(["--cgroup", "off", "--memory-max", "2G", "--", "sh", "-c", "kill -9 $$"], in: scratch)
+        #expect(far.status == 137 && farReport["likely_oom"] == nil, "far from its max, a SIGKILL is only a signal: \(far)")
+    }
+
+    @Test("ctl status carries the containment and a running task's memory and CPU")
+    func statusShowsContainment() async throws {
+        let scratch = try CLIScratch()
+        let socket = scratch.path("ctl.sock")
+        let p = CLIProcess(["run", "--progress", "none", "--control", socket, "--memory-max", "1G", "--", "sleep", "30"], in: scratch)
+        try await p.start()
+        #expect(await CLICtl.waitForSocket(socket), "no control socket")
+        var reply: [String: Any] = [:]
+        var task: [String: Any]?
+        _ = try await CLICtl.waitUntil {
+            let r = try await CLICtl.ctl(socket: socket, ["status", "--json"], in: scratch)
+            reply = (try? CLIJSON.object(r.stdout.trimmingCharacters(in: .whitespacesAndNewlines))) ?? [:]
+            task = (reply["tasks"] as? [[String: Any]])?.first
+            return task?["memory"] != nil
+        }
+        let containment = reply["containment"] as? [String: Any]
+        #expect(containment?["kind"] as? String == (Self.machineAllowsCgroups ? "cgroup" : "process-group"), "\(reply)")
+        #expect((CLIJSON.int(task?["memory"]) ?? 0) > 0, "\(reply)")
+        if Self.machineAllowsCgroups {
+            #expect(CLIJSON.double(task?["cpu_user"]) != nil && CLIJSON.int(task?["peak_memory"]) != nil, "\(reply)")
+        }
+        p.signal(SIGTERM)
+        _ = await p.finish(timeout: .seconds(20))
+    }
+
     // MARK: Diagnose before killing
 
     @Test("--diagnose runs before the cancel message, with the task's pid; its output lands in the task's stderr")
