@@ -6,6 +6,7 @@
 #include <string.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -95,4 +96,8 @@ int overtime_datagram_socket_with_credentials(void) {
         return -1;
     }
     return fd;
+}
+
+int overtime_eventfd(void) {
+    return eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 }

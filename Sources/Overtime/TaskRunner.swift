@@ -36,6 +36,8 @@ final class TaskRunner {
     private var killedAtShutdown = false
     /// The task's own cgroup (DESIGN §7); nil where the run has none.
     private var cgroup: TaskCgroup?
+    /// The kernel's word when its memory crosses the warning level or the max (v1).
+    private var memoryLevels: MemoryLevelWatch?
     /// The signals Overtime sent the task, and those it passed on, to say who sent the one
     /// it died of.
     private var sentSignals: Set<Int32> = []
@@ -138,7 +140,15 @@ final class TaskRunner {
             return
         }
         core.runners[ref.id] = self
-        if spec.memory.max != nil { core.memoryWatch.watch(ref.id, loop: supervisor.loop) }
+        if let max = spec.memory.max {
+            core.memoryWatch.watch(ref.id, loop: supervisor.loop)
+            if let cgroup {
+                memoryLevels = MemoryLevelWatch(loop: supervisor.loop, cgroup: cgroup,
+                                                levels: Array(Set([spec.memory.warnBytes ?? max, max])).sorted()) { [unowned self] in
+                    if let used = cgroup.memoryInUse(exactFrom: self.memoryCheckLevel) { self.memorySample(used) }
+                }
+            }
+        }
         let now = Self.clock()
         machine = TaskMachine(policy: Self.machinePolicy(spec), memory: spec.memory, startedAt: now)
         if let channel { startReading(channel) }
@@ -897,6 +907,8 @@ final class TaskRunner {
         closeReporters()
         core.runners[ref.id] = nil
         core.memoryWatch.forget(ref.id)
+        memoryLevels?.close()
+        memoryLevels = nil
         let killed = (machine.killSent || killedAtShutdown) && termination == .signaled(.kill)
         var outcome = TaskOutcome(
             task: ref,

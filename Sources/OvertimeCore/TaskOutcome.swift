@@ -118,7 +118,9 @@ public struct TaskOutcome: Sendable, Equatable {
     /// 130, as a shell user expects of Ctrl-C, rather than 143.
     public var exitCode: Int32 {
         if case let .failedToStart(failure) = termination { return failure.exitCode }
-        if killed { return 128 + Signal.kill.rawValue }
+        // A cancelled task that died of SIGKILL did not end within grace, whoever sent it
+        // (Overtime after grace, or the OOM killer at the hard limit during a memory cancel).
+        if killed || (cancelReason != nil && termination == .signaled(.kill)) { return 128 + Signal.kill.rawValue }
         if interrupted, cancelReason == .user, termination == .signaled(.terminate) { return 128 + Signal.interrupt.rawValue }
         switch cancelReason {
         case .timeout?, .deadline?, .revoked?, .memory?: return 124

@@ -208,6 +208,18 @@ struct CLIContainmentTests {
         """)
     }
 
+    @Test("a one-step allocation of 2 GiB past a 200M max is cancelled for memory before the OOM killer, where the kernel reports the crossing")
+    func crossingHeardAtOnce() async throws {
+        let scratch = try CLIScratch()
+        let (probe, probeReport) = try await Self.run(["--", "true"], in: scratch)
+        try #require(Self.containment(probeReport)["memory"] as? String == "cgroup-v1",
+                     "the kernel's threshold events are v1's; this machine's memory is not: \(probe)")
+        let (r, report) = try await Self.run(["--memory-max", "200M", "--grace", "5s", "--", Self.python, "-c",
+                                              "import time; time.sleep(0.3); b = b'x' * (2 << 30)"], in: scratch)
+        #expect(r.status == 124 && report["cancel_reason"] as? String == "memory", "\(r)")
+        #expect(report["outcome"] as? String == "cancelled" && CLIJSON.int(report["oom_kills"]) == 0, "\(r)")
+    }
+
     @Test("a task growing past --memory-max 200M: a warning first, then a memory cancel it can read; exit 124, peak near the limit", arguments: modes)
     func memoryCancel(mode: String) async throws {
         let scratch = try CLIScratch()
@@ -279,14 +291,17 @@ struct CLIContainmentTests {
         #expect(retried.first?["because"] as? String == "memory", "\(retried)")
     }
 
-    @Test("a task that allocates far past the max in one step is reported oom, never a plain signal")
+    // The watchdog hears the crossing of the max from the kernel (v1's event_control) and
+    // cancels at once, so only a task that does not stop on SIGTERM (a C++ allocation loop,
+    // a handler that ignores it) runs on into the hard limit above the max.
+    @Test("a task that allocates far past the max in one step, ignoring the cancel, is reported oom, never a plain signal")
     func oomKill() async throws {
         let scratch = try CLIScratch()
         let (probe, probeReport) = try await Self.run(["--", "true"], in: scratch)
         try #require(Self.containment(probeReport)["memory"] as? String != "proc",
                      "this machine offers no memory cgroup to count OOM kills in: \(probe)")
         let (r, report) = try await Self.run(["--memory-max", "200M", "--", Self.python, "-c",
-                                              "import time; time.sleep(0.3); b = b'x' * (2 << 30)"], in: scratch)
+                                              "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(0.3); b = b'x' * (2 << 30)"], in: scratch)
         #expect(r.status == 137, "\(r)")
         #expect(report["outcome"] as? String == "oom", "\(r)")
         #expect((CLIJSON.int(report["oom_kills"]) ?? 0) >= 1, "\(r)")

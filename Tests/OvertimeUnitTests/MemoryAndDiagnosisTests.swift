@@ -55,6 +55,10 @@ import Testing
         let outcome = TaskOutcome(task: TaskRef(id: 1, name: "t"), pid: 1, termination: .signaled(.terminate), cancelReason: .memory,
                                   killed: false, elapsed: .seconds(1), lastProgress: nil, result: nil, protocolErrors: 0, wasReady: false)
         #expect(outcome.exitCode == 124 && outcome.kind == .cancelled)
+        var oomDuringGrace = outcome
+        oomDuringGrace.termination = .signaled(.kill)
+        oomDuringGrace.oomKills = 1
+        #expect(oomDuringGrace.exitCode == 137 && oomDuringGrace.kind == .oom, "a SIGKILL during grace is not an end within grace")
     }
 
     @Test func outcomesSayWhoEndedTheTask() {

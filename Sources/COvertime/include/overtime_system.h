@@ -58,6 +58,10 @@ long overtime_receive_datagram(int fd, void *buffer, unsigned long capacity, str
 /// every datagram carries its sender's credentials. Returns the descriptor, or -1.
 int overtime_datagram_socket_with_credentials(void);
 
+/// eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK) (<sys/eventfd.h> is not in Swift's Glibc module):
+/// the descriptor, or -1 with errno set.
+int overtime_eventfd(void);
+
 #pragma clang assume_nonnull end
 
 #ifdef __cplusplus

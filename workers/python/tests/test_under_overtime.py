@@ -3,6 +3,8 @@
 import signal
 import textwrap
 
+import pytest
+
 from conftest import FIXTURES, PYTHON, write_script
 
 TQDM_LOOP = """\
@@ -169,3 +171,50 @@ def test_expiring_reaches_on_expiring(overtime, tmp_path):
     assert run.code == 0, run
     assert len(run.report["result"]) == 1 and 0 < run.report["result"][0] <= 2
     assert run.seconds < 10
+
+
+GROW_WITH_HANDLER = """\
+import time
+import overtime_worker as ot
+
+blocks, warned = [], []
+
+@ot.on_memory_warning
+def shrink(used, limit):
+    warned.append((used, limit))
+
+try:
+    for i in range(60):
+        if warned:
+            # The job's answer to the warning: drop half of what it holds, then carry on
+            # smaller. The watchdog sees the memory fall and lets it finish.
+            del blocks[len(blocks) // 2:]
+            print("warned at", warned[0][0], "of", warned[0][1], "; now", len(blocks), "blocks", flush=True)
+            break
+        blocks.append(bytearray(10 << 20))
+        for j in range(0, 10 << 20, 4096):
+            blocks[-1][j] = 1
+        time.sleep(0.05)
+    time.sleep(1.0)
+except ot.Cancelled as cancelled:
+    print("cancelled:", cancelled.reason, flush=True)
+    raise SystemExit(3)
+"""
+
+
+@pytest.mark.parametrize("cgroup", ["auto", "off"])
+def test_a_job_that_shrinks_on_its_memory_warning_is_not_cancelled(overtime, tmp_path, cgroup):
+    script = write_script(tmp_path, "grow.py", GROW_WITH_HANDLER)
+    run = overtime.run(["--cgroup", cgroup, "--memory-max", "300M", "--memory-warn", "150M", "--grace", "5s"], [PYTHON, script])
+    assert run.code == 0, run
+    assert "warned at" in run.stdout and "of 314572800" in run.stdout, run
+    assert run.report["cancel_reason"] is None, run
+
+
+@pytest.mark.parametrize("cgroup", ["auto", "off"])
+def test_a_job_that_ignores_its_warning_reads_a_memory_cancel(overtime, tmp_path, cgroup):
+    script = write_script(tmp_path, "grow.py", GROW_WITH_HANDLER.replace("if warned:", "if False:"))
+    run = overtime.run(["--cgroup", cgroup, "--memory-max", "200M", "--grace", "5s"], [PYTHON, script])
+    assert run.code == 124, run
+    assert "cancelled: memory" in run.stdout, run
+    assert run.report["cancel_reason"] == "memory", run
