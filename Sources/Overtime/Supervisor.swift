@@ -212,6 +212,77 @@ public final class Supervisor: Sendable {
         }
     }
 
+    /// Turns `warning.signal` into an `expiring` message to every running task (DESIGN §8)
+    /// with the time the engine leaves: `warning.lead`, else, in a Slurm job, its end time
+    /// minus now (asked of `squeue`, then `scontrol`, each a child with a time limit, so the
+    /// loop goes on meanwhile), else `EngineTimeSource.defaultLead`. Leave the signal out of
+    /// `forwardSignals`: the tasks hear the warning, not the signal.
+    /// - Parameter onNote: told, on the loop thread, of each warning and of a Slurm query
+    ///   that failed.
+    public func expireOnEngineSignal(_ warning: EngineWarning, _ onNote: @escaping @Sendable (String) -> Void = { _ in }) {
+        let core = self.core
+        let loop = self.loop
+        let warned = engineWarnings
+        onSignals([warning.signal]) { signal in
+            warned.count.add(1, ordering: .relaxed)
+            func tell(_ remaining: Duration, _ source: EngineTimeSource) {
+                for runner in core.value.runners.values { runner.engineExpiring(remaining: remaining, source: source) }
+            }
+            if let lead = warning.lead {
+                onNote("received \(signal.name): the engine ends in \(DurationText.format(lead)) (--warn-lead); telling every task (expiring)")
+                tell(lead, .warnLead)
+                return
+            }
+            guard let job = warning.slurmJobID else {
+                onNote("received \(signal.name): no --warn-lead and no Slurm job; telling every task (expiring) the default \(DurationText.format(EngineTimeSource.defaultLead))")
+                tell(EngineTimeSource.defaultLead, .fallback)
+                return
+            }
+            let core = core.value
+            func ask(_ queries: ArraySlice<(arguments: [String], parse: (String) -> Int?)>, problems: [String]) {
+                guard let query = queries.first else {
+                    onNote("received \(signal.name): the Slurm job's end time is unknown (\(problems.joined(separator: "; "))); telling every task (expiring) the default \(DurationText.format(EngineTimeSource.defaultLead))")
+                    tell(EngineTimeSource.defaultLead, .fallback)
+                    return
+                }
+                EngineCommand.run(query.arguments, limit: SlurmEndTime.queryLimit, loop: loop,
+                                  environment: core.inheritedEnvironment, input: core.nullInput) { result in
+                    guard result.succeeded, let end = query.parse(result.output) else {
+                        let problem = result.succeeded ? "\(query.arguments[0]): no end time in '\(result.output.prefix(80).split(separator: "\n").first ?? "")'" : result.problem
+                        ask(queries.dropFirst(), problems: problems + [problem])
+                        return
+                    }
+                    let remaining = Duration.seconds(max(0, end - SlurmEndTime.wallNow()))
+                    onNote("received \(signal.name): Slurm job \(job) ends in \(DurationText.format(remaining)); telling every task (expiring)")
+                    tell(remaining, .slurm)
+                }
+            }
+            ask([(["squeue", "-h", "-j", job, "-o", "%e"], SlurmEndTime.parse),
+                 (["scontrol", "show", "job", job], SlurmEndTime.parseScontrol)], problems: [])
+        }
+    }
+
+    /// How many engine warnings (`expireOnEngineSignal`) came so far.
+    public var engineWarningCount: Int { engineWarnings.count.load(ordering: .relaxed) }
+    /// A box, so that the signal handler holds the counter and not the supervisor.
+    private final class WarningCount: Sendable { let count = Atomic<Int>(0) }
+    private let engineWarnings = WarningCount()
+
+    /// Runs a short command of the engine's (`scontrol requeue`) as a child of the loop, cut
+    /// at `limit`, and waits for it. Not on the loop thread.
+    public func runEngineCommand(_ arguments: [String], limit: Duration) -> EngineCommandResult {
+        let done = Completion<EngineCommandResult>()
+        let core = self.core
+        let accepted = loop.execute { [loop] in
+            EngineCommand.run(arguments, limit: limit, loop: loop, environment: core.value.inheritedEnvironment,
+                              input: core.value.nullInput) { done.complete($0) }
+        }
+        guard accepted else {
+            return EngineCommandResult(arguments: arguments, exit: nil, output: "", errorOutput: "", failure: "the supervisor has shut down")
+        }
+        return done.waitBlocking()
+    }
+
     /// Stops the loop: any task still running is killed (SIGKILL to its group) and its
     /// outcome (killed) delivered, watchers close, and the loop thread ends. Call it when
     /// done with the supervisor.

@@ -759,6 +759,12 @@ final class TaskRunner {
         rearm(now: now)
     }
 
+    /// The engine warned of its end: `expiring` to every reporter (`TaskMachine.engineExpiring`).
+    func engineExpiring(remaining: Duration, source: EngineTimeSource) {
+        let now = Self.clock()
+        decide(at: now) { machine, actions in machine.engineExpiring(remaining: remaining, source: source, now: now, into: &actions) }
+    }
+
     /// Passes a signal the supervisor received on to the task's group (while it runs).
     func forward(signal: Signal) {
         if signal == .windowChange {

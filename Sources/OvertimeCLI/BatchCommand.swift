@@ -14,6 +14,8 @@ struct BatchCommand {
     var progress: RunCommand.ProgressMode = .auto
     /// `--follow NAME`: the task whose output is shown as it is written.
     var follow: String?
+    /// `--warn-signal`, `--warn-lead`, `--shutdown-exit-code`, `--requeue`.
+    var engine = EngineOptions()
 
     static let help = """
     Usage: overtime batch FILE [options]
@@ -49,6 +51,9 @@ struct BatchCommand {
       --cgroup auto|off    auto (default): each task in a cgroup of its own where this
                            machine allows it (docs/containment.md); off: process groups
 
+    \(EngineOptions.help)
+                           (in a batch: N replaces 143 as the exit after SIGTERM)
+
     Exit status: 0 when every task succeeded, 1 otherwise, 125 for an invalid job file or
     option, a run directory that cannot be used, or a run whose record (events.jsonl,
     summary.json) could not be wholly written, whatever its tasks did; 130 after SIGINT, 143 after SIGTERM (running tasks are cancelled with reason
@@ -57,7 +62,7 @@ struct BatchCommand {
     task's process group. A signal Overtime was started with ignored stays ignored.
     """
 
-    static let knownOptions = ["--concurrency", "--fail-fast", "--run-dir", "--resume", "--progress", "--control", "--help", "--follow", "--shutdown-grace", "--cgroup"]
+    static let knownOptions = ["--concurrency", "--fail-fast", "--run-dir", "--resume", "--progress", "--control", "--help", "--follow", "--shutdown-grace", "--cgroup"] + EngineOptions.names
     /// The control socket's path (`--control`); nil for the per-user default.
     var controlPath: String?
     /// The orchestrator's time for the whole shutdown (`--shutdown-grace`).
@@ -111,6 +116,10 @@ struct BatchCommand {
                     }
                     command.progress = mode
                 default:
+                    let noValue = { () throws(UsageError) in
+                        if inline != nil { throw UsageError(message: "overtime batch: \(option) takes no value") }
+                    }
+                    if try command.engine.parse(option, command: "overtime batch", noValue: noValue, value: value) { continue }
                     throw UsageError(message: "overtime batch: unknown option '\(option)'\(suggestion(for: option, among: knownOptions)); see 'overtime batch --help'")
                 }
             }
@@ -129,6 +138,7 @@ struct BatchCommand {
             throw UsageError(message: "overtime batch: --resume journals into the directory it resumes; leave out --run-dir")
         }
         command.shutdownGrace = try parseShutdownGrace(option: shutdownGraceText, command: "overtime batch")
+        try command.engine.finish(command: "overtime batch")
         return command
     }
 
@@ -164,7 +174,9 @@ struct BatchCommand {
         }
         display.begin(runID: runner.runID, directory: runner.journal.directory, tasks: job.tasks.count)
         runner.adoptOrphans()
-        runner.forwardSignals()
+        if let warning = engine.warning { runner.expireOnEngineSignal(warning, display.note) }
+        runner.forwardSignals(engine.forwardedSignals)
+        if let warning = engine.requeueWarning { display.warn(warning) }
         let signals = TerminationCount()
         runner.stopOnTerminationSignals(shutdownGrace: shutdownGrace) { signal in
             display.note(signals.first()
@@ -186,6 +198,8 @@ struct BatchCommand {
         runner.start()
         let summary = runner.waitForSummary()
         display.end(summary)
+        engine.requeueIfAsked(shutdown: summary.stoppedBy == .shutdown, warnings: runner.engineWarningCount,
+                              run: runner.runEngineCommand)
         if !summary.recordComplete {
             // The tasks' outcomes are known only from what the run directory kept: a script
             // that trusts a 0 (or a 1) would resume from, or report, a record with holes.
@@ -195,7 +209,7 @@ struct BatchCommand {
         }
         switch summary.stoppedBy {
         case .user?: return 130
-        case .shutdown?: return 143
+        case .shutdown?: return engine.shutdownExitCode ?? 143
         default: return summary.succeeded ? 0 : 1
         }
     }

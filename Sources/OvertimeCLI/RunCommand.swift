@@ -22,6 +22,8 @@ struct RunCommand {
     var shutdownGrace: Duration?
     /// `--cgroup`.
     var containment: Containment.Request = .automatic
+    /// `--warn-signal`, `--warn-lead`, `--shutdown-exit-code`, `--requeue`.
+    var engine = EngineOptions()
 
     static let help = """
     Usage: overtime run [options] [--] CMD [ARG...]
@@ -104,8 +106,11 @@ struct RunCommand {
       --control PATH       the control socket for 'overtime ctl' (default: one per run in
                            $XDG_RUNTIME_DIR/overtime/ or /tmp/overtime-<uid>/)
 
+    \(EngineOptions.help)
+
     Exit status (as GNU timeout):
       CMD's own status     it exited by itself (or after a user/shutdown cancel)
+      N                    --shutdown-exit-code N: after a shutdown cancel it survived
       124                  cancelled for timeout, deadline or revoked; exited within grace
       137                  it had to be SIGKILLed
       128+N                it died of signal N that Overtime did not send
@@ -116,7 +121,8 @@ struct RunCommand {
 
     Ctrl-C (SIGINT) cancels CMD with reason 'user'; SIGTERM cancels with 'shutdown'; a
     second one during the grace sends SIGKILL at once.
-    SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 and SIGWINCH are passed on to CMD's process group.
+    SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 and SIGWINCH are passed on to CMD's process group
+    (but the --warn-signal, which becomes 'expiring').
     A signal Overtime was started with ignored (nohup's SIGHUP; SIGINT for a background
     command of a script) stays ignored, and CMD still starts with every signal at default.
     """
@@ -124,7 +130,7 @@ struct RunCommand {
     static let knownOptions = ["--budget", "--window", "--max-runtime", "--grace", "--warn-before",
                                "--require-advance", "--name", "--progress", "--json", "--preserve-status", "--control", "--shutdown-grace", "--env", "--clean-env", "--user", "--group",
                                "--limit-as", "--limit-nofile", "--limit-cpu", "--limit-nproc", "--nice", "--notify-socket",
-                               "--notify-fd", "--cgroup", "--memory-max", "--memory-warn", "--diagnose", "--diagnose-limit", "--help"]
+                               "--notify-fd", "--cgroup", "--memory-max", "--memory-warn", "--diagnose", "--diagnose-limit", "--help"] + EngineOptions.names
 
     /// The help, with the containment this machine gives (DESIGN §7: never a silent downgrade).
     static var helpWithContainment: String {
@@ -271,6 +277,7 @@ struct RunCommand {
                     }
                     readiness.notifyFD = fd
                 default:
+                    if try command.engine.parse(option, command: "overtime run", noValue: noValue, value: value) { continue }
                     throw UsageError(message: "overtime run: unknown option '\(option)'\(suggestion(for: option, among: knownOptions)); see 'overtime run --help'")
                 }
             }
@@ -294,6 +301,10 @@ struct RunCommand {
         }
         command.spec.diagnose = diagnose.map { DiagnoseCommand($0, limit: diagnoseLimit ?? DiagnoseCommand.defaultLimit) }
         command.shutdownGrace = try parseShutdownGrace(option: shutdownGraceText, command: "overtime run")
+        try command.engine.finish(command: "overtime run")
+        if command.engine.shutdownExitCode != nil, command.preserveStatus {
+            throw UsageError(message: "overtime run: --shutdown-exit-code and --preserve-status disagree (the one exit code after a shutdown, or always CMD's own); choose one")
+        }
         return command
     }
 
@@ -314,7 +325,9 @@ struct RunCommand {
                 ? "received \(signal.name); cancelling (\(signal == .interrupt ? "user" : "shutdown")); another one kills at once"
                 : "received \(signal.name) again; killing now")
         }
-        supervisor.forwardSignals()
+        if let warning = engine.warning { supervisor.expireOnEngineSignal(warning, output.note) }
+        supervisor.forwardSignals(engine.forwardedSignals)
+        if let warning = engine.requeueWarning { output.warn(warning) }
         supervisor.adoptOrphans()
         supervisor.onNotice(output.warn)
         do {
@@ -336,7 +349,13 @@ struct RunCommand {
                 w.key("containment"); containment.write(into: &w)
             })
         }
+        engine.requeueIfAsked(shutdown: outcome.cancelReason == .shutdown, warnings: supervisor.engineWarningCount,
+                              run: supervisor.runEngineCommand)
         supervisor.shutdown()
+        if let code = engine.shutdownExitCode, outcome.cancelReason == .shutdown, !outcome.killed {
+            // It survived the preemption: its own status would tell the engine it was done.
+            return code
+        }
         return preserveStatus ? outcome.preservedStatus : outcome.exitCode
     }
 }

@@ -95,6 +95,10 @@ public struct EventEncoder: Sendable {
         case let .expiring(remaining):
             w.string("expiring")
             w.key("remaining"); w.seconds(remaining.seconds)
+        case let .engineExpiring(remaining, source):
+            w.string("engine-expiring")
+            w.key("remaining"); w.seconds(remaining.seconds)
+            w.key("source"); w.string(source.rawValue)
         case let .cancelSent(reason, grace):
             w.string("cancel")
             w.key("reason"); w.string(reason.rawValue)

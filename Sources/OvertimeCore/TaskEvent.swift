@@ -15,6 +15,20 @@ public struct TaskRef: Sendable, Hashable, CustomStringConvertible {
     public var description: String { name }
 }
 
+/// Where the time an engine leaves (`--warn-signal`) came from.
+public enum EngineTimeSource: String, Sendable, Equatable, CaseIterable {
+    /// `--warn-lead`: the user said how long the engine waits after its signal.
+    case warnLead = "warn-lead"
+    /// The Slurm job's end time (`squeue`, or `scontrol show job`), minus now.
+    case slurm
+    /// Neither: `EngineTimeSource.defaultLead`.
+    case fallback = "default"
+
+    /// The time assumed when nobody says: Slurm's own default for `--signal` without
+    /// `@N` is 60 s before the end.
+    public static let defaultLead = Duration.seconds(60)
+}
+
 /// Why a budget changed.
 public enum BudgetChange: Sendable, Equatable {
     /// The task started with its first budget.
@@ -43,6 +57,10 @@ public struct TaskEvent: Sendable {
         case result(JSONValue)
         case budgetChanged(remaining: Duration?, cause: BudgetChange)
         case expiring(remaining: Duration)
+        /// The engine Overtime runs in (Slurm, a container platform) warned of its own end
+        /// (`--warn-signal`): the task was sent `expiring` with `remaining`, the time the
+        /// engine leaves, found as `source` says. The task's own deadline is unchanged.
+        case engineExpiring(remaining: Duration, source: EngineTimeSource)
         case cancelSent(reason: CancelReason, grace: Duration)
         case killSent
         case protocolError(ProtocolError, excerpt: String)

@@ -293,6 +293,24 @@ public struct TaskMachine: Sendable {
         }
     }
 
+    /// The engine Overtime runs in warned that it will end (DESIGN §8, `--warn-signal`):
+    /// every reporter is told `expiring` with `remaining`, the time the engine leaves, so
+    /// the task can checkpoint. Only while it runs: a task being cancelled has heard its
+    /// cancel, which says more.
+    ///
+    /// The task's own deadline stays as it is. The engine's end is not the task's budget:
+    /// moving the deadline to it would cancel a task with `timeout` for a limit it never
+    /// had, and the engine's own SIGTERM at its end already arrives as a `shutdown` cancel,
+    /// with its grace. Nor does the warning count against `warn-before`: the task may still
+    /// be warned of its own deadline.
+    public mutating func engineExpiring(remaining: Duration, source: EngineTimeSource, now: MonotonicInstant,
+                                        into actions: inout [Action]) {
+        guard stage.isRunning else { return }
+        let remaining = max(.zero, remaining)
+        actions.append(.send(.expiring(remaining: remaining.seconds), to: .everyReporter))
+        actions.append(.emit(.engineExpiring(remaining: remaining, source: source)))
+    }
+
     /// A line on the channel that was not a valid message.
     public mutating func rejectLine(_ error: ProtocolError, excerpt: String, into actions: inout [Action]) {
         protocolErrors += 1

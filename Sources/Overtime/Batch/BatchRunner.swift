@@ -185,10 +185,24 @@ public final class BatchRunner: Sendable {
         supervisor.adoptOrphans()
     }
 
-    /// Passes SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 and SIGWINCH on to every running task's
-    /// process group (`Supervisor.forwardSignals`).
-    public func forwardSignals() {
-        supervisor.forwardSignals()
+    /// Passes `signals` (by default SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 and SIGWINCH) on to
+    /// every running task's process group (`Supervisor.forwardSignals`).
+    public func forwardSignals(_ signals: [Signal] = Supervisor.forwardedSignals) {
+        supervisor.forwardSignals(signals)
+    }
+
+    /// The engine's warning becomes `expiring` for every running task
+    /// (`Supervisor.expireOnEngineSignal`).
+    public func expireOnEngineSignal(_ warning: EngineWarning, _ onNote: @escaping @Sendable (String) -> Void = { _ in }) {
+        supervisor.expireOnEngineSignal(warning, onNote)
+    }
+
+    /// How many engine warnings came so far.
+    public var engineWarningCount: Int { supervisor.engineWarningCount }
+
+    /// Runs a short command of the engine's and waits for it (`Supervisor.runEngineCommand`).
+    public func runEngineCommand(_ arguments: [String], limit: Duration) -> EngineCommandResult {
+        supervisor.runEngineCommand(arguments, limit: limit)
     }
 
     /// Tells `handler` of the supervisor's own remarks (`Supervisor.onNotice`).

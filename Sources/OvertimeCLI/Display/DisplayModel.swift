@@ -154,6 +154,9 @@ struct DisplayModel: Sendable, Equatable {
             tasks[id]?.deadline = t + remaining
             tasks[id]?.warned = true
             return [.expiring(task: name, remaining: remaining)]
+        case let .engineExpiring(remaining, source):
+            // The task's own deadline is unchanged: the row's budget stays as it was.
+            return [.engineExpiring(task: name, remaining: remaining, source: source)]
         case let .cancelSent(reason, grace):
             tasks[id]?.cancelling = reason
             tasks[id]?.killAt = t + grace

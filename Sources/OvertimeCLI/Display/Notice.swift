@@ -8,6 +8,8 @@ enum Notice: Sendable, Equatable {
     case cancelling(task: String, reason: CancelReason, grace: Duration)
     case killSent(task: String)
     case expiring(task: String, remaining: Duration)
+    /// The engine (Slurm, a container platform) warned of its end; the task was told.
+    case engineExpiring(task: String, remaining: Duration, source: EngineTimeSource)
     case budget(task: String, remaining: Duration?, cause: BudgetChange)
     case protocolError(task: String, error: String, excerpt: String, shown: Int)
     case protocolErrorTotal(task: String, count: Int)
@@ -37,7 +39,7 @@ enum Notice: Sendable, Equatable {
 
     var task: String? {
         switch self {
-        case let .started(task, _, _), let .cancelling(task, _, _), let .killSent(task), let .expiring(task, _),
+        case let .started(task, _, _), let .cancelling(task, _, _), let .killSent(task), let .expiring(task, _), let .engineExpiring(task, _, _),
              let .budget(task, _, _), let .protocolError(task, _, _, _), let .protocolErrorTotal(task, _),
              let .operatorRequest(task, _, _), let .retrying(task, _, _, _), let .reporterRefused(task, _, _, _),
              let .notified(task, _, _), let .memoryWarning(task, _, _), let .diagnosing(task, _, _):
@@ -52,7 +54,7 @@ enum Notice: Sendable, Equatable {
         switch self {
         case .started, .budget, .operatorRequest, .note, .notified: return .info
         case let .summary(_, succeeded): return succeeded ? .success : .failure
-        case .cancelling, .killSent, .expiring, .protocolError, .protocolErrorTotal, .retrying, .reporterRefused, .memoryWarning, .diagnosing: return .warning
+        case .cancelling, .killSent, .expiring, .engineExpiring, .protocolError, .protocolErrorTotal, .retrying, .reporterRefused, .memoryWarning, .diagnosing: return .warning
         case let .ended(outcome): return outcome.succeeded ? .success : .failure
         case let .finished(report):
             switch report.outcome {
@@ -74,6 +76,13 @@ enum Notice: Sendable, Equatable {
             return "still running after grace; SIGKILL sent"
         case let .expiring(_, remaining):
             return "deadline in \(DurationText.format(remaining))"
+        case let .engineExpiring(_, remaining, source):
+            let whence = switch source {
+            case .warnLead: "--warn-lead"
+            case .slurm: "the Slurm job's end time"
+            case .fallback: "the default; no --warn-lead, and no Slurm end time"
+            }
+            return "the engine ends in \(DurationText.format(remaining)) (\(whence)); told the task (expiring)"
         case let .budget(_, remaining, cause):
             return EventText.budget(remaining: remaining, cause: cause) ?? "budget: \(EventText.left(remaining))"
         case let .protocolError(_, error, excerpt, shown):
