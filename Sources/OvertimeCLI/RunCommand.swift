@@ -343,19 +343,25 @@ struct RunCommand {
         let task = supervisor.spawn(output.prepare(spec))
         let outcome = task.waitForOutcome()
         output.finish(outcome)
+        let exit: Int32
+        if let code = engine.shutdownExitCode, outcome.cancelReason == .shutdown, !outcome.killed {
+            // It survived the preemption: its own status would tell the engine it was done.
+            exit = code
+        } else {
+            exit = preserveStatus ? outcome.preservedStatus : outcome.exitCode
+        }
         if jsonReport {
             let containment = supervisor.containment
             Terminal.writeOut(output.encoder.report(outcome) { w in
                 w.key("containment"); containment.write(into: &w)
+                // What overtime itself exits with, when an option makes it differ from the
+                // task's `exit_code` (`--shutdown-exit-code`, `--preserve-status`).
+                w.key("overtime_exit_code"); w.int(Int(exit))
             })
         }
         engine.requeueIfAsked(shutdown: outcome.cancelReason == .shutdown, warnings: supervisor.engineWarningCount,
                               run: supervisor.runEngineCommand)
         supervisor.shutdown()
-        if let code = engine.shutdownExitCode, outcome.cancelReason == .shutdown, !outcome.killed {
-            // It survived the preemption: its own status would tell the engine it was done.
-            return code
-        }
-        return preserveStatus ? outcome.preservedStatus : outcome.exitCode
+        return exit
     }
 }

@@ -155,6 +155,7 @@ struct CLIEngineSignalTests {
         let report = try r.report()
         #expect(report["cancel_reason"] as? String == "shutdown", "\(r)")
         #expect(report["status"] as? String == "exited" && CLIJSON.int(report["code"]) == 0, "it survived, exiting 0: \(r)")
+        #expect(CLIJSON.int(report["overtime_exit_code"]) == 143, "the report says what overtime exits with: \(r)")
     }
 
     @Test("--shutdown-exit-code 143, a task that ignores SIGTERM: killed after grace, 137 as before")
