@@ -199,14 +199,19 @@ struct CLIContainmentTests {
                     note(\(String(reflecting: scratch.path(file))), json.dumps(seen))
         threading.Thread(target=read, daemon=True).start()
         signal.signal(signal.SIGTERM, lambda *a: (time.sleep(0.2), os._exit(0)))
-        blocks = []
-        for i in range(60):
-            blocks.append(bytearray(10 << 20))
-            for j in range(0, 10 << 20, 4096):
-                blocks[-1][j] = 1
-            time.sleep(0.05)
+        \(Self.growth)
         """)
     }
+
+    /// 10 MiB every 50 ms, each page touched, to 600 MiB.
+    static let growth = """
+    blocks = []
+    for i in range(60):
+        blocks.append(bytearray(10 << 20))
+        for j in range(0, 10 << 20, 4096):
+            blocks[-1][j] = 1
+        time.sleep(0.05)
+    """
 
     @Test("a one-step allocation of 2 GiB past a 200M max is cancelled for memory before the OOM killer, where the kernel reports the crossing")
     func crossingHeardAtOnce() async throws {
@@ -268,12 +273,7 @@ struct CLIContainmentTests {
         let grower = try f.scratch.python("grow-once.py", """
         if os.environ.get("OVERTIME_ATTEMPT") != "1":
             sys.exit(0)
-        blocks = []
-        for i in range(60):
-            blocks.append(bytearray(10 << 20))
-            for j in range(0, 10 << 20, 4096):
-                blocks[-1][j] = 1
-            time.sleep(0.05)
+        \(Self.growth)
         """)
         let retries: [String: Any] = ["max": 1, "backoff": "100ms", "on": ["memory"]]
         try f.writeJob(["tasks": [
