@@ -324,6 +324,48 @@ public final class Supervisor: Sendable {
         }
     }
 
+    /// Serves the control protocol (docs/control.md) on this process's own stdin and stdout:
+    /// how an executor's head steers and hears an `overtime run` it started on another node
+    /// over the step's standard streams (`overtime run --control-stdio`). The head asks to
+    /// `watch` and gets every event on stdout, and its requests are answered there too, so
+    /// nothing else may write to stdout. `onInputEnd` is told (on the loop thread) when stdin
+    /// ends: the head is gone or done.
+    /// - Throws: `ControlSocketError` when the streams cannot be used (a terminal, say).
+    public func serveControlOnStandardStreams(onInputEnd: @escaping @Sendable () -> Void) throws(ControlSocketError) {
+        let core = self.core
+        let containmentJSON = self.containmentJSON
+        let done = Completion<Result<Void, ControlSocketError>>()
+        let accepted = loop.execute { [loop, self] in
+            do {
+                let input = try ByteStream(loop: loop, fd: try Descriptors.duplicate(0))
+                let output = try ByteStream(loop: loop, fd: try Descriptors.duplicate(1))
+                let server = try ControlServer(loop: loop, path: nil, target: core.value) { _ in }
+                server.containment = containmentJSON
+                server.attach(reading: input, writing: output, onEnd: onInputEnd)
+                core.value.standardStreamsOutput = output
+                self.addSink(ControlWatchers(server))
+                done.complete(.success(()))
+            } catch {
+                done.complete(.failure(ControlSocketError("cannot serve control requests on stdin and stdout: \(error)")))
+            }
+        }
+        guard accepted else { throw ControlSocketError("the supervisor has shut down") }
+        try done.waitBlocking().get()
+    }
+
+    /// Waits, at most `limit`, until what was written to the control stream on stdout has been
+    /// taken (the last event of a task, before the supervisor shuts down). Not on the loop thread.
+    public func flushStandardStreams(within limit: Duration) {
+        let end = ContinuousClock.now + limit
+        let core = self.core
+        while ContinuousClock.now < end {
+            let pending = Completion<Int>()
+            guard loop.execute({ pending.complete(core.value.standardStreamsOutput?.pendingOutput ?? 0) }) else { return }
+            if pending.waitBlocking() == 0 { return }
+            usleep(10_000)
+        }
+    }
+
     /// `containment` as a JSON value, for control replies.
     private var containmentJSON: JSONValue? {
         var w = JSONWriter(capacity: 256)
@@ -381,6 +423,8 @@ final class SupervisorCore {
     var runners: [Int: TaskRunner] = [:]
     /// The run's cgroups; nil for process groups (DESIGN §7).
     var cgroups: CgroupTree?
+    /// The control stream on stdout, when the supervisor serves one there.
+    var standardStreamsOutput: ByteStream?
     /// Samples the memory of the tasks that have a `memory-max`.
     lazy var memoryWatch = MemoryWatch(core: self)
     /// Task cgroups whose last processes were still dying when the task ended: removed

@@ -132,7 +132,7 @@ struct CtlCommand {
         case .list: return 0  // answered above, without a supervisor
         case .status: op = .status
         case .watch: op = .watch
-        case let .cancel(task): op = .cancel(task: task)
+        case let .cancel(task): op = .cancel(task: task, reason: .user)
         case let .extend(task, by, pastMax): op = .extend(task: task, by: .seconds(by.seconds), pastMax: pastMax)
         case let .revoke(task, after): op = .revoke(task: task, after: .seconds(after.seconds))
         }

@@ -18,6 +18,8 @@ struct RunCommand {
     var preserveStatus = false
     /// The control socket's path (`--control`); nil for the per-user default.
     var controlPath: String?
+    /// `--control-stdio`: control requests on stdin, replies and events on stdout.
+    var controlStdio = false
     /// The orchestrator's time for the whole shutdown (`--shutdown-grace`).
     var shutdownGrace: Duration?
     /// `--cgroup`.
@@ -105,6 +107,12 @@ struct RunCommand {
                            is clipped so its SIGKILL lands a second before the orchestrator's
       --control PATH       the control socket for 'overtime ctl' (default: one per run in
                            $XDG_RUNTIME_DIR/overtime/ or /tmp/overtime-<uid>/)
+      --control-stdio      also serve the control protocol on stdin and stdout (for an
+                           executor's head that started this run elsewhere, e.g. over srun):
+                           requests on stdin, replies and 'watch' events on stdout; CMD's
+                           stdin is /dev/null, and its output needs --output; stdin's end
+                           cancels CMD with reason 'shutdown'
+      --output FILE        append CMD's stdout and stderr to FILE instead of passing them on
 
     \(EngineOptions.help)
 
@@ -130,7 +138,7 @@ struct RunCommand {
     static let knownOptions = ["--budget", "--window", "--max-runtime", "--grace", "--warn-before",
                                "--require-advance", "--name", "--progress", "--json", "--preserve-status", "--control", "--shutdown-grace", "--env", "--clean-env", "--user", "--group",
                                "--limit-as", "--limit-nofile", "--limit-cpu", "--limit-nproc", "--nice", "--notify-socket",
-                               "--notify-fd", "--cgroup", "--memory-max", "--memory-warn", "--diagnose", "--diagnose-limit", "--help"] + EngineOptions.names
+                               "--notify-fd", "--cgroup", "--memory-max", "--memory-warn", "--diagnose", "--diagnose-limit", "--control-stdio", "--output", "--help"] + EngineOptions.names
 
     /// The help, with the containment this machine gives (DESIGN §7: never a silent downgrade).
     static var helpWithContainment: String {
@@ -154,6 +162,8 @@ struct RunCommand {
         var memoryWarnGiven = false
         var diagnose: String?
         var diagnoseLimit: Duration?
+        var outputFile: String?
+        var progressGiven = false
 
         func duration(_ option: String, _ text: String, allowNone: Bool = false) throws(UsageError) -> Duration? {
             do {
@@ -229,6 +239,7 @@ struct RunCommand {
                         throw UsageError(message: "overtime run: --progress: '\(text)' is not a mode; expected auto, tty, plain, json or none")
                     }
                     command.progress = mode
+                    progressGiven = true
                 case "--json":
                     try noValue()
                     command.jsonReport = true
@@ -246,6 +257,13 @@ struct RunCommand {
                     case "off", "no", "false", "0": readiness.notifySocket = false
                     default: throw UsageError(message: "overtime run: --notify-socket: '\(text)' is neither on nor off")
                     }
+                case "--control-stdio":
+                    try noValue()
+                    command.controlStdio = true
+                case "--output":
+                    let text = try value()
+                    guard !text.isEmpty else { throw UsageError(message: "overtime run: --output needs a file") }
+                    outputFile = text
                 case "--diagnose":
                     let text = try value()
                     guard !text.trimmingSpaces.isEmpty else { throw UsageError(message: "overtime run: --diagnose needs a command") }
@@ -299,6 +317,18 @@ struct RunCommand {
         if diagnoseLimit != nil, diagnose == nil {
             throw UsageError(message: "overtime run: --diagnose-limit needs --diagnose")
         }
+        if let outputFile {
+            command.spec.stdout = .file(path: outputFile, append: true)
+            command.spec.stderr = .file(path: outputFile, append: true)
+        }
+        if command.controlStdio {
+            // Stdout is the control stream: nothing else may write there.
+            if command.jsonReport || (progressGiven && command.progress != .none) || outputFile == nil {
+                throw UsageError(message: "overtime run: --control-stdio takes stdin and stdout for the control stream: it needs --output FILE for CMD's output, and neither --json nor --progress other than none")
+            }
+            command.progress = .none
+            command.spec.stdin = .null
+        }
         command.spec.diagnose = diagnose.map { DiagnoseCommand($0, limit: diagnoseLimit ?? DiagnoseCommand.defaultLimit) }
         command.shutdownGrace = try parseShutdownGrace(option: shutdownGraceText, command: "overtime run")
         try command.engine.finish(command: "overtime run")
@@ -340,6 +370,16 @@ struct RunCommand {
             supervisor.shutdown()
             return 125
         }
+        if controlStdio {
+            do {
+                // Stdin's end: the head that started us is gone or done with us.
+                try supervisor.serveControlOnStandardStreams { [supervisor] in supervisor.cancelAll(reason: .shutdown) }
+            } catch {
+                Terminal.error("overtime: \(error)")
+                supervisor.shutdown()
+                return 125
+            }
+        }
         let task = supervisor.spawn(output.prepare(spec))
         let outcome = task.waitForOutcome()
         output.finish(outcome)
@@ -361,6 +401,8 @@ struct RunCommand {
         }
         engine.requeueIfAsked(shutdown: outcome.cancelReason == .shutdown, warnings: supervisor.engineWarningCount,
                               run: supervisor.runEngineCommand)
+        // The task's last event is on its way to the head: let it be taken before the loop goes.
+        if controlStdio { supervisor.flushStandardStreams(within: .seconds(5)) }
         supervisor.shutdown()
         return exit
     }

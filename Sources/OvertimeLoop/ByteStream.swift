@@ -42,6 +42,8 @@ public final class ByteStream: LoopHandleOwner {
     private var peerGone = false
     public private(set) var isClosed = false
     public private(set) var isPaused = false
+    /// Bytes written but not yet taken by the peer.
+    public var pendingOutput: Int { peerGone ? 0 : outgoing.count }
 
     /// Takes ownership of `fd` (closed with the stream).
     public init(loop: EventLoop, fd: Int32) throws(SystemError) {

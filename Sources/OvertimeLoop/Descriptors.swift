@@ -134,10 +134,20 @@ public enum Descriptors {
 
     /// Sends `bytes` without blocking and without SIGPIPE. Returns the count written (0 when
     /// the peer's buffer is full) or nil when the peer is gone.
+    ///
+    /// A descriptor that is not a socket (a standard stream that is a pipe, as a job step's
+    /// under srun is) is written with write(2) instead: the loop opened it non-blocking, and
+    /// a reader gone is EPIPE where SIGPIPE is ignored (the CLI ignores it).
     static func sendNonBlocking(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Int? {
         do throws(SystemError) {
             return try Syscall.retrying("send") {
                 send(fd, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT))
+            }
+        } catch where error.errno == ENOTSOCK {
+            do throws(SystemError) {
+                return try Syscall.retrying("write") { Glibc.write(fd, bytes.baseAddress, bytes.count) }
+            } catch {
+                return error.errno == EAGAIN || error.errno == EWOULDBLOCK ? 0 : nil
             }
         } catch {
             return error.errno == EAGAIN || error.errno == EWOULDBLOCK ? 0 : nil

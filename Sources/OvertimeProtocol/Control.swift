@@ -43,8 +43,10 @@ public struct ControlRequest: Sendable, Equatable {
         case status
         /// The live event stream, answered with `.watching` and then event lines.
         case watch
-        /// Cancel the task (reason `user`).
-        case cancel(task: String)
+        /// Cancel the task: reason `user` unless said (a batch's head passes on its own
+        /// reasons to a task it runs elsewhere: `shutdown`, `fail-fast`, `deadline`), with
+        /// the task's own grace unless said.
+        case cancel(task: String, reason: CancelReason = .user, grace: ControlDuration? = nil)
         /// Add `by` to the task's deadline; past `max-runtime` only when `pastMax`.
         case extend(task: String, by: ControlDuration, pastMax: Bool)
         /// The deadline becomes now + `after` (nil: 0) and progress no longer moves it.
@@ -92,9 +94,11 @@ public struct ControlRequest: Sendable, Equatable {
         switch op {
         case .status: w.string("status")
         case .watch: w.string("watch")
-        case let .cancel(task):
+        case let .cancel(task, reason, grace):
             w.string("cancel")
             w.key("task"); w.string(task)
+            if reason != .user { w.key("reason"); w.string(reason.rawValue) }
+            if let grace { w.key("grace"); grace.write(into: &w) }
         case let .extend(task, by, pastMax):
             w.string("extend")
             w.key("task"); w.string(task)
@@ -144,7 +148,20 @@ public struct ControlRequest: Sendable, Equatable {
         switch op {
         case "status": return ControlRequest(id: id, .status)
         case "watch": return ControlRequest(id: id, .watch)
-        case "cancel": return ControlRequest(id: id, .cancel(task: try task()))
+        case "cancel":
+            let task = try task()
+            var reason = CancelReason.user
+            switch value["reason"] {
+            case nil, .null?: break
+            case let .string(word)? where CancelReason(rawValue: word) != nil: reason = CancelReason(rawValue: word)!
+            default: throw refuse(.wrongType, "\"reason\" must be a cancel reason such as \"shutdown\"")
+            }
+            var grace: ControlDuration?
+            if let given = value["grace"], given != .null {
+                guard let duration = ControlDuration(given) else { throw refuse(.wrongType, "\"grace\" must be a duration such as \"10s\" or seconds") }
+                grace = duration
+            }
+            return ControlRequest(id: id, .cancel(task: task, reason: reason, grace: grace))
         case "extend":
             let task = try task()
             guard let by = ControlDuration(value["by"]) else { throw refuse(.wrongType, byProblem) }

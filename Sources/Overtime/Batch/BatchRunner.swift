@@ -638,7 +638,9 @@ extension BatchCore: ControlTarget {
         }
     }
 
-    func controlCancel(task: String, uid: UInt32) -> Result<String, ControlFailure> {
+    /// An operator's cancel of a batch task: always the batch's own (`user`), whatever the
+    /// request says; a batch's reasons are its own to give.
+    func controlCancel(task: String, reason _: CancelReason, grace _: Duration?, uid: UInt32) -> Result<String, ControlFailure> {
         index(of: task).map { index in
             recordOperator(index, "cancel", uid: uid)
             let now = TaskRunner.clock()

@@ -11,8 +11,9 @@ import Musl
 protocol ControlTarget: AnyObject {
     /// Every task the supervisor knows (docs/control.md).
     func controlStatus(now: MonotonicInstant) -> [TaskStatus]
-    /// Cancels `task` (reason `user`); the result is the reply's `result` word.
-    func controlCancel(task: String, uid: UInt32) -> Result<String, ControlFailure>
+    /// Cancels `task` with `reason` (`user` from `ctl`), with `grace` or the task's own; the
+    /// result is the reply's `result` word.
+    func controlCancel(task: String, reason: CancelReason, grace: Duration?, uid: UInt32) -> Result<String, ControlFailure>
     func controlExtend(task: String, by amount: Duration, pastMax: Bool, uid: UInt32) -> Result<String, ControlFailure>
     func controlRevoke(task: String, after: Duration, uid: UInt32) -> Result<String, ControlFailure>
 }
@@ -32,13 +33,22 @@ struct ControlFailure: Error {
 /// mid-request or floods the socket: each costs that client only.
 final class ControlServer {
     private final class Client {
-        let stream: ByteStream
+        /// Where its requests come from and where its replies go: one socket, or (a client
+        /// on the supervisor's own standard streams) stdin and stdout.
+        let reader: ByteStream
+        let writer: ByteStream
         let uid: UInt32
         var framer = LineFramer()
         var watching = false
-        init(stream: ByteStream, uid: UInt32) {
-            self.stream = stream
+        init(reader: ByteStream, writer: ByteStream, uid: UInt32) {
+            self.reader = reader
+            self.writer = writer
             self.uid = uid
+        }
+
+        func close() {
+            reader.close()
+            writer.close()
         }
     }
 
@@ -54,19 +64,31 @@ final class ControlServer {
     private let onRefused: (PeerCredentials?) -> Void
     private let ownUID = geteuid()
 
-    init(loop: EventLoop, path: String, target: any ControlTarget, onRefused: @escaping (PeerCredentials?) -> Void) throws(SystemError) {
-        self.path = path
+    /// - Parameter path: the socket to listen on; nil for a server with no socket, whose one
+    ///   client is attached (`attach(reading:writing:onEnd:)`).
+    init(loop: EventLoop, path: String?, target: any ControlTarget, onRefused: @escaping (PeerCredentials?) -> Void) throws(SystemError) {
+        self.path = path ?? ""
         self.target = target
         self.onRefused = onRefused
-        listener = try UnixListener(loop: loop, path: path) { [unowned self] stream, peer in
-            self.accept(stream, peer)
+        if let path {
+            listener = try UnixListener(loop: loop, path: path) { [unowned self] stream, peer in
+                self.accept(stream, peer)
+            }
         }
+    }
+
+    /// Serves a client on two streams the supervisor was given (its own stdin and stdout,
+    /// from whoever started it: an executor's head over `srun`). Trusted as the supervisor's
+    /// own user: it is the supervisor's parent's pipe. `onEnd` is told when its requests end.
+    func attach(reading: ByteStream, writing: ByteStream, onEnd: @escaping () -> Void) {
+        let client = Client(reader: reading, writer: writing, uid: ownUID)
+        serve(client, keepsWatching: true, onEnd: onEnd)
     }
 
     func close() {
         listener?.close()
         listener = nil
-        for client in clients.values { client.stream.close() }
+        for client in clients.values { client.close() }
         clients.removeAll()
         watcherCount = 0
     }
@@ -74,7 +96,7 @@ final class ControlServer {
     /// Sends a line to every client that asked to `watch`.
     func broadcast(_ line: [UInt8]) {
         for client in clients.values where client.watching {
-            client.stream.write(line)  // a slow watcher loses whole lines, never the supervisor's time
+            client.writer.write(line)  // a slow watcher loses whole lines, never the supervisor's time
         }
     }
 
@@ -85,17 +107,27 @@ final class ControlServer {
             onRefused(peer)
             return
         }
-        let client = Client(stream: stream, uid: peer.uid)
+        serve(Client(reader: stream, writer: stream, uid: peer.uid), onEnd: {})
+    }
+
+    /// - Parameter keepsWatching: the end of its requests leaves its event stream open (the
+    ///   head of an executor that closed its side still hears how the task ends, if it can).
+    private func serve(_ client: Client, keepsWatching: Bool = false, onEnd: @escaping () -> Void) {
         let key = ObjectIdentifier(client)
         clients[key] = client
-        stream.startReading(
+        client.reader.startReading(
             onData: { [unowned self] bytes in
                 client.framer.feed(bytes) { item in self.handle(item, from: client) }
             },
             onEnd: { [unowned self] _ in
-                client.stream.close()
-                if client.watching { self.watcherCount -= 1 }
-                self.clients[key] = nil
+                if keepsWatching {
+                    client.reader.close()
+                } else {
+                    client.close()
+                    if client.watching { self.watcherCount -= 1 }
+                    self.clients[key] = nil
+                }
+                onEnd()
             }
         )
     }
@@ -103,7 +135,7 @@ final class ControlServer {
     private func handle(_ item: LineFramer.Item, from client: Client) {
         switch item {
         case .overlong:
-            client.stream.write(ControlReply(.failed("request line longer than 64 KiB")).encoded())
+            client.writer.write(ControlReply(.failed("request line longer than 64 KiB")).encoded())
         case let .line(line):
             guard !line.allSatisfy({ $0 == 0x20 || $0 == 0x0D }) else { return }
             let reply: ControlReply
@@ -113,7 +145,7 @@ final class ControlServer {
             } catch {
                 reply = ControlReply(id: error.id, .failed(error.problem.message))
             }
-            client.stream.write(reply.encoded())
+            client.writer.write(reply.encoded())
         }
     }
 
@@ -127,8 +159,13 @@ final class ControlServer {
             if !client.watching { watcherCount += 1 }
             client.watching = true
             return .watching
-        case let .cancel(task):
-            result = target.controlCancel(task: task, uid: client.uid)
+        case let .cancel(task, reason, grace):
+            var graceGiven: Duration?
+            if let grace {
+                guard let duration = grace.duration else { return .failed("\"grace\" must be a duration such as \"10s\" or seconds") }
+                graceGiven = duration
+            }
+            result = target.controlCancel(task: task, reason: reason, grace: graceGiven, uid: client.uid)
         case let .extend(task, by, pastMax):
             guard let amount = by.duration, amount > .zero else { return .failed(ControlRequest.byProblem) }
             result = target.controlExtend(task: task, by: amount, pastMax: pastMax, uid: client.uid)

@@ -58,10 +58,10 @@ extension SupervisorCore: ControlTarget {
         return .failure(ControlFailure("no running task named '\(name)'"))
     }
 
-    func controlCancel(task: String, uid: UInt32) -> Result<String, ControlFailure> {
+    func controlCancel(task: String, reason: CancelReason, grace: Duration?, uid: UInt32) -> Result<String, ControlFailure> {
         runner(named: task).flatMap { runner in
-            runner.recordOperator("cancel", uid: uid)
-            return ControlWords.cancel(runner.cancel(reason: .user, grace: nil))
+            runner.recordOperator(reason == .user ? "cancel" : "cancel (\(reason.rawValue))", uid: uid)
+            return ControlWords.cancel(runner.cancel(reason: reason, grace: grace))
         }
     }
 
