@@ -348,7 +348,7 @@ static int kill_listed(const char *directory) {
             char c = buffer[i];
             if (c >= '0' && c <= '9') {
                 value = (value < 0 ? 0 : value * 10) + (c - '0');
-            } else if (value >= 0) {
+            } else if (value > 0) {   // a pid outside our pid namespace reads as 0: never kill(0)
                 child_call(SYS_kill, value, SIGKILL, 0, 0);
                 listed++;
                 value = -1;
@@ -464,6 +464,7 @@ __attribute__((noreturn)) static void run_group_guard(int channel, pid_t supervi
 }
 
 pid_t overtime_start_group_guard(int *channel, const char *_Nullable const *_Nullable cgroup_trees, int count) {
+    bind_child_functions();   // strlen, memcpy and friends, bound before the fork that calls them
     int ends[2];
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ends) < 0) return -1;
     sigset_t all, previous;

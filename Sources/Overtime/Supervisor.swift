@@ -58,9 +58,9 @@ public final class Supervisor: Sendable {
         let core = SupervisorCore(runID: runID)
         core.sinks = sinks
         if request == .automatic {
-            let probe = CgroupProbe.probe()
-            core.cgroups = CgroupTree(probe: probe, runID: runID)
-            containment = Containment(tree: core.cgroups, notes: probe.unavailable)
+            let (tree, notes) = CgroupTree.make(probe: CgroupProbe.probe(), runID: runID)
+            core.cgroups = tree
+            containment = Containment(tree: tree, notes: notes)
         } else {
             containment = Containment.off
         }

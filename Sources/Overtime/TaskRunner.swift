@@ -585,6 +585,7 @@ final class TaskRunner {
 
     /// The task as `overtime ctl status` shows it.
     func status(now: MonotonicInstant) -> TaskStatus {
+        let cpu = cpuSoFar()
         let state: TaskStatus.State = switch machine.phase {
         case .running: .running
         case let .cancelling(reason): .cancelling(reason)
@@ -594,7 +595,7 @@ final class TaskRunner {
                                    remaining: machine.remaining(at: now)?.seconds, progress: machine.lastProgress,
                                    reporters: machine.reporters.count, memory: currentMemory(),
                                    peakMemory: cgroup?.peakMemory() ?? (machine.peakMemory > 0 ? machine.peakMemory : nil),
-                                   cpuUser: cpuSoFar()?.user, cpuSystem: cpuSoFar()?.system)
+                                   cpuUser: cpu?.user, cpuSystem: cpu?.system)
         return TaskStatus(name: ref.name, state: state, live: live)
     }
 
@@ -642,7 +643,7 @@ final class TaskRunner {
         switch memoryMeasure {
         case let .cgroup(cgroup): return cgroup.memoryInUse()
         case let .processes(cgroup): return ProcessMemory.residentSum(cgroup.processIDs())
-        case let .session(leader): return ProcessMemory.residentSum([leader])
+        case let .session(leader): return ProcessMemory.residentBySession()[leader]   // as the watchdog measures it
         case .none: return nil
         }
     }
@@ -681,7 +682,26 @@ final class TaskRunner {
 
     /// The diagnose command while it runs, and the descriptor its output goes to (the
     /// task's stderr, its log, or a pipe to the task's output handler).
-    private var diagnosis: (process: ChildProcess, output: Int32, startedAt: MonotonicInstant)?
+    private var diagnosis: (process: ChildProcess, notes: DiagnosisNotes, startedAt: MonotonicInstant)?
+
+    /// Where the lines around a diagnosis go: the descriptor its output goes to, or, when
+    /// that is a pipe only the loop drains, a non-blocking descriptor of that pipe of its own,
+    /// so that a note never waits on a full pipe (the loop would wait on itself).
+    struct DiagnosisNotes {
+        let fd: Int32
+        let nonBlocking: Bool
+
+        func write(_ text: String) {
+            let bytes = Array(text.utf8)
+            if nonBlocking {
+                _ = bytes.withUnsafeBytes { Descriptors.writeSome(fd, $0) }   // a full pipe: the note goes
+            } else {
+                try? Descriptors.writeAll(fd, bytes)
+            }
+        }
+
+        func close() { Descriptors.close(fd) }
+    }
 
     /// Starts the diagnose command against the still-running leader (DESIGN §7). Outside
     /// the task's cgroup and group, so the cancel that follows does not kill it too.
@@ -691,14 +711,16 @@ final class TaskRunner {
             return
         }
         let output: Int32
+        let notes: DiagnosisNotes
         do {
-            output = try diagnosisOutput()
+            (output, notes) = try diagnosisOutput()
         } catch {
             diagnosisOver()
             return
         }
+        defer { if output != notes.fd { Descriptors.close(output) } }
         let command = diagnose.command(pid: pid)
-        Self.note(output, "overtime: \(spec.name): \(machine.cancelReason?.rawValue ?? "cancel") due; diagnosing first (at most \(DurationText.format(diagnose.limit))): \(command)\n")
+        notes.write("overtime: \(spec.name): \(machine.cancelReason?.rawValue ?? "cancel") due; diagnosing first (at most \(DurationText.format(diagnose.limit))): \(command)\n")
         let request = SpawnRequest(arguments: ["/bin/sh", "-c", command], baseEnvironment: core.inheritedEnvironment,
                                    environment: ["OVERTIME_TASK_PID=\(pid)", "OVERTIME_TASK=\(spec.name)"],
                                    workingDirectory: spec.workingDirectory,
@@ -707,28 +729,34 @@ final class TaskRunner {
             let child = try ChildProcess(loop: supervisor.loop, request: request) { [weak self] exit in
                 self?.diagnosisExited(exit)
             }
-            diagnosis = (child, output, Self.clock())
+            diagnosis = (child, notes, Self.clock())
         } catch {
-            Self.note(output, "overtime: \(spec.name): the diagnose command could not start: \(error)\n")
-            Descriptors.close(output)
+            notes.write("overtime: \(spec.name): the diagnose command could not start: \(error)\n")
+            notes.close()
             diagnosisOver()
         }
     }
 
-    /// Where the diagnosis writes: a descriptor of its own (closed once it has exited).
-    private func diagnosisOutput() throws(SystemError) -> Int32 {
+    /// Where the diagnosis writes (the command's descriptor, closed once it is spawned), and
+    /// where the lines around it go (closed once it has exited). A log is appended to, as the
+    /// task's own logs are opened.
+    private func diagnosisOutput() throws(SystemError) -> (output: Int32, notes: DiagnosisNotes) {
+        let fd: Int32
         switch spec.stderr {
-        case .inherit: return try Descriptors.duplicate(2)
-        case .discard: return try Descriptors.openNull(forWriting: true)
-        case let .file(path, _): return try Descriptors.openForWriting(path, append: true)
+        case .inherit: fd = try Descriptors.duplicate(2)
+        case .discard: fd = try Descriptors.openNull(forWriting: true)
+        case let .file(path, _): fd = try Descriptors.openForWriting(path, append: true)
         case let .capture(sink), let .terminal(_, _, sink):
             var writeEnd: [Int32] = []
-            return try capturePipe(into: sink, valve: nil, &writeEnd)
+            let output = try capturePipe(into: sink, valve: nil, &writeEnd)
+            do {
+                return (output, DiagnosisNotes(fd: try Descriptors.reopenNonBlocking(output), nonBlocking: true))
+            } catch {
+                Descriptors.close(output)
+                throw error
+            }
         }
-    }
-
-    private static func note(_ fd: Int32, _ text: String) {
-        try? Descriptors.writeAll(fd, Array(text.utf8))
+        return (fd, DiagnosisNotes(fd: fd, nonBlocking: false))
     }
 
     private func diagnosisExited(_ exit: ChildExit) {
@@ -738,19 +766,25 @@ final class TaskRunner {
         case let .exited(code): "exited \(code)"
         case let .signaled(signal): "died of \(Signal(rawValue: signal).name)"
         }
-        Self.note(running.output, "overtime: \(spec.name): the diagnose command \(how) after \(DurationText.format(Self.clock() - running.startedAt))\n")
-        Descriptors.close(running.output)
+        running.notes.write("overtime: \(spec.name): the diagnose command \(how) after \(DurationText.format(Self.clock() - running.startedAt))\n")
+        running.notes.close()
         diagnosisOver()
     }
 
-    /// The machine's limit for the diagnosis passed (or the task ended): SIGKILL to it,
-    /// said now (the task, and the supervisor, may be gone before its exit is heard).
-    private func cutDiagnosis() {
-        guard let running = diagnosis else { return }
+    /// The diagnosis must stop (its limit passed, a cancel that cannot wait came, the task
+    /// ended): SIGKILL to it, said now (the task, and the supervisor, may be gone before its
+    /// exit is heard).
+    private func cutDiagnosis(_ end: TaskMachine.DiagnosisEnd) {
+        guard let running = diagnosis else { return }   // it ended by itself: said already
         diagnosis = nil
         running.process.signalGroup(Signal.kill.rawValue)
-        Self.note(running.output, "overtime: \(spec.name): the diagnose command was cut at its limit after \(DurationText.format(Self.clock() - running.startedAt))\n")
-        Descriptors.close(running.output)
+        let why = switch end {
+        case .limitReached: "at its limit"
+        case .preempted: "a cancel that could not wait came"
+        case .taskEnded, .finished: "the task ended"
+        }
+        running.notes.write("overtime: \(spec.name): the diagnose command was cut (\(why)) after \(DurationText.format(Self.clock() - running.startedAt))\n")
+        running.notes.close()
     }
 
     private func diagnosisOver() {
@@ -820,8 +854,8 @@ final class TaskRunner {
                 supervisor.emit(TaskEvent(task: ref, time: now, kind: kind))
             case .diagnose:
                 startDiagnosis()
-            case .endDiagnosis:
-                cutDiagnosis()
+            case let .endDiagnosis(end):
+                cutDiagnosis(end)
             }
         }
         spareActions = actions
@@ -912,6 +946,7 @@ final class TaskRunner {
         channel?.paceTimer?.close()
         closeReporters()
         core.runners[ref.id] = nil
+        cutDiagnosis(.taskEnded)
         core.memoryWatch.forget(ref.id)
         memoryLevels?.close()
         memoryLevels = nil

@@ -119,7 +119,7 @@ struct RunCommand {
     Exit status (as GNU timeout):
       CMD's own status     it exited by itself (or after a user/shutdown cancel)
       N                    --shutdown-exit-code N: after a shutdown cancel it survived
-      124                  cancelled for timeout, deadline or revoked; exited within grace
+      124                  cancelled for timeout, deadline, revoked or memory; exited within grace
       137                  it had to be SIGKILLed
       128+N                it died of signal N that Overtime did not send
       130                  after Ctrl-C, it died of the SIGTERM of its 'user' cancel
@@ -384,7 +384,9 @@ struct RunCommand {
         let outcome = task.waitForOutcome()
         output.finish(outcome)
         let exit: Int32
-        if let code = engine.shutdownExitCode, outcome.cancelReason == .shutdown, !outcome.killed {
+        // Only a task that ended within the shutdown's grace survived it (not one the OOM
+        // killer or anyone's SIGKILL ended meanwhile).
+        if let code = engine.shutdownExitCode, outcome.cancelReason == .shutdown, outcome.kind == .cancelled {
             // It survived the preemption: its own status would tell the engine it was done.
             exit = code
         } else {

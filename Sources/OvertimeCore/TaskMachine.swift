@@ -36,7 +36,19 @@ public struct TaskMachine: Sendable {
         /// diagnosis at `policy.diagnoseLimit`); tell `diagnosisEnded` when it is over.
         case diagnose
         /// The diagnosis is over (ended or cut at its limit): stop the command if it runs.
-        case endDiagnosis
+        case endDiagnosis(DiagnosisEnd)
+    }
+
+    /// Why a diagnosis is over, for the line that closes its output.
+    public enum DiagnosisEnd: Sendable, Equatable {
+        /// The command ended by itself.
+        case finished
+        /// Its limit passed: the command is cut.
+        case limitReached
+        /// A cancel that cannot wait came (a shutdown, an operator, a second signal).
+        case preempted
+        /// The task ended by itself meanwhile.
+        case taskEnded
     }
 
     /// Who a message from the supervisor is for.
@@ -333,7 +345,7 @@ public struct TaskMachine: Sendable {
         case let .diagnosing(diagnosis):
             // The diagnose command's time is up: the cancel goes out whatever it is doing.
             guard diagnosis.until <= now else { return }
-            diagnosisEnded(now: now, into: &actions)
+            diagnosisEnded(.limitReached, now: now, into: &actions)
         case var .cancelling(cancel):
             guard !cancel.killSent, cancel.killAt <= now else { return }
             cancel.killSent = true
@@ -358,9 +370,9 @@ public struct TaskMachine: Sendable {
     }
 
     /// The diagnose command ended (or its limit passed): now the cancel it held back.
-    public mutating func diagnosisEnded(now: MonotonicInstant, into actions: inout [Action]) {
+    public mutating func diagnosisEnded(_ end: DiagnosisEnd = .finished, now: MonotonicInstant, into actions: inout [Action]) {
         guard case let .diagnosing(diagnosis) = stage else { return }
-        actions.append(.endDiagnosis)
+        actions.append(.endDiagnosis(end))
         stage = .running
         _ = cancel(reason: diagnosis.reason, now: now, into: &actions)
     }
@@ -371,7 +383,14 @@ public struct TaskMachine: Sendable {
         switch stage {
         case .exited: return .alreadyFinished
         case let .cancelling(existing): return .alreadyCancelling(existing.reason)
-        case let .diagnosing(diagnosis): return .alreadyCancelling(diagnosis.reason)
+        case let .diagnosing(diagnosis) where diagnosis.reason == reason && grace == nil:
+            return .alreadyCancelling(diagnosis.reason)
+        case .diagnosing:
+            // Another reason (a shutdown, an operator, Ctrl-C) or a grace of its own (a
+            // shutdown's, fitted into the engine's): no time for the diagnosis, the cancel
+            // goes out now with that reason.
+            actions.append(.endDiagnosis(.preempted))
+            stage = .running
         case .running: break
         }
         let grace = max(.zero, grace ?? policy.grace)
@@ -392,7 +411,7 @@ public struct TaskMachine: Sendable {
     public mutating func escalate(now: MonotonicInstant, into actions: inout [Action]) -> Bool {
         if case .diagnosing = stage {
             // No time for the diagnosis: the cancel goes out, and SIGKILL right after it.
-            diagnosisEnded(now: now, into: &actions)
+            diagnosisEnded(.preempted, now: now, into: &actions)
         }
         guard case var .cancelling(cancel) = stage, !cancel.killSent else { return false }
         cancel.killSent = true
@@ -440,7 +459,14 @@ public struct TaskMachine: Sendable {
     /// The process was reaped. From here on nothing is signalled except the leftovers sweep.
     public mutating func exited(into actions: inout [Action]) {
         if case .exited = stage { return }
-        if case .diagnosing = stage { actions.append(.endDiagnosis) }
+        if case .diagnosing = stage {
+            // It ended on its own before its cancel went out: no cancel to report (the
+            // `diagnosing` event says what was due), its own status stands.
+            actions.append(.endDiagnosis(.taskEnded))
+            stage = .exited(nil)
+            actions.append(.killLeftovers)
+            return
+        }
         stage = .exited(cancellation)
         actions.append(.killLeftovers)
     }

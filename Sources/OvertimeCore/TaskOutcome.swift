@@ -71,7 +71,7 @@ public struct TaskOutcome: Sendable, Equatable {
     /// counter; nil where it had none (nothing counts them then).
     public var oomKills: Int?
     /// Without a counter: it died of a SIGKILL nobody here sent while its memory, last
-    /// sampled, was near a limit (its `memory-max`, or its cgroup's). Evidence, not proof.
+    /// sampled, was within a tenth of its `memory-max`. Evidence, not proof.
     public var likelyOOM = false
     /// When it died of a signal: whether Overtime sent it (its cancel's SIGTERM, SIGKILL
     /// after grace), passed it on (a signal the supervisor received), or neither.
@@ -106,6 +106,9 @@ public struct TaskOutcome: Sendable, Equatable {
         if succeeded { return .succeeded }
         if let oomKills, oomKills > 0 { return .oom }
         if killed { return .killed }
+        // Cancelled, then killed by someone else's SIGKILL before the end of grace: not an
+        // end within grace, and not Overtime's doing.
+        if cancelReason != nil, termination == .signaled(.kill), signalSender != .overtime { return .signal }
         if cancelReason != nil { return .cancelled }
         if case .signaled = termination, signalSender != .overtime { return .signal }
         return .failed

@@ -13,7 +13,9 @@ import Musl
 public struct CgroupProbe: Sendable, Equatable {
     /// The supervisor's own directory in the v2 hierarchy, when it is mounted and writable.
     public var v2Directory: String?
-    /// The controllers the v2 directory offers its children (`cgroup.controllers`).
+    /// The controllers the v2 directory hands down to its children, its own
+    /// `cgroup.subtree_control` (what it may merely offer, `cgroup.controllers`, cannot be
+    /// turned on there while the supervisor is a process in it).
     public var v2Controllers: [String] = []
     /// The supervisor's own directory in the v1 memory hierarchy, when mounted and writable.
     public var v1MemoryDirectory: String?
@@ -38,7 +40,7 @@ public struct CgroupProbe: Sendable, Equatable {
             let directory = Self.join(v2Mount, v2Path)
             if access(directory, W_OK) == 0 {
                 probe.v2Directory = directory
-                probe.v2Controllers = Self.words(Descriptors.readWholeFile(directory + "/cgroup.controllers"))
+                probe.v2Controllers = Self.words(Descriptors.readWholeFile(directory + "/cgroup.subtree_control"))
             } else {
                 probe.unavailable.append("cgroup v2 at \(directory) is not writable here")
             }
@@ -71,7 +73,7 @@ public struct CgroupProbe: Sendable, Equatable {
             let mountPoint = Self.unescape(fields[4])
             let type = fields[dash + 1]
             let superOptions = fields[dash + 3].split(separator: ",")
-            guard root == "/" else { continue }
+            guard root == "/" else { continue }   // a mount of a subtree only: its paths are not ours
             if type == "cgroup2", v2 == nil { v2 = mountPoint }
             if type == "cgroup", superOptions.contains("memory"), v1Memory == nil { v1Memory = mountPoint }
         }
@@ -129,10 +131,11 @@ public final class CgroupTree {
     /// The run's v1 memory directory: memory use, the hard limit, the OOM counter.
     public let v1MemoryDirectory: String?
     /// Why a hierarchy the probe found could not be used after all.
-    public private(set) var problems: [String]
+    public let problems: [String]
 
-    /// Makes the run's directories. Nil when neither could be made.
-    public init?(probe: CgroupProbe, runID: String) {
+    /// Makes the run's directories: the tree (nil when neither could be made) and why it is
+    /// not more than it is.
+    public static func make(probe: CgroupProbe, runID: String) -> (tree: CgroupTree?, notes: [String]) {
         var problems = probe.unavailable
         var v2: String?
         var v2Memory = false
@@ -143,10 +146,10 @@ public final class CgroupTree {
                 // The tasks get the memory controller where the supervisor's own cgroup
                 // hands it down; turning it on here needs no process moved.
                 if probe.v2Controllers.contains("memory") {
-                    v2Memory = Self.write("+memory", to: directory + "/cgroup.subtree_control") == 0
+                    v2Memory = write("+memory", to: directory + "/cgroup.subtree_control") == 0
                     if !v2Memory { problems.append("the cgroup v2 memory controller could not be enabled below \(directory)") }
                 } else {
-                    problems.append("cgroup v2 here offers no memory controller (\(probe.v2Controllers.isEmpty ? "none" : probe.v2Controllers.joined(separator: ", ")))")
+                    problems.append("cgroup v2 here hands down no memory controller to Overtime's cgroup (\(probe.v2Controllers.isEmpty ? "none" : probe.v2Controllers.joined(separator: ", ")))")
                 }
             } else {
                 problems.append("cannot create \(directory): \(String(cString: strerror(errno)))")
@@ -161,7 +164,11 @@ public final class CgroupTree {
                 problems.append("cannot create \(directory): \(String(cString: strerror(errno)))")
             }
         }
-        guard v2 != nil || v1 != nil else { return nil }
+        guard v2 != nil || v1 != nil else { return (nil, problems) }
+        return (CgroupTree(v2: v2, v2Memory: v2Memory, v1: v1, problems: problems), problems)
+    }
+
+    private init(v2: String?, v2Memory: Bool, v1: String?, problems: [String]) {
         v2Directory = v2
         self.v2Memory = v2Memory
         v1MemoryDirectory = v1
@@ -270,7 +277,9 @@ public final class TaskCgroup {
     /// else the list, again until it is empty (bounded: a fork bomb is killed as it forks).
     public func killAll() {
         if let v2Directory, CgroupTree.write("1", to: v2Directory + "/cgroup.kill") == 0 { return }
-        for _ in 0..<100 where signalAll(SIGKILL) > 0 {}
+        for _ in 0..<100 {
+            if signalAll(SIGKILL) == 0 { break }
+        }
     }
 
     /// Whether a process is left in it.
@@ -452,14 +461,21 @@ public final class MemoryLevelWatch: LoopHandleOwner {
         usageFD = usage
         self.onCrossed = onCrossed
         handle = .allocate(capacity: 1)
-        uv_poll_init(loop.uvLoop, handle, events)
+        guard uv_poll_init(loop.uvLoop, handle, events) == 0 else {
+            handle.deallocate()
+            closed = true
+            return nil   // deinit closes the two descriptors
+        }
         handle.pointee.data = Unmanaged.passRetained(self).toOpaque()
         uv_poll_start(handle, Int32(UV_READABLE.rawValue), Self.readable)
     }
 
     private static let readable: uv_poll_cb = { h, status, _ in
-        guard status >= 0 else { return }
-        Unmanaged<MemoryLevelWatch>.fromOpaque(h!.pointee.data).takeUnretainedValue().crossed()
+        let watch = Unmanaged<MemoryLevelWatch>.fromOpaque(h!.pointee.data).takeUnretainedValue()
+        // An error on the eventfd would come back on every turn: stop listening (the
+        // samples go on).
+        guard status >= 0 else { return watch.close() }
+        watch.crossed()
     }
 
     private func crossed() {

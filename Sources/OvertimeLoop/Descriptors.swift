@@ -45,12 +45,25 @@ public enum Descriptors {
         return try syscall("open \(path)") { open(path, flags, 0o644) }
     }
 
-    /// Opens `/dev/null` (for a task's stdin, or output nobody wants).
+    /// One non-blocking write of what `fd` takes now: the count (0 when full), or nil when
+    /// the reader is gone.
+    public static func writeSome(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Int? {
+        sendNonBlocking(fd, bytes)
+    }
+
+    /// A descriptor of the same pipe (or file) as `fd` with an open file description of its
+    /// own, non-blocking (`/proc/self/fd`): writes through it never wait, while `fd` — which a
+    /// child may share — stays as it was.
+    public static func reopenNonBlocking(_ fd: Int32) throws(SystemError) -> Int32 {
+        try Syscall.retrying("reopen descriptor \(fd)") { open("/proc/self/fd/\(fd)", O_WRONLY | O_NONBLOCK | O_CLOEXEC) }
+    }
+
     /// A close-on-exec copy of `fd`.
     public static func duplicate(_ fd: Int32) throws(SystemError) -> Int32 {
         try Syscall.retrying("duplicate descriptor \(fd)") { fcntl(fd, F_DUPFD_CLOEXEC, 3) }
     }
 
+    /// Opens `/dev/null` (for a task's stdin, or output nobody wants).
     public static func openNull(forWriting: Bool) throws(SystemError) -> Int32 {
         try syscall("open /dev/null") { open("/dev/null", (forWriting ? O_WRONLY : O_RDONLY) | O_CLOEXEC) }
     }

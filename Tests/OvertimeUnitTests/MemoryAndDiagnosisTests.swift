@@ -95,7 +95,7 @@ import Testing
         #expect(machine.nextWake == due + .seconds(3))
         actions.removeAll()
         machine.diagnosisEnded(now: due + .seconds(1), into: &actions)
-        #expect(actions.first == .endDiagnosis)
+        #expect(actions.first == .endDiagnosis(.finished))
         #expect(actions.contains(.send(.cancel(reason: .timeout, grace: 5), to: .everyReporter)))
         #expect(machine.killAt == due + .seconds(6))
     }
@@ -105,7 +105,7 @@ import Testing
         machine.tick(now: Self.start + .seconds(10), into: &actions)
         actions.removeAll()
         machine.tick(now: Self.start + .seconds(13), into: &actions)
-        #expect(actions.first == .endDiagnosis)
+        #expect(actions.first == .endDiagnosis(.limitReached))
         #expect(actions.contains(.signalGroup(.terminate)))
     }
 
@@ -118,7 +118,28 @@ import Testing
         #expect(more.contains(.diagnose))
         more.removeAll()
         #expect(other.escalate(now: Self.start, into: &more))
-        #expect(more.contains(.endDiagnosis) && more.contains(.signalGroup(.kill)))
+        #expect(more.contains(.endDiagnosis(.preempted)) && more.contains(.signalGroup(.kill)))
+    }
+
+    @Test func aShutdownDuringADiagnosisCutsItAndCancelsAtOnceWithItsReasonAndGrace() {
+        var (machine, actions) = Self.machine(diagnose: .seconds(10), budget: .seconds(10))
+        let due = Self.start + .seconds(10)
+        machine.tick(now: due, into: &actions)
+        actions.removeAll()
+        #expect(machine.cancel(reason: .timeout, now: due, into: &actions) == .alreadyCancelling(.timeout))
+        #expect(machine.cancel(reason: .shutdown, grace: .seconds(2), now: due, into: &actions) == .cancelling)
+        #expect(actions.first == .endDiagnosis(.preempted))
+        #expect(actions.contains(.send(.cancel(reason: .shutdown, grace: 2), to: .everyReporter)))
+        #expect(machine.cancelReason == .shutdown && machine.killAt == due + .seconds(2))
+    }
+
+    @Test func aTaskThatEndsDuringItsDiagnosisWasNotCancelled() {
+        var (machine, actions) = Self.machine(diagnose: .seconds(10), budget: .seconds(10))
+        machine.tick(now: Self.start + .seconds(10), into: &actions)
+        actions.removeAll()
+        machine.exited(into: &actions)
+        #expect(actions == [.endDiagnosis(.taskEnded), .killLeftovers])
+        #expect(machine.cancelReason == nil)
     }
 
     // MARK: Sizes
