@@ -20,7 +20,7 @@ enum CLIContainers {
     static let image = "localhost/overtime-cli-tests"
 
     struct Setup: Sendable {
-        /// The test's environment plus what `scripts/containers env` exports
+        /// The test's environment plus the exports `scripts/containers up` prints
         /// (CONTAINERS_CONF: the runtime and limits that started a container here).
         var environment: [String: String]
     }
@@ -305,6 +305,7 @@ struct CLIContainerTests {
             #expect(CLIJSON.int(report["overtime_exit_code"]) == 124, "\(r)")
             #expect(CLIJSON.int(report["oom_kills"]) ?? 0 == 0, "the kernel killed it before Overtime did: \(r)")
             let peak = CLIJSON.int(report["peak_memory"]) ?? 0
+            print("containers: memory cancel at a peak of \(peak >> 20) MiB, reason \(report["cancel_reason"] ?? "none")")
             #expect(peak >= 140 << 20 && peak < 300 << 20, "peak \(peak): not near the 150M max, or past the container's 300m")
 
             // What containment the container allows: a cgroup per task needs a writable
