@@ -34,7 +34,8 @@ public struct CgroupProbe: Sendable, Equatable {
         var probe = CgroupProbe()
         let mounts = Descriptors.readWholeFile("/proc/self/mountinfo").map { String(decoding: $0, as: UTF8.self) } ?? ""
         let membership = Descriptors.readWholeFile("/proc/self/cgroup").map { String(decoding: $0, as: UTF8.self) } ?? ""
-        let (v2Mount, v1MemoryMount) = Self.mountPoints(mountinfo: mounts)
+        let found = Self.mounts(mountinfo: mounts)
+        let (v2Mount, v1MemoryMount) = (found.v2, found.v1Memory)
         let (v2Path, v1MemoryPath) = Self.ownPaths(procSelfCgroup: membership)
         if let v2Mount, let v2Path {
             let directory = Self.join(v2Mount, v2Path)
@@ -45,7 +46,8 @@ public struct CgroupProbe: Sendable, Equatable {
                 probe.unavailable.append("cgroup v2 at \(directory) is not writable here")
             }
         } else {
-            probe.unavailable.append("no cgroup v2 hierarchy is mounted")
+            probe.unavailable.append(found.v2Subtree ? "cgroup v2 is mounted here only at a subtree of its hierarchy (a container's view)"
+                                                     : "no cgroup v2 hierarchy is mounted")
         }
         if let v1MemoryMount, let v1MemoryPath {
             let directory = Self.join(v1MemoryMount, v1MemoryPath)
@@ -55,7 +57,8 @@ public struct CgroupProbe: Sendable, Equatable {
                 probe.unavailable.append("the cgroup v1 memory hierarchy at \(directory) is not writable here")
             }
         } else if !probe.v2Controllers.contains("memory") {
-            probe.unavailable.append("no cgroup v1 memory hierarchy is mounted")
+            probe.unavailable.append(found.v1MemorySubtree ? "the cgroup v1 memory hierarchy is mounted here only at a subtree of it (a container's view)"
+                                                           : "no cgroup v1 memory hierarchy is mounted")
         }
         return probe
     }
@@ -64,8 +67,17 @@ public struct CgroupProbe: Sendable, Equatable {
     /// OPTIONS … - FSTYPE SOURCE SUPEROPTIONS"). A hierarchy mounted twice counts once: the
     /// first mount whose root is the hierarchy's root ("/").
     static func mountPoints(mountinfo: String) -> (v2: String?, v1Memory: String?) {
+        let found = mounts(mountinfo: mountinfo)
+        return (found.v2, found.v1Memory)
+    }
+
+    /// Also whether a hierarchy is mounted only at one of its subtrees (a container's view of
+    /// its own cgroup): there, /proc/self/cgroup's paths cannot be found under the mount.
+    static func mounts(mountinfo: String) -> (v2: String?, v1Memory: String?, v2Subtree: Bool, v1MemorySubtree: Bool) {
         var v2: String?
         var v1Memory: String?
+        var v2Subtree = false
+        var v1MemorySubtree = false
         for line in mountinfo.split(separator: "\n") {
             let fields = line.split(separator: " ").map(String.init)
             guard let dash = fields.firstIndex(of: "-"), fields.count > dash + 3, fields.count > 4 else { continue }
@@ -73,11 +85,16 @@ public struct CgroupProbe: Sendable, Equatable {
             let mountPoint = Self.unescape(fields[4])
             let type = fields[dash + 1]
             let superOptions = fields[dash + 3].split(separator: ",")
-            guard root == "/" else { continue }   // a mount of a subtree only: its paths are not ours
+            let memory = type == "cgroup" && superOptions.contains("memory")
+            guard root == "/" else {
+                if type == "cgroup2" { v2Subtree = true }
+                if memory { v1MemorySubtree = true }
+                continue
+            }
             if type == "cgroup2", v2 == nil { v2 = mountPoint }
-            if type == "cgroup", superOptions.contains("memory"), v1Memory == nil { v1Memory = mountPoint }
+            if memory, v1Memory == nil { v1Memory = mountPoint }
         }
-        return (v2, v1Memory)
+        return (v2, v1Memory, v2Subtree, v1MemorySubtree)
     }
 
     /// This process's path in the v2 hierarchy ("0::/path") and in the v1 memory one
