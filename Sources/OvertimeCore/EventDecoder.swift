@@ -125,9 +125,12 @@ public enum EventDecoder {
         }
 
         static func progress(in fields: Fields) throws(ProtocolError) -> Progress {
-            Progress(completed: try fields.optionalCount("completed"), total: try fields.optionalCount("total"),
-                     fraction: try fields.optionalNumber("fraction"), title: try fields.optionalString("title"),
-                     detail: try fields.optionalString("detail"), bar: try fields.optionalString("bar"))
+            let completed = try fields.optionalCount("completed"), total = try fields.optionalCount("total")
+            // The encoder writes the share done beside a count it was computed from; read
+            // back, the count is what was reported, and the share follows from it again.
+            let fraction = completed != nil && total != nil ? nil : try fields.optionalNumber("fraction")
+            return Progress(completed: completed, total: total, fraction: fraction, title: try fields.optionalString("title"),
+                            detail: try fields.optionalString("detail"), bar: try fields.optionalString("bar"))
         }
 
         func budgetCause() throws(ProtocolError) -> BudgetChange {
