@@ -42,7 +42,7 @@ final class MemoryWatch {
         // v2 cgroup to list its processes), however many there are.
         var bySession: [Int32: UInt64]?
         for id in Array(watched) {
-            guard let runner = core.runners[id] else {
+            guard let runner = core.runners[id] as? TaskRunner else {
                 watched.remove(id)
                 continue
             }

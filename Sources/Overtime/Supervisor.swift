@@ -93,6 +93,26 @@ public final class Supervisor: Sendable {
         return handle
     }
 
+    /// Starts a task elsewhere through an executor (DESIGN §8): the launcher runs `overtime
+    /// run --control-stdio` there, whose events come back as this task's and which takes this
+    /// task's requests; the task's output is appended to `log`, a file the remote side
+    /// reaches at the same path (a shared filesystem). Failures come as the outcome.
+    public func spawn(_ spec: TaskSpec, via launcher: RemoteLauncher, log: String) -> TaskHandle {
+        let ref = TaskRef(id: nextTaskID.add(1, ordering: .relaxed).oldValue, name: spec.name)
+        let handle = TaskHandle(ref: ref, supervisor: self)
+        let core = self.core
+        let accepted = loop.execute { [self] in
+            RemoteTaskRunner(spec: spec, launcher: launcher, log: log, handle: handle, supervisor: self, core: core.value).start()
+        }
+        if !accepted {
+            handle.complete(TaskOutcome(task: ref, pid: nil,
+                                        termination: .failedToStart(SpawnFailure(errno: 0, message: "the supervisor has shut down", beforeExec: true)),
+                                        cancelReason: nil, killed: false, elapsed: .zero, lastProgress: nil, result: nil,
+                                        protocolErrors: 0, wasReady: false))
+        }
+        return handle
+    }
+
     /// Cancels every running task with `reason`.
     public func cancelAll(reason: CancelReason, grace: Duration? = nil) {
         let core = self.core
@@ -162,7 +182,7 @@ public final class Supervisor: Sendable {
 
     /// The runner of a task still running, for the task's own handle (`TaskHandle`), on
     /// the loop thread.
-    func runner(of handle: TaskHandle) -> TaskRunner? {
+    func runner(of handle: TaskHandle) -> (any SupervisedTask)? {
         core.value.runners[handle.ref.id]
     }
 
@@ -420,7 +440,7 @@ public final class Supervisor: Sendable {
 /// State that lives on the loop thread.
 final class SupervisorCore {
     let runID: String
-    var runners: [Int: TaskRunner] = [:]
+    var runners: [Int: any SupervisedTask] = [:]
     /// The run's cgroups; nil for process groups (DESIGN §7).
     var cgroups: CgroupTree?
     /// The control stream on stdout, when the supervisor serves one there.
@@ -443,7 +463,7 @@ final class SupervisorCore {
     /// Cancels `runner` as the termination signals so far ask (nothing before the first;
     /// SIGKILL now after the second). Called for the running tasks when a signal comes and
     /// for each task as it starts.
-    func applyTermination(to runner: TaskRunner) {
+    func applyTermination(to runner: any SupervisedTask) {
         guard let (reason, shutdownGrace) = termination else { return }
         if runner.cancel(reason: reason, grace: shutdownGrace.map { min(runner.grace, Supervisor.grace(within: $0)) }) == .cancelling {
             runner.interrupted = interrupted

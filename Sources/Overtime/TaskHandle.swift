@@ -72,7 +72,7 @@ public final class TaskHandle: Sendable {
     public struct SynchronousOperations {
         let handle: TaskHandle
 
-        private var runner: TaskRunner? { handle.supervisor.runner(of: handle) }
+        private var runner: (any SupervisedTask)? { handle.supervisor.runner(of: handle) }
 
         @discardableResult
         public func cancel(reason: CancelReason = .user, grace: Duration? = nil) -> TaskMachine.CancelResult {

@@ -50,6 +50,13 @@ struct BatchCommand {
       --follow NAME        also show task NAME's output (from its log) as it is written
       --cgroup auto|off    auto (default): each task in a cgroup of its own where this
                            machine allows it (docs/containment.md); off: process groups
+      --executor local|srun
+                           where the tasks run (default: the job file's "executor", else
+                           local); srun, inside a Slurm allocation: each task a job step
+                           (srun --exclusive -N1 -n1, its "cpu" and "gpu" resources as
+                           --cpus-per-task and --gres=gpu:N), supervised on its node by
+                           'overtime run' and heard here; the run directory must be on a
+                           filesystem every node shares
 
     \(EngineOptions.help)
                            (in a batch: N replaces 143 as the exit after SIGTERM)
@@ -62,7 +69,7 @@ struct BatchCommand {
     task's process group. A signal Overtime was started with ignored stays ignored.
     """
 
-    static let knownOptions = ["--concurrency", "--fail-fast", "--run-dir", "--resume", "--progress", "--control", "--help", "--follow", "--shutdown-grace", "--cgroup"] + EngineOptions.names
+    static let knownOptions = ["--concurrency", "--fail-fast", "--run-dir", "--resume", "--progress", "--control", "--help", "--follow", "--shutdown-grace", "--cgroup", "--executor"] + EngineOptions.names
     /// The control socket's path (`--control`); nil for the per-user default.
     var controlPath: String?
     /// The orchestrator's time for the whole shutdown (`--shutdown-grace`).
@@ -103,6 +110,12 @@ struct BatchCommand {
                     shutdownGraceText = try value()
                 case "--resume":
                     command.options.resume = try value()
+                case "--executor":
+                    let text = try value()
+                    guard let executor = JobFile.Executor(rawValue: text.lowercased()) else {
+                        throw UsageError(message: "overtime batch: --executor: '\(text)' is not an executor; expected local or srun")
+                    }
+                    command.options.executor = executor
                 case "--cgroup":
                     command.options.containment = try parseContainment(try value(), command: "overtime batch")
                 case "--follow":

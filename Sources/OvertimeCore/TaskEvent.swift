@@ -23,6 +23,8 @@ public enum EngineTimeSource: String, Sendable, Equatable, CaseIterable {
     case slurm
     /// Neither: `EngineTimeSource.defaultLead`.
     case fallback = "default"
+    /// The head of an executor that started this run passed on its own engine's warning.
+    case head
 
     /// The time assumed when nobody says: Slurm's own default for `--signal` without
     /// `@N` is 60 s before the end.

@@ -58,6 +58,12 @@ public enum Descriptors {
         try Syscall.retrying("reopen descriptor \(fd)") { open("/proc/self/fd/\(fd)", O_WRONLY | O_NONBLOCK | O_CLOEXEC) }
     }
 
+    /// The magic number of the filesystem `path` is on (statfs), or nil.
+    public static func filesystemType(_ path: String) -> Int? {
+        let type = overtime_filesystem_type(path)
+        return type < 0 ? nil : type
+    }
+
     /// A close-on-exec copy of `fd`.
     public static func duplicate(_ fd: Int32) throws(SystemError) -> Int32 {
         try Syscall.retrying("duplicate descriptor \(fd)") { fcntl(fd, F_DUPFD_CLOEXEC, 3) }

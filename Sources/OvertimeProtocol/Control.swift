@@ -49,6 +49,9 @@ public struct ControlRequest: Sendable, Equatable {
         case cancel(task: String, reason: CancelReason = .user, grace: ControlDuration? = nil)
         /// Add `by` to the task's deadline; past `max-runtime` only when `pastMax`.
         case extend(task: String, by: ControlDuration, pastMax: Bool)
+        /// The engine this run is part of ends in `remaining` seconds: send the task
+        /// `expiring` (a batch's head passing on its `--warn-signal` to a remote task).
+        case expiring(task: String, remaining: Double)
         /// The deadline becomes now + `after` (nil: 0) and progress no longer moves it.
         case revoke(task: String, after: ControlDuration?)
     }
@@ -78,7 +81,7 @@ public struct ControlRequest: Sendable, Equatable {
     }
 
     /// The ops there are, for "expected ..." in error replies.
-    public static let opNames = "status, watch, cancel, extend or revoke"
+    public static let opNames = "status, watch, cancel, extend, revoke or expiring"
     /// Why an `extend` is refused when its `by` is missing or not a positive duration. Public
     /// because the supervisor says it too, once it has read the duration.
     public static let byProblem = "\"extend\" needs \"by\": a duration such as \"10m\" or a number of seconds"
@@ -108,6 +111,10 @@ public struct ControlRequest: Sendable, Equatable {
             w.string("revoke")
             w.key("task"); w.string(task)
             if let after { w.key("after"); after.write(into: &w) }
+        case let .expiring(task, remaining):
+            w.string("expiring")
+            w.key("task"); w.string(task)
+            w.key("remaining"); w.seconds(remaining)
         }
         w.endObject()
         w.raw("\n")
@@ -176,6 +183,12 @@ public struct ControlRequest: Sendable, Equatable {
                 guard let after = ControlDuration(given) else { throw refuse(.wrongType, afterProblem) }
                 return ControlRequest(id: id, .revoke(task: task, after: after))
             }
+        case "expiring":
+            let task = try task()
+            guard case let .number(remaining)? = value["remaining"], remaining.isFinite, remaining >= 0 else {
+                throw refuse(.wrongType, "\"remaining\" must be a number of seconds ≥ 0")
+            }
+            return ControlRequest(id: id, .expiring(task: task, remaining: remaining))
         default:
             throw refuse(.unknownType, "unknown op \"\(op.prefix(40))\"; expected \(opNames)")
         }

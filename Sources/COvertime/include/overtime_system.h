@@ -58,6 +58,10 @@ long overtime_receive_datagram(int fd, void *buffer, unsigned long capacity, str
 /// every datagram carries its sender's credentials. Returns the descriptor, or -1.
 int overtime_datagram_socket_with_credentials(void);
 
+/// statfs(path)'s f_type (the filesystem's magic number), or -1 with errno set
+/// (<sys/vfs.h> is not in Swift's Glibc module).
+long overtime_filesystem_type(const char *path);
+
 /// eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK) (<sys/eventfd.h> is not in Swift's Glibc module):
 /// the descriptor, or -1 with errno set.
 int overtime_eventfd(void);

@@ -83,6 +83,10 @@ public struct BatchOptions: Sendable {
     public var jobFileDirectory: String?
     /// A cgroup per task where the machine allows it, or process groups (`--cgroup off`).
     public var containment: Containment.Request = .automatic
+    /// Overrides the job file's `executor` (`--executor`).
+    public var executor: JobFile.Executor?
+    /// The `overtime` binary the srun executor runs on the nodes (default: this process's own).
+    public var overtimeBinary: String?
     public var onUpdate: @Sendable (BatchUpdate) -> Void
 
     public init(runDirectory: String? = nil, failFast: Bool = false, resume: String? = nil, concurrency: Int? = nil,
@@ -140,8 +144,12 @@ public final class BatchRunner: Sendable {
         let supervisor = try Supervisor(runID: runID, sinks: [], containment: options.containment)
         self.supervisor = supervisor
         let completion = self.completion
+        var launcher: RemoteLauncher?
+        if (options.executor ?? job.executor) == .srun {
+            launcher = try SrunExecutor.launcher(runDirectory: journal.directory, overtime: options.overtimeBinary)
+        }
         let batch = BatchCore(job: job, runID: runID, succeeded: succeeded, failFast: options.failFast, supervisor: supervisor,
-                              journal: journal, onUpdate: options.onUpdate) { summary in completion.complete(summary) }
+                              journal: journal, launcher: launcher, onUpdate: options.onUpdate) { summary in completion.complete(summary) }
         core = LoopBound(batch, loop: supervisor.loop)
         let core = self.core
         supervisor.loop.execute { supervisor.addSink(core.value) }
@@ -229,6 +237,8 @@ public final class BatchRunner: Sendable {
 final class BatchCore: EventSink {
     private(set) var machine: QueueMachine
     let job: JobFile
+    /// Where tasks run when not here: each a job step of the allocation (`srun`).
+    private let launcher: RemoteLauncher?
     private let runID: String
     let supervisor: Supervisor
     private let journal: RunJournal
@@ -263,7 +273,9 @@ final class BatchCore: EventSink {
     static let journalProgressInterval = Duration.seconds(1)
 
     init(job: JobFile, runID: String, succeeded: Set<String>, failFast: Bool, supervisor: Supervisor, journal: RunJournal,
+         launcher: RemoteLauncher? = nil,
          onUpdate: @escaping @Sendable (BatchUpdate) -> Void, onDone: @escaping @Sendable (BatchSummary) -> Void) {
+        self.launcher = launcher
         self.job = job
         self.runID = runID
         self.supervisor = supervisor
@@ -387,7 +399,8 @@ final class BatchCore: EventSink {
         environment["OVERTIME_ATTEMPT"] = String(attempt)
         for (pool, ids) in slots {
             environment[JobFile.resourceVariable(forPool: pool)] = ids.joined(separator: ",")
-            if pool == "gpu" { environment["CUDA_VISIBLE_DEVICES"] = ids.joined(separator: ",") }
+            // Under srun the engine binds the step's GPUs and sets this itself.
+            if pool == "gpu", launcher == nil { environment["CUDA_VISIBLE_DEVICES"] = ids.joined(separator: ",") }
         }
         for (pool, amount) in amounts {
             environment[JobFile.resourceVariable(forPool: pool)] = String(amount)
@@ -404,7 +417,14 @@ final class BatchCore: EventSink {
         spec.readiness = task.readiness
         spec.memory = task.memory
         spec.diagnose = task.diagnose
-        let handle = supervisor.spawn(spec)
+        let handle: TaskHandle
+        if let launcher {
+            var step = launcher
+            step.prefix += SrunExecutor.stepOptions(task: task.name, gpus: slots["gpu"]?.count, cpus: amounts["cpu"])
+            handle = supervisor.spawn(spec, via: step, log: SrunExecutor.absolute(log))
+        } else {
+            handle = supervisor.spawn(spec)
+        }
         indexByTaskID[handle.ref.id] = index
         handles[index] = handle
         record(batchEvent: "attempt", task: task.name, now: TaskRunner.clock()) { w in
@@ -636,6 +656,11 @@ extension BatchCore: ControlTarget {
             w.key("action"); w.string(action)
             w.key("uid"); w.int(Int(uid))
         }
+    }
+
+    /// A batch hears its engine's warning itself (`--warn-signal`); it takes none from a client.
+    func controlExpiring(task: String, remaining: Duration) -> Result<String, ControlFailure> {
+        .failure(ControlFailure("a batch passes on its own engine's warning (--warn-signal); 'expiring' is for a run that an executor's head started"))
     }
 
     /// An operator's cancel of a batch task: always the batch's own (`user`), whatever the

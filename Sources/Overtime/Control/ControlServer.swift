@@ -16,6 +16,8 @@ protocol ControlTarget: AnyObject {
     func controlCancel(task: String, reason: CancelReason, grace: Duration?, uid: UInt32) -> Result<String, ControlFailure>
     func controlExtend(task: String, by amount: Duration, pastMax: Bool, uid: UInt32) -> Result<String, ControlFailure>
     func controlRevoke(task: String, after: Duration, uid: UInt32) -> Result<String, ControlFailure>
+    /// The engine ends in `remaining`: the task is sent `expiring`.
+    func controlExpiring(task: String, remaining: Duration) -> Result<String, ControlFailure>
 }
 
 /// Why a control request was refused, in a sentence.
@@ -176,6 +178,8 @@ final class ControlServer {
                 delay = given
             }
             result = target.controlRevoke(task: task, after: delay, uid: client.uid)
+        case let .expiring(task, remaining):
+            result = target.controlExpiring(task: task, remaining: .seconds(fromDouble: remaining))
         }
         switch result {
         case let .success(word): return .done(word)

@@ -51,7 +51,7 @@ extension SupervisorCore: ControlTarget {
         runners.values.sorted { $0.ref.id < $1.ref.id }.map { $0.status(now: now) }
     }
 
-    private func runner(named name: String) -> Result<TaskRunner, ControlFailure> {
+    private func runner(named name: String) -> Result<any SupervisedTask, ControlFailure> {
         if let runner = runners.values.sorted(by: { $0.ref.id < $1.ref.id }).first(where: { $0.ref.name == name }) {
             return .success(runner)
         }
@@ -69,6 +69,13 @@ extension SupervisorCore: ControlTarget {
         runner(named: task).flatMap { runner in
             runner.recordOperator(ControlWords.extendAction(amount, pastMax: pastMax), uid: uid)
             return ControlWords.budget(runner.operatorExtend(by: amount, pastMax: pastMax))
+        }
+    }
+
+    func controlExpiring(task: String, remaining: Duration) -> Result<String, ControlFailure> {
+        runner(named: task).map { runner in
+            runner.engineExpiring(remaining: remaining, source: .head)
+            return "told"
         }
     }
 

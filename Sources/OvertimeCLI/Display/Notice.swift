@@ -81,6 +81,7 @@ enum Notice: Sendable, Equatable {
             case .warnLead: "--warn-lead"
             case .slurm: "the Slurm job's end time"
             case .fallback: "the default; no --warn-lead, and no Slurm end time"
+            case .head: "passed on by the batch's head"
             }
             return "the engine ends in \(DurationText.format(remaining)) (\(whence)); told the task (expiring)"
         case let .budget(_, remaining, cause):

@@ -18,6 +18,17 @@ public struct JobFile: Sendable, Equatable {
     public var resources: [String: ResourcePool]
     /// The tasks, in file order, with `defaults` already merged in.
     public var tasks: [JobTask]
+    /// Where the tasks run (DESIGN §8).
+    public var executor: Executor = .local
+
+    /// A way to start a supervised task somewhere and hear its events.
+    public enum Executor: String, Sendable, Equatable, CaseIterable {
+        /// Here, as children of the batch's supervisor.
+        case local
+        /// Each task a job step of the Slurm allocation the batch runs in (`srun`), supervised
+        /// on its node by `overtime run`.
+        case srun
+    }
 
     public init(
         concurrency: Int = JobFile.defaultConcurrency,

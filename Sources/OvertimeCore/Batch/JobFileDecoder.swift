@@ -25,7 +25,7 @@ struct JobFileDecoder {
 
     // MARK: Field names
 
-    static let topFields = ["concurrency", "deadline", "defaults", "resources", "tasks"]
+    static let topFields = ["concurrency", "deadline", "defaults", "resources", "tasks", "executor"]
     static let taskFields = ["name", "command", "env", "cwd", "budget", "window", "max-runtime", "grace",
                              "warn-before", "require-advance", "min-start", "after", "resources", "retries",
                              "clean-env", "user", "group", "limits", "nice", "command-made-by", "notify-socket", "notify-fd",
@@ -124,6 +124,15 @@ struct JobFileDecoder {
             case "resources":
                 pools = readPools(field, in: top)
                 file.resources = pools
+            case "executor":
+                let words = JobFile.Executor.allCases.map(\.rawValue).joined(separator: " or ")
+                if let word = top.string(field, expected: words) {
+                    if let executor = JobFile.Executor(rawValue: word.lowercased()) {
+                        file.executor = executor
+                    } else {
+                        top.problem(field, "'\(word)' is not an executor; expected \(words)")
+                    }
+                }
             case "defaults":
                 defaultsField = field
             case "tasks":

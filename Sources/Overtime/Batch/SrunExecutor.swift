@@ -1,0 +1,73 @@
+import OvertimeLoop
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// The srun executor (DESIGN §8): inside a Slurm allocation, each task is a job step,
+/// `srun --exclusive -N1 -n1 …`, supervised on its node by `overtime run --control-stdio`,
+/// whose events come back over the step's standard streams (`RemoteTaskRunner`).
+enum SrunExecutor {
+    /// The launcher for a batch whose journal is in `runDirectory`.
+    /// - Throws: `BatchError` outside an allocation, or when the run directory is on a
+    ///   filesystem the allocation's other nodes cannot see.
+    static func launcher(runDirectory: String, overtime: String?, environment: [String: String] = currentEnvironment()) throws -> RemoteLauncher {
+        guard let job = environment["SLURM_JOB_ID"], !job.isEmpty else {
+            throw BatchError("the srun executor runs inside a Slurm allocation (sbatch or salloc): SLURM_JOB_ID is not set")
+        }
+        let nodes = Int(environment["SLURM_JOB_NUM_NODES"] ?? environment["SLURM_NNODES"] ?? "1") ?? 1
+        if nodes > 1, let local = localFilesystem(runDirectory) {
+            throw BatchError("the run directory \(runDirectory) is on \(local), which the other \(nodes - 1) node(s) of job \(job) do not see: the tasks' logs must be on a filesystem every node shares (NFS, Lustre, GPFS, …); pass --run-dir on one")
+        }
+        guard let binary = overtime ?? ownExecutable() else {
+            throw BatchError("cannot tell where this overtime binary is, for the nodes to run it; pass its path")
+        }
+        // The steps' own words: one task, one node, CPUs of their own; output as it comes.
+        return RemoteLauncher(prefix: ["srun", "--exclusive", "-N1", "-n1", "--unbuffered", "--quiet"], overtime: binary)
+    }
+
+    /// The per-task words: its name in `squeue`, and the engine's binding of what the
+    /// task's `resources` ask (`cpu` as CPUs, `gpu` slots as GPUs) in place of local slots.
+    static func stepOptions(task: String, gpus: Int?, cpus: Int?) -> [String] {
+        var words = ["--job-name=\(task)"]
+        if let cpus, cpus > 0 { words.append("--cpus-per-task=\(cpus)") }
+        if let gpus, gpus > 0 { words.append("--gres=gpu:\(gpus)") }
+        return words
+    }
+
+    /// The filesystem's name when it is one only this node sees (ext4, xfs, tmpfs, …); nil
+    /// for a network or cluster one, or one it cannot tell.
+    static func localFilesystem(_ path: String) -> String? {
+        guard let type = Descriptors.filesystemType(path) else { return nil }
+        let local: [Int: String] = [0xEF53: "ext2/3/4", 0x5846_5342: "xfs", 0x0102_1994: "tmpfs", 0x9123_683E: "btrfs",
+                                    0x2FC1_2FC1: "zfs", 0x794C_7630: "overlayfs", 0x4D44: "vfat"]
+        return local[type]
+    }
+
+    /// `path` from `/` (the nodes run from wherever srun puts them).
+    static func absolute(_ path: String) -> String {
+        guard !path.hasPrefix("/") else { return path }
+        var buffer = [CChar](repeating: 0, count: 4096)
+        guard getcwd(&buffer, buffer.count) != nil else { return path }
+        return String(cString: buffer) + "/" + path
+    }
+
+    static func ownExecutable() -> String? {
+        var buffer = [CChar](repeating: 0, count: 4096)
+        let n = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+        guard n > 0 else { return nil }
+        return String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    static func currentEnvironment() -> [String: String] {
+        var result: [String: String] = [:]
+        var p = environ
+        while let entry = p.pointee {
+            let text = String(cString: entry)
+            if let eq = text.firstIndex(of: "=") { result[String(text[..<eq])] = String(text[text.index(after: eq)...]) }
+            p += 1
+        }
+        return result
+    }
+}

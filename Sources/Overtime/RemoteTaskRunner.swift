@@ -1,0 +1,270 @@
+import OvertimeLoop
+import OvertimeProtocol
+
+/// Starts a supervised task somewhere else: the launcher's argv, to which the remote
+/// `overtime run --control-stdio …` command is appended (`srun --exclusive -N1 -n1 …`).
+public struct RemoteLauncher: Sendable, Equatable {
+    /// The launcher's words before the remote command, e.g. `["srun", "--exclusive", …]`.
+    public var prefix: [String]
+    /// The `overtime` binary as the remote side finds it (a shared path).
+    public var overtime: String
+
+    public init(prefix: [String], overtime: String) {
+        self.prefix = prefix
+        self.overtime = overtime
+    }
+
+    /// The whole command for `spec`: the launcher, then `overtime run` with the task's rules
+    /// as options, its output appended to `log`, its environment as `--env` (a remote
+    /// supervisor takes no `OVERTIME_*` variable from its own environment), then the command.
+    public func command(for spec: TaskSpec, log: String) -> [String] {
+        var words = prefix + [overtime, "run", "--control-stdio", "--output", log, "--name", spec.name]
+        let policy = spec.policy
+        func seconds(_ d: Duration) -> String { String(d.seconds) }
+        words += ["--budget", policy.budget.map(seconds) ?? "none"]
+        if let window = policy.window { words += ["--window", window == BudgetPolicy.unlimitedWindow ? "none" : seconds(window)] }
+        if let max = policy.maxRuntime { words += ["--max-runtime", seconds(max)] }
+        words += ["--grace", seconds(policy.grace)]
+        if policy.warnBefore > .zero { words += ["--warn-before", seconds(policy.warnBefore)] }
+        if policy.requireAdvance { words.append("--require-advance") }
+        if let max = spec.memory.max {
+            words += ["--memory-max", String(max)]
+            if let warn = spec.memory.warnBytes { words += ["--memory-warn", String(warn)] }
+        }
+        if let diagnose = spec.diagnose { words += ["--diagnose", diagnose.template, "--diagnose-limit", seconds(diagnose.limit)] }
+        if !spec.readiness.notifySocket { words += ["--notify-socket", "off"] }
+        if let fd = spec.readiness.notifyFD { words += ["--notify-fd", String(fd)] }
+        if !spec.inheritEnvironment { words.append("--clean-env") }
+        for (name, value) in spec.environment.sorted(by: { $0.key < $1.key }) { words += ["--env", "\(name)=\(value)"] }
+        let isolation = spec.isolation
+        if let user = isolation.user { words += ["--user", String(user.uid)] }
+        if let group = isolation.groupID { words += ["--group", String(group)] }
+        for limit in isolation.limits {
+            words += ["--limit-\(limit.resource.rawValue)", "\(limit.soft):\(limit.hard)"]
+        }
+        if let nice = isolation.niceness { words += ["--nice", String(nice)] }
+        return words + ["--"] + spec.arguments
+    }
+}
+
+/// A task that an executor runs elsewhere (DESIGN §8): a local launcher process (`srun`)
+/// whose stdin and stdout are one end of a socket pair carrying the control protocol to an
+/// `overtime run --control-stdio` on the task's node. That run holds the task's machine
+/// (budget, cancel, grace, containment, memory); this runner watches it (every event is
+/// re-reported here as the task's own) and passes requests on (cancel with its reason,
+/// extend, revoke, the engine's warning). Loop-thread only.
+final class RemoteTaskRunner {
+    let ref: TaskRef
+    private let spec: TaskSpec
+    private let launcher: RemoteLauncher
+    private let log: String
+    private let handle: TaskHandle
+    private unowned let supervisor: Supervisor
+    private unowned let core: SupervisorCore
+    private var process: ChildProcess?
+    private var stream: ByteStream?
+    private var framer = LineFramer()
+    private let startedAt = TaskRunner.clock()
+    /// What the remote run said last, for `status` and the answers to requests.
+    private var remotePid: Int32?
+    private var remaining: (Duration?, at: MonotonicInstant)?
+    private var progress: Progress?
+    private var reporters: Int?
+    private var cancelling: CancelReason?
+    /// The remote run's own report of the task's end.
+    private var remoteOutcome: TaskOutcome?
+    private var launcherExit: ChildExit?
+    private var finished = false
+    var interrupted = false
+
+    init(spec: TaskSpec, launcher: RemoteLauncher, log: String, handle: TaskHandle, supervisor: Supervisor, core: SupervisorCore) {
+        self.spec = spec
+        self.launcher = launcher
+        self.log = log
+        self.handle = handle
+        ref = handle.ref
+        self.supervisor = supervisor
+        self.core = core
+    }
+
+    var grace: Duration { spec.policy.grace }
+
+    func start() {
+        var passed: [Int32] = []
+        defer { passed.forEach(Descriptors.close) }
+        do {
+            let (ours, theirs) = try Descriptors.socketPair()
+            passed.append(theirs)
+            // The launcher's own complaints (srun's "Unable to allocate", a node failure) go
+            // into the task's log beside what the task writes there.
+            let errors = try Descriptors.openForWriting(log, append: true)
+            passed.append(errors)
+            let request = SpawnRequest(arguments: launcher.command(for: spec, log: log), baseEnvironment: core.inheritedEnvironment,
+                                       environment: [], workingDirectory: spec.workingDirectory, descriptors: [theirs, theirs, errors])
+            let stream = try ByteStream(loop: supervisor.loop, fd: ours)
+            self.stream = stream
+            process = try ChildProcess(loop: supervisor.loop, request: request) { [weak self] exit in
+                self?.launcherExited(exit)
+            }
+            stream.startReading(
+                onData: { [unowned self] bytes in self.framer.feed(bytes) { item in self.line(item) } },
+                onEnd: { [unowned self] _ in self.streamEnded() }
+            )
+            send(.watch)
+        } catch {
+            stream?.close()
+            stream = nil
+            let message = (error as? SpawnError).map { TaskRunner.spawnFailure($0, spec: TaskSpec(arguments: launcher.prefix)).message } ?? "\(error)"
+            finish(TaskOutcome(task: ref, pid: nil, termination: .failedToStart(SpawnFailure(errno: 0, message: "cannot start the executor: \(message)", beforeExec: true)),
+                               cancelReason: nil, killed: false, elapsed: .zero, lastProgress: nil, result: nil, protocolErrors: 0, wasReady: false))
+            return
+        }
+        core.runners[ref.id] = self
+        core.applyTermination(to: self)
+    }
+
+    // MARK: The remote run's stream
+
+    private func line(_ item: LineFramer.Item) {
+        guard case let .line(bytes) = item, let value = try? JSONValue.parse(Array(bytes)) else { return }
+        if case .bool? = value["ok"] { return }   // a reply: what it did shows in the events
+        guard let decoded = try? EventDecoder.decode(value) else { return }
+        let now = TaskRunner.clock()
+        switch decoded.kind {
+        case let .exited(outcome):
+            var own = outcome
+            own.task = ref
+            own.interrupted = interrupted
+            remoteOutcome = own
+            return   // reported once the launcher has ended too, as a local task's end is
+        case .operatorRequest:
+            return   // the head records its own requests (`recordOperator`)
+        case let .started(pid):
+            remotePid = pid
+        case let .progress(p, left):
+            progress = p
+            remaining = (left, now)
+        case let .heartbeat(left):
+            remaining = (left, now)
+        case let .budgetChanged(left, _):
+            remaining = (left, now)
+        case let .cancelSent(reason, _):
+            cancelling = reason
+        case let .reporters(count):
+            reporters = count
+        default:
+            break
+        }
+        supervisor.emit(TaskEvent(task: ref, time: now, kind: decoded.kind))
+    }
+
+    private func send(_ op: ControlRequest.Op) {
+        stream?.write(ControlRequest(op).encoded())
+    }
+
+    private func streamEnded() {
+        stream?.close()
+        stream = nil
+        finishIfOver()
+    }
+
+    private func launcherExited(_ exit: ChildExit) {
+        launcherExit = exit
+        finishIfOver()
+    }
+
+    /// Over once the launcher has ended and its stream with it (a launcher that leaves the
+    /// stream open, a step still draining, is not waited for beyond its exit).
+    private func finishIfOver() {
+        guard let exit = launcherExit else { return }
+        stream?.close()
+        stream = nil
+        if let remoteOutcome {
+            finish(remoteOutcome)
+            return
+        }
+        // The remote run never said how the task ended: the launcher failed (no allocation,
+        // a node lost), or was killed.
+        let how = switch exit {
+        case let .exited(code): "exited \(code)"
+        case let .signaled(signal): "died of \(Signal(rawValue: signal).name)"
+        }
+        finish(TaskOutcome(task: ref, pid: remotePid,
+                           termination: .failedToStart(SpawnFailure(errno: 0, message: "the executor (\(launcher.prefix.first ?? "?")) \(how) before the task's end was reported; see its log", beforeExec: true)),
+                           cancelReason: cancelling, killed: false, elapsed: TaskRunner.clock() - startedAt, lastProgress: progress,
+                           result: nil, protocolErrors: 0, wasReady: false))
+    }
+
+    private func finish(_ outcome: TaskOutcome) {
+        guard !finished else { return }
+        finished = true
+        core.runners[ref.id] = nil
+        supervisor.emit(TaskEvent(task: ref, time: TaskRunner.clock(), kind: .exited(outcome)))
+        handle.complete(outcome)
+    }
+}
+
+extension RemoteTaskRunner: SupervisedTask {
+    func cancel(reason: CancelReason, grace: Duration?) -> TaskMachine.CancelResult {
+        if let cancelling { return .alreadyCancelling(cancelling) }
+        guard !finished else { return .alreadyFinished }
+        cancelling = reason
+        send(.cancel(task: spec.name, reason: reason, grace: grace.map { ControlDuration.seconds($0.seconds) }))
+        return .cancelling
+    }
+
+    /// The launcher's SIGKILL: the engine kills the step, and the remote run's guard what ran.
+    func escalate() {
+        guard cancelling != nil else { return }
+        process?.signalGroup(Signal.kill.rawValue)
+    }
+
+    /// Passed on; the answer is the remote run's, and shows in its `budget` event. What is
+    /// returned here is the time left as last heard, moved by `amount`.
+    func operatorExtend(by amount: Duration, pastMax: Bool) -> TaskMachine.OperatorResult {
+        if let cancelling { return .notRunning(.cancelling(cancelling)) }
+        send(.extend(task: spec.name, by: .seconds(amount.seconds), pastMax: pastMax))
+        return .applied(remaining: left(at: TaskRunner.clock()).map { $0 + amount }, clipped: false)
+    }
+
+    func revoke(after: Duration) -> TaskMachine.OperatorResult {
+        if let cancelling { return .notRunning(.cancelling(cancelling)) }
+        send(.revoke(task: spec.name, after: .seconds(after.seconds)))
+        return .applied(remaining: after, clipped: false)
+    }
+
+    private func left(at now: MonotonicInstant) -> Duration? {
+        guard let (left, at) = remaining, let left else { return nil }
+        return max(.zero, left - (now - at))
+    }
+
+    func status(now: MonotonicInstant) -> TaskStatus {
+        let state: TaskStatus.State = cancelling.map { .cancelling($0) } ?? (remoteOutcome != nil ? .exiting : .running)
+        return TaskStatus(name: ref.name, state: state,
+                          live: TaskStatus.Live(pid: remotePid, elapsed: (now - startedAt).seconds, remaining: left(at: now)?.seconds,
+                                                progress: progress, reporters: reporters))
+    }
+
+    func recordOperator(_ action: String, uid: UInt32) {
+        supervisor.emit(TaskEvent(task: ref, time: TaskRunner.clock(), kind: .operatorRequest(action: action, uid: uid)))
+    }
+
+    /// To the launcher, which passes it to the step (srun forwards the signals it gets).
+    func forward(signal: Signal) {
+        process?.signalGroup(signal.rawValue)
+    }
+
+    func engineExpiring(remaining: Duration, source: EngineTimeSource) {
+        send(.expiring(task: spec.name, remaining: remaining.seconds))
+    }
+
+    func endForShutdown() {
+        guard !finished else { return }
+        process?.signalGroup(Signal.kill.rawValue)
+        stream?.close()
+        stream = nil
+        finish(remoteOutcome ?? TaskOutcome(task: ref, pid: remotePid, termination: .signaled(.kill), cancelReason: cancelling ?? .shutdown,
+                                            killed: true, elapsed: TaskRunner.clock() - startedAt, lastProgress: progress, result: nil,
+                                            protocolErrors: 0, wasReady: false))
+    }
+}
