@@ -95,10 +95,28 @@ enum CLISlurm {
         do {
             try await body(id)
         } catch {
-            _ = try? await run("scancel", [id], in: scratch)
+            await cancel(id, in: scratch)
             throw error
         }
-        _ = try? await run("scancel", [id], in: scratch)
+        await cancel(id, in: scratch)
+    }
+
+    /// scancel until the job has ended. Once is not enough for a job whose Overtime has
+    /// --requeue: scancel's SIGTERM reaches Overtime first (SIGKILL only follows after
+    /// KillWait, also for `scancel --signal=KILL`), which is a shutdown, after which
+    /// Overtime requeues the job; the next scancel finds it pending and ends it.
+    static func cancel(_ id: String, in scratch: CLIScratch) async {
+        let end = ContinuousClock.now + .seconds(60)
+        var state = ""
+        while ContinuousClock.now < end {
+            // No record: the job was never there, or is long gone.
+            guard let fields = try? await job(id, in: scratch) else { return }
+            state = fields["JobState"] ?? ""
+            if finished.contains(state) { return }
+            if state != "COMPLETING" { _ = try? await run("scancel", [id], in: scratch) }
+            try? await Task.sleep(for: .seconds(1))
+        }
+        Issue.record("job \(id) still \(state) a minute after the first scancel")
     }
 
     /// A batch script that becomes `overtime run ARGS -- python3 TASK DIR`.
