@@ -157,10 +157,12 @@ enum CLISlurm {
        .enabled(if: CLISlurm.expected, "SLURM_CONF is not set: eval \"$(sudo scripts/slurm up)\" first (scripts/test does)"))
 struct CLISlurmTests {
     /// The task: writes DIR/run-N.ready (N = SLURM_RESTART_COUNT, 0 on the first run), then
-    /// appends to DIR/run-N, as JSON, each message it reads on fd 3 and each SIGTERM or
-    /// SIGUSR1 it gets, with the wall time and, for a signal, who sent it (sigtimedwait
-    /// tells: Overtime, or one of Slurm's daemons). Exits 0 once it has had a SIGTERM, or
-    /// half a second after an `expiring` (time for a SIGUSR1 passed on as well to land).
+    /// keeps in DIR/run-N a JSON list of each message it reads on fd 3 and each SIGTERM or
+    /// SIGUSR1 it gets (blocked, taken with sigtimedwait), with the wall time and, for a
+    /// signal, who sent it (Overtime, or one of Slurm's daemons). Before it notes a signal
+    /// it reads what is already in the pipe, so a message sent before the signal is listed
+    /// before it. Exits 0 once it has had a SIGTERM, or half a second after an `expiring`
+    /// (time for a SIGUSR1 passed on as well to land).
     static let task = """
     signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGTERM, signal.SIGUSR1])
     restarts = os.environ.get("SLURM_RESTART_COUNT", "0")
@@ -183,6 +185,11 @@ struct CLISlurmTests {
                 stop_at = time.monotonic() + 0.5
         info = signal.sigtimedwait([signal.SIGTERM, signal.SIGUSR1], 0)
         if info is not None:
+            while True:
+                m = recv(0.001)
+                if m is None:
+                    break
+                heard.append({"at": time.time(), "message": m})
             name = "SIGTERM" if info.si_signo == signal.SIGTERM else "SIGUSR1"
             heard.append({"at": time.time(), "signal": name, "from": comm(info.si_pid)})
             if name == "SIGTERM" and stop_at is None:
