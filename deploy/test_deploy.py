@@ -5,6 +5,9 @@
   becomes a `shutdown` cancel that train.py hears and checkpoints on, within the grace the
   script's --shutdown-grace allows, and overtime exits 143. Run again with the same run
   directory (a requeued job), it resumes and train.py continues from its checkpoint.
+- The same script submitted to a real Slurm (the cluster of SLURM_CONF: scripts/test
+  brings one up with scripts/slurm) runs as written, and `scancel --batch --signal=TERM`
+  ends it as deploy.md says: a `shutdown` train checkpoints on, the job FAILED with 143.
 - The Kubernetes Job's numbers fit: OVERTIME_SHUTDOWN_GRACE < terminationGracePeriodSeconds,
   the batch's deadline (plus its longest grace) < activeDeadlineSeconds; and the batch the
   Job runs, with the Job's environment and overtime as PID 1 of its own PID namespace,
@@ -213,6 +216,74 @@ def test_slurm_sigterm_is_a_shutdown_the_task_checkpoints_on(overtime_bin, tmp_p
     assert cancels[1]["grace"] == pytest.approx(clipped_grace(train_grace, 3.0)) == 2
     log = (run_dir / "logs" / "train.log").read_text()
     assert log.count("checkpoint (cancelled: shutdown)") == 2, log
+
+
+def slurm_conf():
+    """The SLURM_CONF of the cluster scripts/test brought up (scripts/slurm); the test fails
+    with the reason when it could not come up, and is skipped only when neither is set
+    (pytest run by hand, no cluster asked for)."""
+    failed = os.environ.get("CLI_SLURM_UP_FAILED")
+    if failed:
+        pytest.fail("no Slurm cluster for this test: " + failed)
+    conf = os.environ.get("SLURM_CONF")
+    if not conf:
+        pytest.skip('SLURM_CONF is not set: eval "$(sudo scripts/slurm up)" first (scripts/test does)')
+    return conf
+
+
+def slurm(env, *argv):
+    done = subprocess.run(list(argv), env=env, cwd=str(REPO), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          universal_newlines=True, timeout=30)
+    assert done.returncode == 0, "{}: {}{}".format(" ".join(argv), done.stdout, done.stderr)
+    return done.stdout
+
+
+def slurm_job(env, job):
+    """`scontrol show job -o`: its Key=Value fields."""
+    fields = {}
+    for field in slurm(env, "scontrol", "show", "job", "-o", job).split():
+        key, _, value = field.partition("=")
+        fields.setdefault(key, value)
+    return fields
+
+
+FINISHED = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED", "OUT_OF_MEMORY", "DEADLINE"}
+
+
+def test_sbatch_train_under_slurm_scancel_batch_term_is_a_shutdown(overtime_bin, tmp_path):
+    """train.sbatch submitted to a real Slurm, and stopped early the way deploy.md says
+    (`scancel --batch --signal=TERM`, the path of its --signal=B:TERM@120)."""
+    env = task_env(SLURM_CONF=slurm_conf())
+    run_dir = tmp_path / "run"
+    out = tmp_path / "job.out"
+    cpus = subprocess.check_output(["nproc"], universal_newlines=True).strip()
+    # As written, but: -c overrides its 4 CPUs, which a smaller node never has (the job
+    # would pend for ever; docs/engines-locally.md), and the output file and run
+    # directory go to the test's directory, not the checkout's. Submitted from the top of
+    # the checkout, as the script asks (SLURM_SUBMIT_DIR finds deploy/job.json).
+    job = slurm(env, "sbatch", "--parsable", "-c", cpus, "-o", str(out),
+                "--export=ALL,OVERTIME_BIN={},OVERTIME_RUN_DIR={}".format(overtime_bin, run_dir),
+                str(SBATCH)).strip().split(";")[0]
+    try:
+        wait_until(lambda: training_in_run(run_dir), 60, "train reports progress in job " + job)
+        running = slurm_job(env, job)
+        assert running["JobState"] == "RUNNING" and running["JobName"] == "overtime-train", running
+        assert running["TimeLimit"] == "01:00:00", running
+        slurm(env, "scancel", "--batch", "--signal=TERM", job)
+        # train's grace is 45 s; it checkpoints and exits in well under a second.
+        finished = wait_until(lambda: (lambda f: f if f["JobState"] in FINISHED else None)(slurm_job(env, job)),
+                              60, "job {} finished".format(job))
+        output = out.read_text() if out.exists() else "(no output file)"
+        assert finished["JobState"] == "FAILED" and finished["ExitCode"] == "143:0", (finished, output)
+        cancels = [e for e in events(run_dir) if e["event"] == "cancel" and e["task"] == "train"]
+        assert [c["reason"] for c in cancels] == ["shutdown"], output
+        exited = [e for e in events(run_dir) if e["event"] == "exited" and e["task"] == "train"][-1]
+        assert exited["cancel_reason"] == "shutdown" and not exited["killed"], exited
+        assert (run_dir / "checkpoints" / "train.npz").is_file(), output
+        assert "checkpoint (cancelled: shutdown)" in (run_dir / "logs" / "train.log").read_text()
+        assert "overtime-train: job {} on".format(job) in output, output
+    finally:
+        subprocess.run(["scancel", job], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=30)
 
 
 # --- Kubernetes -------------------------------------------------------------------------
