@@ -118,6 +118,15 @@ struct EngineOptions {
     /// `scontrol requeue JOB` once, and says on stderr what came of it.
     func requeueIfAsked(shutdown: Bool, warnings: Int, run: ([String], Duration) -> EngineCommandResult) {
         guard requeue, let job = slurmJobID, shutdown || warnings > 0 else { return }
+        // A job someone cancelled (`scancel`: SIGTERM, as a preemption or the time limit
+        // sends) is CANCELLED or COMPLETING by now; requeueing it would undo the cancel.
+        // Only a job still RUNNING — its end signalled, not decided — comes back.
+        let state = run(["squeue", "-h", "-j", job, "-o", "%T"], Self.requeueLimit)
+        let word = state.output.trimmingSpaces
+        if state.succeeded, !word.isEmpty, word != "RUNNING" {
+            Terminal.error("overtime: --requeue: Slurm job \(job) is \(word), not running: not requeued (a scancel is not undone)")
+            return
+        }
         let result = run(["scontrol", "requeue", job], Self.requeueLimit)
         if result.succeeded {
             Terminal.error("overtime: requeued Slurm job \(job) (scontrol requeue)")

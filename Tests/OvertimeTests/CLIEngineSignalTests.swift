@@ -34,15 +34,18 @@ struct CLIEngineSignalTests {
     note(sys.argv[2], "\\n".join(got))
     """
 
-    /// Mock `squeue` (the job ends in 45 s) and `scontrol`, each appending its arguments to
-    /// `<name>.args` in the scratch directory.
-    static func mockSlurm(in scratch: CLIScratch) throws -> [String: String] {
+    /// Mock `squeue` (the job ends in 45 s; its state is `state`) and `scontrol`, each
+    /// appending its arguments to `<name>.args` in the scratch directory.
+    static func mockSlurm(in scratch: CLIScratch, state: String = "RUNNING") throws -> [String: String] {
         let bin = scratch.path("bin")
         try FileManager.default.createDirectory(atPath: bin, withIntermediateDirectories: true)
         try scratch.write("bin/squeue", """
         #!/bin/sh
         echo "$@" >> '\(scratch.path("squeue.args"))'
-        date -d '+45 seconds' +%Y-%m-%dT%H:%M:%S
+        case "$*" in
+            *%T*) echo \(state) ;;
+            *) date -d '+45 seconds' +%Y-%m-%dT%H:%M:%S ;;
+        esac
         """, mode: 0o755)
         try scratch.write("bin/scontrol", """
         #!/bin/sh
@@ -114,10 +117,24 @@ struct CLIEngineSignalTests {
         let expiring = messages(scratch.read("got")).first { $0["type"] as? String == "expiring" }
         let remaining = CLIJSON.double(expiring?["remaining"]) ?? -1
         #expect((42...46).contains(remaining), "remaining \(remaining): \(r)")
-        #expect(scratch.read("squeue.args") == "-h -j 4242 -o %e\n", "\(scratch.read("squeue.args") ?? "none")")
+        #expect(scratch.read("squeue.args") == "-h -j 4242 -o %e\n-h -j 4242 -o %T\n", "\(scratch.read("squeue.args") ?? "none")")
         #expect(scratch.read("scontrol.args") == "requeue 4242\n", "requeue ran as: \(scratch.read("scontrol.args") ?? "never")")
         #expect(r.stderr.contains("requeued Slurm job 4242"), "\(r)")
         #expect(r.status == 0, "\(r)")
+    }
+
+    @Test("--requeue leaves a job someone cancelled alone: a scancel is not undone (mock squeue says CANCELLED)")
+    func noRequeueOfACancelledJob() async throws {
+        let scratch = try CLIScratch()
+        let environment = try Self.mockSlurm(in: scratch, state: "CANCELLED")
+        let overtime = CLIProcess(["run", "--progress", "plain", "--budget", "60s", "--requeue", "--", "sleep", "30"],
+                                  environment: environment, in: scratch)
+        try await overtime.start()
+        try await Task.sleep(for: .milliseconds(300))
+        overtime.signal(SIGTERM)
+        let r = await overtime.finish(timeout: .seconds(20))
+        #expect(scratch.read("scontrol.args") == nil, "requeued a cancelled job: \(scratch.read("scontrol.args") ?? "")")
+        #expect(r.stderr.contains("is CANCELLED, not running: not requeued"), "\(r)")
     }
 
     @Test("a failing squeue (and scontrol): the default 60 s, with a note that says why")
