@@ -88,21 +88,21 @@ struct CLISrunExecutorTests {
         {"executor": "srun", "concurrency": 2, "tasks": [
           {"name": "steady", "command": ["\(Self.python)", "\(worker)", "steady", "progress", "3"], "budget": "1s"},
           {"name": "stalled", "command": ["\(Self.python)", "\(worker)", "stalled", "silent", "30"], "budget": "2s", "grace": "5s"},
-          {"name": "extended", "command": ["\(Self.python)", "\(worker)", "extended", "silent", "4"], "budget": "2s", "after": ["steady"]}
+          {"name": "extended", "command": ["\(Self.python)", "\(worker)", "extended", "silent", "6"], "budget": "3s", "after": ["steady"]}
         ]}
         """)
         let run = scratch.path("run")
         let socket = scratch.path("head.sock")
         let head = "exec \(CLIBinary.path) batch \(job) --run-dir \(run) --control \(socket) --progress plain"
         let state = try await Self.sbatch(head, in: scratch) {
-            // Once `extended` runs (after `steady`), give it 10 s more from here, over the
-            // head's control socket, before its own 2 s budget would end it.
+            // Once `extended` runs (after `steady`), give it 20 s more from here, over the
+            // head's control socket, before its own 3 s budget would end it.
             let clock = ContinuousClock()
             let end = clock.now + .seconds(30)
             while clock.now < end {
                 let journal = (try? String(contentsOfFile: run + "/events.jsonl", encoding: .utf8)) ?? ""
                 if journal.contains(#""task":"extended","event":"started""#) {
-                    let r = try await CLICtl.ctl(socket: socket, ["extend", "extended", "10s"], in: scratch)
+                    let r = try await CLICtl.ctl(socket: socket, ["extend", "extended", "20s"], in: scratch)
                     #expect(r.status == 0, "ctl extend: \(r)")
                     return
                 }
@@ -125,7 +125,7 @@ struct CLISrunExecutorTests {
         #expect((CLIJSON.double(steady["end"]) ?? 0) - (CLIJSON.double(steady["start"]) ?? 0) > 2.5, "\(steady)")
         // The stalled one heard its cancel on its node, with the reason.
         #expect(stalled["cancel"] as? String == "timeout", "\(stalled)")
-        // The operator's extension reached the remote task: silent for 4 s on a 2 s budget,
+        // The operator's extension reached the remote task: silent for 6 s on a 3 s budget,
         // it finished (and heard the new budget).
         #expect(extended["cancel"] == nil && ((extended["budgets"] as? [Any])?.count ?? 0) >= 2, "\(extended)")
         let summary = try CLIJSON.object(try #require(try? String(contentsOfFile: run + "/summary.json", encoding: .utf8)))
