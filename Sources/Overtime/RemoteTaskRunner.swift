@@ -74,6 +74,10 @@ final class RemoteTaskRunner {
     /// The remote run's own report of the task's end.
     private var remoteOutcome: TaskOutcome?
     private var launcherExit: ChildExit?
+    /// Requests made before the remote run reported its task started: it could not find the
+    /// task yet, so they wait for its `started` event.
+    private var heldRequests: [ControlRequest.Op] = []
+    private var remoteStarted = false
     private var finished = false
     var interrupted = false
 
@@ -141,6 +145,10 @@ final class RemoteTaskRunner {
             return   // the head records its own requests (`recordOperator`)
         case let .started(pid):
             remotePid = pid
+            remoteStarted = true
+            let held = heldRequests
+            heldRequests.removeAll()
+            held.forEach(send)
         case let .progress(p, left):
             progress = p
             remaining = (left, now)
@@ -159,6 +167,10 @@ final class RemoteTaskRunner {
     }
 
     private func send(_ op: ControlRequest.Op) {
+        if case .watch = op {} else if !remoteStarted {
+            heldRequests.append(op)
+            return
+        }
         stream?.write(ControlRequest(op).encoded())
     }
 
@@ -210,6 +222,9 @@ extension RemoteTaskRunner: SupervisedTask {
         guard !finished else { return .alreadyFinished }
         cancelling = reason
         send(.cancel(task: spec.name, reason: reason, grace: grace.map { ControlDuration.seconds($0.seconds) }))
+        // Not started there yet (srun still waiting for the step's resources): nothing
+        // there to cancel, so the launcher goes instead.
+        if !remoteStarted { process?.signalGroup(Signal.terminate.rawValue) }
         return .cancelling
     }
 

@@ -100,15 +100,16 @@ struct CLISrunExecutorTests {
             let clock = ContinuousClock()
             let end = clock.now + .seconds(30)
             while clock.now < end {
-                let journal = (try? String(contentsOfFile: run + "/events.jsonl", encoding: .utf8)) ?? ""
-                if journal.contains(#""task":"extended","event":"started""#) {
+                // Asked of the head itself: its journal is written in batches.
+                let tasks = (try? await CLICtl.status(socket, in: scratch)) ?? []
+                if tasks.contains(where: { $0["name"] as? String == "extended" && $0["state"] as? String == "running" }) {
                     let r = try await CLICtl.ctl(socket: socket, ["extend", "extended", "20s"], in: scratch)
                     #expect(r.status == 0, "ctl extend: \(r)")
                     return
                 }
                 try await Task.sleep(for: .milliseconds(100))
             }
-            Issue.record("'extended' never started: \(scratch.read("head.out") ?? "")")
+            Issue.record("'extended' never ran: \(scratch.read("head.out") ?? "")")
         }
         let headOut = scratch.read("head.out") ?? ""
         #expect(state == "FAILED", "one task fails, so the batch exits 1: \(state)\n\(headOut)")
