@@ -128,7 +128,8 @@ struct CLISrunExecutorTests {
         #expect(stalled["cancel"] as? String == "timeout", "\(stalled)")
         // The operator's extension reached the remote task: silent for 6 s on a 3 s budget,
         // it finished (and heard the new budget).
-        #expect(extended["cancel"] == nil && ((extended["budgets"] as? [Any])?.count ?? 0) >= 2, "\(extended)")
+        #expect(extended["cancel"] == nil && ((extended["budgets"] as? [Any])?.count ?? 0) >= 2,
+                "\(extended)\nhead:\n\(headOut)\nits log:\n\((try? String(contentsOfFile: run + "/logs/extended.log", encoding: .utf8)) ?? "")\njournal:\n\((try? String(contentsOfFile: run + "/events.jsonl", encoding: .utf8)) ?? "")")
         let summary = try CLIJSON.object(try #require(try? String(contentsOfFile: run + "/summary.json", encoding: .utf8)))
         let rows = (summary["tasks"] as? [[String: Any]]) ?? []
         func row(_ name: String) -> [String: Any]? { rows.first { $0["name"] as? String == name } }

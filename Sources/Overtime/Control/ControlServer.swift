@@ -80,10 +80,15 @@ final class ControlServer {
     }
 
     /// Serves a client on two streams the supervisor was given (its own stdin and stdout,
-    /// from whoever started it: an executor's head over `srun`). Trusted as the supervisor's
-    /// own user: it is the supervisor's parent's pipe. `onEnd` is told when its requests end.
+    /// from whoever started it: an executor's head over `srun`), watching every event from
+    /// the start. Trusted as the supervisor's own user: it is the supervisor's parent's pipe.
+    /// `onEnd` is told when its requests end.
     func attach(reading: ByteStream, writing: ByteStream, onEnd: @escaping () -> Void) {
         let client = Client(reader: reading, writer: writing, uid: ownUID)
+        // Watching from the start, before the task exists: a `watch` request read later
+        // would miss its first events (`started`, its first `budget`), which the head needs.
+        client.watching = true
+        watcherCount += 1
         serve(client, keepsWatching: true, onEnd: onEnd)
     }
 
