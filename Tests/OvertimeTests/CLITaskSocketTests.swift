@@ -67,7 +67,10 @@ struct CLITaskSocketTests {
             send(s, {"type": "progress", "completed": i, "total": 10, "bar": "child"})
         """)
         let leader = try scratch.write("leader.py", "import subprocess, sys\nsys.exit(subprocess.call([sys.executable, \(pythonString(child))]))\n")
-        let r = try await cliRun(["run", "--json", "--budget", "1.5s", "--", "python3", leader], in: scratch)
+        // Debian's python3, not a version manager's shim that takes most of a second to start
+        // (twice here: the leader and its child); the 3 s budget still ends before the
+        // child's 3.5 s of progress does.
+        let r = try await cliRun(["run", "--json", "--budget", "3s", "--", CLIBatchWorker.python, leader], in: scratch)
         #expect(r.status == 0, "progress from the child alone kept the task alive: \(r)")
         let report = try r.report()
         let progress = report["progress"] as? [String: Any]
