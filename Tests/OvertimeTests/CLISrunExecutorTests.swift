@@ -151,6 +151,45 @@ struct CLISrunExecutorTests {
         #expect(resumed.first { $0["name"] as? String == "stalled" }?["resumed"] as? Bool == false, "\(resumed)")
     }
 
+    @Test("scancel of the allocation is a shutdown for every remote task: each reads the reason on its node, the summary says so")
+    func scancelIsAShutdown() async throws {
+        let scratch = try CLIScratch()
+        try FileManager.default.createDirectory(atPath: scratch.path("rec"), withIntermediateDirectories: true)
+        let worker = try Self.worker(scratch)
+        let job = try scratch.write("job.json", """
+        {"executor": "srun", "concurrency": 2, "tasks": [
+          {"name": "a", "command": ["\(Self.python)", "\(worker)", "a", "silent", "60"], "budget": "5m", "grace": "5s"},
+          {"name": "b", "command": ["\(Self.python)", "\(worker)", "b", "silent", "60"], "budget": "5m", "grace": "5s"}
+        ]}
+        """)
+        let run = scratch.path("run")
+        let socket = scratch.path("head.sock")
+        let conf = try #require(ProcessInfo.processInfo.environment["SLURM_CONF"], "no SLURM_CONF")
+        let state = try await Self.sbatch("exec \(CLIBinary.path) batch \(job) --run-dir \(run) --control \(socket) --progress plain", in: scratch) {
+            // Both steps running, then the allocation is cancelled as a user (or a
+            // preemption) would: Slurm's SIGTERM to every process of the job.
+            let clock = ContinuousClock()
+            let end = clock.now + .seconds(30)
+            while clock.now < end {
+                let tasks = (try? await CLICtl.status(socket, in: scratch)) ?? []
+                if tasks.filter({ $0["state"] as? String == "running" && $0["pid"] != nil && !($0["pid"] is NSNull) }).count == 2 { break }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            // This test's job: the one whose command is the head script in its scratch directory.
+            let all = try await Self.slurm("/usr/bin/squeue", ["-h", "-o", "%i %o"], in: scratch, conf: conf)
+            for line in all.stdout.split(separator: "\n") where line.contains(scratch.url.path) {
+                _ = try await Self.slurm("/usr/bin/scancel", [String(line.split(separator: " ")[0])], in: scratch, conf: conf)
+            }
+        }
+        #expect(state == "CANCELLED", "\(state)")
+        for name in ["a", "b"] {
+            let record = try CLIJSON.object(try #require(scratch.read("rec/\(name).1"), "\(name) left no record: \(scratch.read("head.out") ?? "")"))
+            #expect(record["cancel"] as? String == "shutdown", "\(name): \(record)")
+        }
+        let summary = try CLIJSON.object(try #require(try? String(contentsOfFile: run + "/summary.json", encoding: .utf8), "no summary: \(scratch.read("head.out") ?? "")"))
+        #expect(summary["stopped_by"] as? String == "shutdown", "\(summary)")
+    }
+
     @Test("outside an allocation the srun executor is refused with the reason, exit 125")
     func outsideAnAllocation() async throws {
         let scratch = try CLIScratch()
