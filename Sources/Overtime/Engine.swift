@@ -27,7 +27,7 @@ public struct EngineWarning: Sendable, Equatable {
 
     /// The signals that cannot be the warning: Overtime's own (SIGINT, SIGTERM), those no
     /// process can catch (SIGKILL, SIGSTOP), and SIGCHLD, which the reaper needs.
-    public static let refusedSignals: Set<Signal> = [.interrupt, .terminate, .kill, Signal(rawValue: SIGSTOP), Signal(rawValue: SIGCHLD)]
+    public static let refusedSignals = Signal.refusedAsEngineWarning
 }
 
 /// What a command run for the engine (`squeue`, `scontrol`) did.

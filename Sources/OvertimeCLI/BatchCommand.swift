@@ -187,6 +187,12 @@ struct BatchCommand {
         }
         display.begin(runID: runner.runID, directory: runner.journal.directory, tasks: job.tasks.count)
         runner.adoptOrphans()
+        // The job file's warning where neither the command line nor the environment gave one.
+        var engine = self.engine
+        if engine.warnSignal == nil, let signal = job.warnSignal {
+            engine.warnSignal = signal
+            engine.warnLead = engine.warnLead ?? job.warnLead
+        }
         if let warning = engine.warning { runner.expireOnEngineSignal(warning, display.note) }
         runner.forwardSignals(engine.forwardedSignals)
         if let warning = engine.requeueWarning { display.warn(warning) }

@@ -19,6 +19,12 @@ public struct Signal: RawRepresentable, Hashable, Sendable, CustomStringConverti
     public static let terminate = Signal(rawValue: 15)
     public static let `continue` = Signal(rawValue: 18)
     public static let windowChange = Signal(rawValue: 28)
+    public static let child = Signal(rawValue: 17)
+    public static let stop = Signal(rawValue: 19)
+
+    /// The signals that cannot be an engine's warning (`--warn-signal`): INT and TERM are
+    /// Overtime's own, KILL and STOP cannot be caught, CHLD is for reaping.
+    public static let refusedAsEngineWarning: Set<Signal> = [.interrupt, .terminate, .kill, .stop, .child]
 
     /// The Linux names, by number (1 to 31; real-time signals are `SIGRTMIN+n`).
     static let names: [String] = [

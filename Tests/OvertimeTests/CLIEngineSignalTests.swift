@@ -61,6 +61,30 @@ struct CLIEngineSignalTests {
         (text ?? "").split(separator: "\n").compactMap { try? CLIJSON.object(String($0)) }
     }
 
+    @Test("a job file's warn-signal and warn-lead: a batch task gets expiring on the batch's SIGUSR1, not the signal; a lead without a signal is refused")
+    func jobFileWarnSignal() async throws {
+        let scratch = try CLIScratch()
+        let child = try scratch.python("listener.py", Self.listener)
+        let job = try scratch.write("job.json", """
+        {"warn-signal": "USR1", "warn-lead": "30s",
+         "tasks": [{"name": "t", "command": ["\(CLIBatchWorker.python)", "\(child)", "\(scratch.path("ready"))", "\(scratch.path("got"))"]}]}
+        """)
+        var environment = ProcessInfo.processInfo.environment
+        environment.removeValue(forKey: "OVERTIME_WARN_SIGNAL")
+        let batch = CLIProcess(["batch", job, "--run-dir", scratch.path("run"), "--progress", "none"], environment: environment, in: scratch)
+        try await batch.start()
+        #expect(await scratch.waitForFile("ready") != nil, "the task never got ready")
+        batch.signal(SIGUSR1)
+        _ = await batch.finish(timeout: .seconds(30))
+        let got = scratch.read("got") ?? ""
+        let expiring = messages(got).first { $0["type"] as? String == "expiring" }
+        #expect((28...31).contains(CLIJSON.double(expiring?["remaining"]) ?? -1), "\(got)")
+        #expect(!got.contains("SIGUSR1"), "the warning was passed on as a signal: \(got)")
+        let bad = try scratch.write("bad.json", #"{"warn-lead": "30s", "warn-signal": "TERM", "tasks": [{"name": "t", "command": ["true"]}]}"#)
+        let refused = try await cliRun(["batch", bad, "--run-dir", scratch.path("run2")], in: scratch)
+        #expect(refused.status == 125 && refused.stderr.contains("cannot be the engine's warning"), "\(refused)")
+    }
+
     @Test("--warn-signal USR1 --warn-lead 30s: the task gets expiring with 30 s within a second, and no SIGUSR1")
     func warnSignalBecomesExpiring() async throws {
         let scratch = try CLIScratch()

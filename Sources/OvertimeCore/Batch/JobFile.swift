@@ -20,6 +20,10 @@ public struct JobFile: Sendable, Equatable {
     public var tasks: [JobTask]
     /// Where the tasks run (DESIGN §8).
     public var executor: Executor = .local
+    /// `warn-signal`, `warn-lead`: the engine's warning becomes `expiring` (DESIGN §8); the
+    /// command line's `--warn-signal` and `$OVERTIME_WARN_SIGNAL` come first.
+    public var warnSignal: Signal?
+    public var warnLead: Duration?
 
     /// A way to start a supervised task somewhere and hear its events.
     public enum Executor: String, Sendable, Equatable, CaseIterable {

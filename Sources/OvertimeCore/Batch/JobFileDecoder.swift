@@ -25,7 +25,7 @@ struct JobFileDecoder {
 
     // MARK: Field names
 
-    static let topFields = ["concurrency", "deadline", "defaults", "resources", "tasks", "executor"]
+    static let topFields = ["concurrency", "deadline", "defaults", "resources", "tasks", "executor", "warn-signal", "warn-lead"]
     static let taskFields = ["name", "command", "env", "cwd", "budget", "window", "max-runtime", "grace",
                              "warn-before", "require-advance", "min-start", "after", "resources", "retries",
                              "clean-env", "user", "group", "limits", "nice", "command-made-by", "notify-socket", "notify-fd",
@@ -124,6 +124,16 @@ struct JobFileDecoder {
             case "resources":
                 pools = readPools(field, in: top)
                 file.resources = pools
+            case "warn-signal":
+                if let word = top.string(field, expected: "a signal name such as \"USR1\"") {
+                    if let signal = Signal(name: word), !Signal.refusedAsEngineWarning.contains(signal) {
+                        file.warnSignal = signal
+                    } else {
+                        top.problem(field, "'\(word)' cannot be the engine's warning; expected a catchable signal other than INT, TERM and CHLD, such as \"USR1\"")
+                    }
+                }
+            case "warn-lead":
+                file.warnLead = top.duration(field, allowNone: false, positive: true)?.duration
             case "executor":
                 let words = JobFile.Executor.allCases.map(\.rawValue).joined(separator: " or ")
                 if let word = top.string(field, expected: words) {
@@ -176,6 +186,9 @@ struct JobFileDecoder {
         case let other?:
             top.problem(at: "tasks", "expected an array of task objects, got \(JobFileText.show(other))")
             reading.tasksUnreadable = true
+        }
+        if file.warnLead != nil, file.warnSignal == nil {
+            top.problem(at: "warn-lead", "needs 'warn-signal' (the lead is the time after that signal)")
         }
         return file
     }
