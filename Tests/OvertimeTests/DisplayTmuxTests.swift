@@ -110,7 +110,18 @@ final class DisplayTmux: @unchecked Sendable {
         // The shell catches SIGINT (so Ctrl-C does not end it), which leaves overtime's own
         // SIGINT at its default, as at an interactive prompt.
         let wrapped = "trap : INT; \(command); echo \"[overtime exited $?]\"; sleep 600"
-        try await tmux(["new-session", "-d", "-s", name, "-x", String(width), "-y", String(height), "sh", "-c", wrapped])
+        let arguments = ["new-session", "-d", "-s", name, "-x", String(width), "-y", String(height), "sh", "-c", wrapped]
+        // The suites share one tmux server, which exits when its last session ends: a new
+        // session that reaches a server on its way out is told "server exited unexpectedly"
+        // and, started again, gets a new server. Anything else is a failure at once.
+        for attempt in 1...3 {
+            do {
+                try await tmux(arguments)
+                return
+            } catch let failure as CLIFailure where failure.description.contains("server exited unexpectedly") && attempt < 3 {
+                try await Task.sleep(for: .milliseconds(100))
+            }
+        }
     }
 
     /// The visible screen (with `history`, the scrollback too), one string per line.
