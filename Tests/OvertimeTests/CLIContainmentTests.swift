@@ -168,7 +168,10 @@ struct CLIContainmentTests {
         note(\(String(reflecting: scratch.path("done"))), "sent")
         """)
         let r = try await cliRun(["run", "--progress", "json", "--cgroup", mode, "--", "sh", "-c",
-                                  "(setsid \(Self.python) \(reporter) &); sleep 2"], in: scratch)
+                                  // The leader stays until the orphan has sent (at most 10 s): a
+                                  // slow start must not end the task under it.
+                                  "(setsid \(Self.python) \(reporter) &); i=0; while [ ! -e \(scratch.path("done")) ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done"],
+                                 in: scratch)
         #expect(r.status == 0, "\(r)")
         #expect(scratch.read("done") == "sent", "the orphan never got to send: \(r)")
         let events = r.stdoutLines.compactMap { try? CLIJSON.object($0) }
