@@ -76,13 +76,15 @@ public final class Supervisor: Sendable {
     /// Starts a task. Spawn failures (command not found, not executable) are not thrown:
     /// they arrive as the task's outcome, with exit code 127 or 126, like any other ending.
     public func spawn(_ spec: TaskSpec) -> TaskHandle {
+        start(spec) { [self] handle, core in TaskRunner(spec: spec, handle: handle, supervisor: self, core: core).start() }
+    }
+
+    /// A handle for a new task, and its runner started on the loop by `begin`.
+    private func start(_ spec: TaskSpec, _ begin: @escaping @Sendable (TaskHandle, SupervisorCore) -> Void) -> TaskHandle {
         let ref = TaskRef(id: nextTaskID.add(1, ordering: .relaxed).oldValue, name: spec.name)
         let handle = TaskHandle(ref: ref, supervisor: self)
         let core = self.core
-        let accepted = loop.execute { [self] in
-            let runner = TaskRunner(spec: spec, handle: handle, supervisor: self, core: core.value)
-            runner.start()
-        }
+        let accepted = loop.execute { begin(handle, core.value) }
         if !accepted {
             // Never started: its outcome says so at once, rather than never coming.
             handle.complete(TaskOutcome(task: ref, pid: nil,
@@ -98,19 +100,9 @@ public final class Supervisor: Sendable {
     /// task's requests; the task's output is appended to `log`, a file the remote side
     /// reaches at the same path (a shared filesystem). Failures come as the outcome.
     public func spawn(_ spec: TaskSpec, via launcher: RemoteLauncher, log: String) -> TaskHandle {
-        let ref = TaskRef(id: nextTaskID.add(1, ordering: .relaxed).oldValue, name: spec.name)
-        let handle = TaskHandle(ref: ref, supervisor: self)
-        let core = self.core
-        let accepted = loop.execute { [self] in
-            RemoteTaskRunner(spec: spec, launcher: launcher, log: log, handle: handle, supervisor: self, core: core.value).start()
+        start(spec) { [self] handle, core in
+            RemoteTaskRunner(spec: spec, launcher: launcher, log: log, handle: handle, supervisor: self, core: core).start()
         }
-        if !accepted {
-            handle.complete(TaskOutcome(task: ref, pid: nil,
-                                        termination: .failedToStart(SpawnFailure(errno: 0, message: "the supervisor has shut down", beforeExec: true)),
-                                        cancelReason: nil, killed: false, elapsed: .zero, lastProgress: nil, result: nil,
-                                        protocolErrors: 0, wasReady: false))
-        }
-        return handle
     }
 
     /// Cancels every running task with `reason`.
