@@ -12,7 +12,7 @@ enum SrunExecutor {
     /// The launcher for a batch whose journal is in `runDirectory`.
     /// - Throws: `BatchError` outside an allocation, or when the run directory is on a
     ///   filesystem the allocation's other nodes cannot see.
-    static func launcher(runDirectory: String, overtime: String?, environment: [String: String] = currentEnvironment()) throws -> RemoteLauncher {
+    static func launcher(runDirectory: String, overtime: String?, environment: [String: String] = CommandLookup.processEnvironment()) throws -> RemoteLauncher {
         guard let job = environment["SLURM_JOB_ID"], !job.isEmpty else {
             throw BatchError("the srun executor runs inside a Slurm allocation (sbatch or salloc): SLURM_JOB_ID is not set")
         }
@@ -60,14 +60,4 @@ enum SrunExecutor {
         return String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
-    static func currentEnvironment() -> [String: String] {
-        var result: [String: String] = [:]
-        var p = environ
-        while let entry = p.pointee {
-            let text = String(cString: entry)
-            if let eq = text.firstIndex(of: "=") { result[String(text[..<eq])] = String(text[text.index(after: eq)...]) }
-            p += 1
-        }
-        return result
-    }
 }
