@@ -144,6 +144,8 @@ struct CLICtlBatchTests {
         #expect(notRunning.status == 1 && notRunning.stderr.contains("victim"), "\(notRunning)")
         let unknown = try await CLICtl.ctl(socket: socket, ["revoke", "nope"], in: f.scratch)
         #expect(unknown.status == 1 && unknown.stderr.contains("no task named 'nope'"), "\(unknown)")
+        let misspelt = try await CLICtl.ctl(socket: socket, ["extend", "holdr", "1m"], in: f.scratch)
+        #expect(misspelt.status == 1 && misspelt.stderr.contains("did you mean 'holder'?"), "\(misspelt)")
 
         let extend = try await CLICtl.ctl(socket: socket, ["extend", "holder", "5m"], in: f.scratch)
         #expect(extend.status == 0 && extend.stdout.hasSuffix("left\n"), "\(extend)")

@@ -121,6 +121,7 @@ struct CLICtlOperatorTests {
         let r = try await f.ctl(["extend", "job", "1m"])
         #expect(r.status == 0, "\(r)")
         #expect(r.stdout.contains("clipped by max-runtime"), "the reply must say it was clipped: \(r)")
+        #expect(r.stdout.contains("--past-max"), "the hint names the ctl flag: \(r)")
         let budget = await f.waitSeen("budget", count: 2)
         let remaining = CLIJSON.double(budget?["remaining"]) ?? 99
         #expect(remaining <= 7.01, "clipped at max-runtime (7 s from start); the task read \(f.seen("budget"))")

@@ -641,7 +641,8 @@ extension BatchCore: ControlTarget {
     }
 
     private func index(of name: String) -> Result<Int, ControlFailure> {
-        machine.index(named: name).map { .success($0) } ?? .failure(ControlFailure("no task named '\(name)' in this batch"))
+        machine.index(named: name).map { .success($0) }
+            ?? .failure(ControlFailure("no task named '\(name)' in this batch" + ControlWords.didYouMean(name, among: job.tasks.map(\.name))))
     }
 
     private func runningTask(_ index: Int) -> Result<TaskHandle.SynchronousOperations, ControlFailure> {

@@ -24,6 +24,11 @@ enum ControlWords {
         "revoke " + DurationText.format(after)
     }
 
+    /// "; did you mean 'train'?" for a task name that is close to one the supervisor has.
+    static func didYouMean(_ name: String, among names: [String]) -> String {
+        Spelling.closest(to: name, among: names).map { "; did you mean '\($0)'?" } ?? ""
+    }
+
     static func cancel(_ result: TaskMachine.CancelResult) -> Result<String, ControlFailure> {
         switch result {
         case .cancelling: .success("cancelling")
@@ -36,7 +41,8 @@ enum ControlWords {
         switch result {
         case let .applied(remaining, clipped):
             let left = remaining.map { "\(DurationText.format($0)) left" } ?? "no limit"
-            return .success(clipped ? "clipped by max-runtime (add past_max), \(left)" : left)
+            // In the words of the ctl user most replies reach (`past_max` on the wire).
+            return .success(clipped ? "clipped by max-runtime (ctl extend --past-max goes past it), \(left)" : left)
         case .notRunning(.cancelling):
             return .failure(ControlFailure("the task is already being cancelled"))
         case .notRunning:
@@ -55,7 +61,7 @@ extension SupervisorCore: ControlTarget {
         if let runner = runners.values.sorted(by: { $0.ref.id < $1.ref.id }).first(where: { $0.ref.name == name }) {
             return .success(runner)
         }
-        return .failure(ControlFailure("no running task named '\(name)'"))
+        return .failure(ControlFailure("no running task named '\(name)'" + ControlWords.didYouMean(name, among: runners.values.map(\.ref.name))))
     }
 
     func controlCancel(task: String, reason: CancelReason, grace: Duration?, uid: UInt32) -> Result<String, ControlFailure> {
