@@ -15,6 +15,10 @@ struct RunCommand {
     var spec: TaskSpec
     var progress: ProgressMode = .auto
     var jsonReport = false
+    /// `--report FILE` (`-`: stdout, as `--json`).
+    var reportPath: String?
+    /// `--events FILE`.
+    var eventsPath: String?
     var preserveStatus = false
     /// The control socket's path (`--control`); nil for the per-user default.
     var controlPath: String?
@@ -100,7 +104,11 @@ struct RunCommand {
                            plain. NO_COLOR turns colour off; without a UTF-8 locale the bar
                            is ASCII. CMD's output passes through a terminal of our size, so
                            it prints as if run directly; for a full-screen CMD, use plain.
-      --json               print a final report as JSON on stdout
+      --json               print a final report as JSON on stdout (as --report -)
+      --report FILE        write the final JSON report to FILE instead ('-': stdout), so
+                           that CMD's own stdout stays CMD's
+      --events FILE        write the events of --progress json to FILE (a path, or
+                           /dev/fd/N for a descriptor of yours), whatever --progress shows
       --preserve-status    exit with CMD's own status even when it was cancelled
       --shutdown-grace DUR the time an orchestrator gives the whole shutdown (default:
                            $OVERTIME_SHUTDOWN_GRACE): on SIGTERM/SIGINT each task's grace
@@ -138,7 +146,7 @@ struct RunCommand {
     static let knownOptions = ["--budget", "--window", "--max-runtime", "--grace", "--warn-before",
                                "--require-advance", "--name", "--progress", "--json", "--preserve-status", "--control", "--shutdown-grace", "--env", "--clean-env", "--user", "--group",
                                "--limit-as", "--limit-nofile", "--limit-cpu", "--limit-nproc", "--nice", "--notify-socket",
-                               "--notify-fd", "--cgroup", "--memory-max", "--memory-warn", "--diagnose", "--diagnose-limit", "--control-stdio", "--output", "--help"] + EngineOptions.names
+                               "--notify-fd", "--cgroup", "--memory-max", "--memory-warn", "--diagnose", "--diagnose-limit", "--control-stdio", "--output", "--report", "--events", "--help"] + EngineOptions.names
 
     /// The help, with the containment this machine gives (DESIGN §7: never a silent downgrade).
     static var helpWithContainment: String {
@@ -257,6 +265,14 @@ struct RunCommand {
                     case "off", "no", "false", "0": readiness.notifySocket = false
                     default: throw UsageError(message: "overtime run: --notify-socket: '\(text)' is neither on nor off")
                     }
+                case "--report":
+                    let text = try value()
+                    guard !text.isEmpty else { throw UsageError(message: "overtime run: --report needs a file, or - for stdout") }
+                    command.reportPath = text
+                case "--events":
+                    let text = try value()
+                    guard !text.isEmpty else { throw UsageError(message: "overtime run: --events needs a file") }
+                    command.eventsPath = text
                 case "--control-stdio":
                     try noValue()
                     command.controlStdio = true
@@ -323,7 +339,7 @@ struct RunCommand {
         }
         if command.controlStdio {
             // Stdout is the control stream: nothing else may write there.
-            if command.jsonReport || (progressGiven && command.progress != .none) || outputFile == nil {
+            if command.jsonReport || command.reportPath == "-" || (progressGiven && command.progress != .none) || outputFile == nil {
                 throw UsageError(message: "overtime run: --control-stdio takes stdin and stdout for the control stream: it needs --output FILE for CMD's output, and neither --json nor --progress other than none")
             }
             command.progress = .none
@@ -338,13 +354,44 @@ struct RunCommand {
         return command
     }
 
+    /// Writes the report whole to `path` (a temporary file renamed over it, so a reader never
+    /// sees half of one); says why on stderr when it cannot.
+    static func write(_ report: [UInt8], to path: String) -> Bool {
+        let temporary = path + ".tmp-\(getpid())"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        var written = fd >= 0 && TerminalDevice.writeAll(fd, report)
+        var reason = String(cString: strerror(errno))
+        if fd >= 0, close(fd) != 0, written {
+            written = false
+            reason = String(cString: strerror(errno))
+        }
+        if written, rename(temporary, path) != 0 {
+            written = false
+            reason = String(cString: strerror(errno))
+        }
+        if !written {
+            if fd >= 0 { unlink(temporary) }
+            Terminal.error("overtime: --report: cannot write \(path): \(reason)")
+        }
+        return written
+    }
+
     /// Runs the task and returns the exit code.
     func execute() -> Int32 {
         let runID = RunID.generate()
         let output = ProgressOutput(mode: progress, encoder: EventEncoder(runID: runID))
+        var sinks: [any EventSink & Sendable] = [output]
+        if let eventsPath {
+            do {
+                sinks.append(try EventFileSink(path: eventsPath))
+            } catch {
+                Terminal.error(error.message)
+                return 125
+            }
+        }
         let supervisor: Supervisor
         do {
-            supervisor = try Supervisor(runID: runID, sinks: [output], containment: containment)
+            supervisor = try Supervisor(runID: runID, sinks: sinks, containment: containment)
         } catch {
             Terminal.error("overtime: cannot start the supervisor: \(error)")
             return 125
@@ -392,14 +439,19 @@ struct RunCommand {
         } else {
             exit = preserveStatus ? outcome.preservedStatus : outcome.exitCode
         }
-        if jsonReport {
+        if jsonReport || reportPath != nil {
             let containment = supervisor.containment
-            Terminal.writeOut(output.encoder.report(outcome) { w in
+            let report = output.encoder.report(outcome) { w in
                 w.key("containment"); containment.write(into: &w)
                 // What overtime itself exits with, when an option makes it differ from the
                 // task's `exit_code` (`--shutdown-exit-code`, `--preserve-status`).
                 w.key("overtime_exit_code"); w.int(Int(exit))
-            })
+            }
+            if jsonReport || reportPath == "-" { Terminal.writeOut(report) }
+            if let reportPath, reportPath != "-", !Self.write(report, to: reportPath) {
+                supervisor.shutdown()
+                return 125   // the report was asked for and is not there: Overtime failed
+            }
         }
         engine.requeueIfAsked(shutdown: outcome.cancelReason == .shutdown, warnings: supervisor.engineWarningCount,
                               run: supervisor.runEngineCommand)
