@@ -36,10 +36,8 @@ final class TaskRunner {
     private var killedAtShutdown = false
     /// The task's own cgroup (DESIGN §7); nil where the run has none.
     private var cgroup: TaskCgroup?
-    /// The kernel's word when its memory crosses the max (v1), asked once it passed the
-    /// warning level (`listenForTheMax`).
+    /// The kernel's word when its memory crosses the max (v1).
     private var memoryLevels: MemoryLevelWatch?
-    private var listenedForTheMax = false
     /// The signals Overtime sent the task, and those it passed on, to say who sent the one
     /// it died of.
     private var sentSignals: Set<Int32> = []
@@ -142,8 +140,15 @@ final class TaskRunner {
             return
         }
         core.runners[ref.id] = self
-        if spec.memory.max != nil {
+        if let max = spec.memory.max {
             core.memoryWatch.watch(ref.id, loop: supervisor.loop)
+            // The kernel says when the usage crosses the max (v1): a burst faster than the
+            // samples is heard at once, not after the hard limit above the max.
+            if let cgroup {
+                memoryLevels = MemoryLevelWatch(loop: supervisor.loop, cgroup: cgroup, levels: [max]) { [unowned self] in
+                    if let used = cgroup.memoryInUse(exactFrom: self.memoryCheckLevel) { self.memorySample(used) }
+                }
+            }
         }
         let now = Self.clock()
         machine = TaskMachine(policy: Self.machinePolicy(spec), memory: spec.memory, startedAt: now)
@@ -632,21 +637,6 @@ final class TaskRunner {
         let now = Self.clock()
         decide(at: now) { machine, actions in machine.memorySample(used, now: now, into: &actions) }
         rearm(now: now)
-        listenForTheMax(after: used)
-    }
-
-    /// Past the warning level, the kernel is asked to say when the usage crosses the max
-    /// (v1's cgroup.event_control): from there a burst is heard at once, not at the next
-    /// sample after the hard limit. Only then: registering a level makes the kernel wait
-    /// for an RCU grace period (tens of milliseconds on the loop), which a thousand tasks
-    /// far from their max must not each pay.
-    private func listenForTheMax(after used: UInt64) {
-        guard memoryLevels == nil, !listenedForTheMax, let max = spec.memory.max, let cgroup,
-              used >= (spec.memory.warnBytes ?? max) else { return }
-        listenedForTheMax = true
-        memoryLevels = MemoryLevelWatch(loop: supervisor.loop, cgroup: cgroup, levels: [max]) { [unowned self] in
-            if let used = cgroup.memoryInUse(exactFrom: self.memoryCheckLevel) { self.memorySample(used) }
-        }
     }
 
     /// Its memory now, measured as the watchdog would (for `ctl status`).

@@ -469,10 +469,21 @@ public final class MemoryLevelWatch: LoopHandleOwner {
             Descriptors.close(events)
             return nil
         }
-        for level in levels where CgroupTree.write("\(events) \(usage) \(level)", to: directory + "/cgroup.event_control") != 0 {
+        // Registering a level makes the kernel wait for an RCU grace period (tens of
+        // milliseconds): not on the loop, which a thousand starting tasks would stall for
+        // seconds. A thread of its own does it with copies of both descriptors (the
+        // registration lives as long as the eventfd's file, whoever closes which number).
+        guard let eventsCopy = try? Descriptors.duplicate(events), let usageCopy = try? Descriptors.duplicate(usage) else {
             Descriptors.close(usage)
             Descriptors.close(events)
             return nil
+        }
+        let lines = levels.map { "\(eventsCopy) \(usageCopy) \($0)" }
+        let control = directory + "/cgroup.event_control"
+        DetachedThread.run {
+            for line in lines { CgroupTree.write(line, to: control) }
+            Descriptors.close(eventsCopy)
+            Descriptors.close(usageCopy)
         }
         eventFD = events
         usageFD = usage
@@ -514,5 +525,29 @@ public final class MemoryLevelWatch: LoopHandleOwner {
     deinit {
         Descriptors.close(eventFD)
         Descriptors.close(usageFD)
+    }
+}
+
+/// Runs blocking work on a thread of its own that nobody waits for (a kernel call that only
+/// sleeps, kept off the loop).
+enum DetachedThread {
+    private final class Work {
+        let body: () -> Void
+        init(_ body: @escaping () -> Void) { self.body = body }
+    }
+
+    static func run(_ body: @escaping () -> Void) {
+        let work = Unmanaged.passRetained(Work(body)).toOpaque()
+        var thread = pthread_t()
+        let started = pthread_create(&thread, nil, { raw in
+            let work = Unmanaged<Work>.fromOpaque(raw!).takeRetainedValue()
+            work.body()
+            return nil
+        }, work)
+        if started == 0 {
+            pthread_detach(thread)
+        } else {
+            Unmanaged<Work>.fromOpaque(work).takeRetainedValue().body()   // no thread: do it here
+        }
     }
 }

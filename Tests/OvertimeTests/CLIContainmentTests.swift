@@ -162,9 +162,12 @@ struct CLIContainmentTests {
         import socket
         time.sleep(0.3)   # its parent, the subshell, is gone by now
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        s.connect("\\0" + os.environ["OVERTIME_SOCKET"][1:])
-        s.sendall(b'{"type":"progress","completed":1,"total":2,"bar":"orphan"}\\n')
-        time.sleep(0.5)
+        try:
+            s.connect("\\0" + os.environ["OVERTIME_SOCKET"][1:])
+            s.sendall(b'{"type":"progress","completed":1,"total":2,"bar":"orphan"}\\n')
+            time.sleep(0.5)
+        except OSError:
+            pass   # refused (no cgroup): the supervisor may close before the line is sent
         note(\(String(reflecting: scratch.path("done"))), "sent")
         """)
         let r = try await cliRun(["run", "--progress", "json", "--cgroup", mode, "--", "sh", "-c",
