@@ -110,11 +110,11 @@ final class RemoteTaskRunner {
             process = try ChildProcess(loop: supervisor.loop, request: request) { [weak self] exit in
                 self?.launcherExited(exit)
             }
+            // No `watch` to ask for: a run serving its standard streams watches from the start.
             stream.startReading(
                 onData: { [unowned self] bytes in self.framer.feed(bytes) { item in self.line(item) } },
                 onEnd: { [unowned self] _ in self.streamEnded() }
             )
-            send(.watch)
         } catch {
             stream?.close()
             stream = nil
@@ -167,7 +167,7 @@ final class RemoteTaskRunner {
     }
 
     private func send(_ op: ControlRequest.Op) {
-        if case .watch = op {} else if !remoteStarted {
+        if !remoteStarted {
             heldRequests.append(op)
             return
         }

@@ -190,9 +190,3 @@ public enum EventDecoder {
         }
     }
 }
-
-extension JSONValue {
-    var isObject: Bool {
-        if case .object = self { true } else { false }
-    }
-}

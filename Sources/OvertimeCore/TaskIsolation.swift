@@ -137,19 +137,8 @@ extension ResourceLimit {
             let (seconds, attoseconds) = duration.components
             return UInt64(seconds) + (attoseconds > 0 ? 1 : 0)
         case .addressSpace:
-            let digits = part.prefix(while: { $0.isASCII && $0.isNumber })
-            guard let number = UInt64(digits) else { throw problem }
-            let shift: UInt64
-            switch part.dropFirst(digits.count).lowercased() {
-            case "", "b": shift = 0
-            case "k", "kb", "kib": shift = 10
-            case "m", "mb", "mib": shift = 20
-            case "g", "gb", "gib": shift = 30
-            case "t", "tb", "tib": shift = 40
-            default: throw problem
-            }
-            guard number > 0, number <= (unlimited - 1) >> shift else { throw problem }
-            return number << shift
+            guard let bytes = try? ByteSize.parse(part), bytes < unlimited else { throw problem }
+            return bytes
         }
     }
 }

@@ -486,7 +486,7 @@ public struct TaskStatus: Sendable, Equatable {
 }
 
 extension JSONValue {
-    var isObject: Bool {
+    public var isObject: Bool {
         if case .object = self { true } else { false }
     }
 }
