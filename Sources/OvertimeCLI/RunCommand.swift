@@ -408,7 +408,7 @@ struct RunCommand {
         supervisor.adoptOrphans()
         supervisor.onNotice(output.warn)
         do {
-            _ = try supervisor.serveControl(at: controlPath, onRefused: RepeatLimiter.passing(to: output.warn))
+            _ = try supervisor.serveControl(at: controlPath, describing: .run(command: spec.arguments), onRefused: RepeatLimiter.passing(to: output.warn))
         } catch where controlPath == nil {
             // The task matters more than the default socket (an unwritable /tmp, say).
             Terminal.error("overtime: no control socket (\(error)); running without one")
