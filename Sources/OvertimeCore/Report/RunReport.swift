@@ -223,10 +223,11 @@ private struct JournalReader {
             report.runIDs.append(run)
         }
         let index = index(of: task)
-        apply(event, record, at: time, to: &report.tasks[index])
+        // Static: a method of self here would copy the report for every line.
+        Self.apply(event, record, at: time, to: &report.tasks[index])
     }
 
-    private func apply(_ event: String, _ record: JSONValue, at time: Int64, to task: inout RunReport.Task) {
+    private static func apply(_ event: String, _ record: JSONValue, at time: Int64, to task: inout RunReport.Task) {
         switch event {
         case "attempt":
             closeOpenAttempt(of: &task, at: time)
@@ -303,12 +304,12 @@ private struct JournalReader {
 
     /// An attempt left open by a lost `exited` line ends where the next record of its
     /// task begins: drawn as unfinished, never stretched over what followed.
-    private func closeOpenAttempt(of task: inout RunReport.Task, at time: Int64) {
+    private static func closeOpenAttempt(of task: inout RunReport.Task, at time: Int64) {
         guard let last = task.attempts.indices.last, task.attempts[last].end == nil else { return }
         task.attempts[last].end = time
     }
 
-    private func withOpenAttempt(of task: inout RunReport.Task, _ body: (inout RunReport.Attempt) -> Void) {
+    private static func withOpenAttempt(of task: inout RunReport.Task, _ body: (inout RunReport.Attempt) -> Void) {
         guard let last = task.attempts.indices.last, task.attempts[last].end == nil else { return }
         body(&task.attempts[last])
     }
@@ -377,7 +378,8 @@ private struct JournalReader {
         var kept = [first]
         var lastBucket = 0
         for point in points.dropFirst() {
-            let bucket = Int((point.time - first.time) * Int64(limit - 1) / span)
+            // limit - 1 slices (the last point falls in the last one), plus the first point.
+            let bucket = Int((point.time - first.time) * Int64(limit - 2) / span)
             if bucket == lastBucket, kept.count > 1 { kept[kept.count - 1] = point } else { kept.append(point) }
             lastBucket = bucket
         }
