@@ -389,7 +389,10 @@ enum RunReportAssets {
         });
         if (skipped.length <= 12 && LANE >= 16) {
           g.font = "11px system-ui, 'DejaVu Sans', sans-serif"; g.textBaseline = "middle"; g.fillStyle = "#4b5563";
-          skipped.forEach(function (task) { g.fillText(task.name, X(task.finished) + r + 4, y + 0.5); });
+          skipped.forEach(function (task) {
+            const x = X(task.finished), w = g.measureText(task.name).width;
+            g.fillText(task.name, x + r + 4 + w > width - 4 ? x - r - 4 - w : x + r + 4, y + 0.5);
+          });
         }
       }
       g.font = "12px system-ui, 'DejaVu Sans', sans-serif";
@@ -414,9 +417,12 @@ enum RunReportAssets {
           g.beginPath(); g.moveTo(x - 4, y - 2); g.lineTo(x + 4, y - 2); g.lineTo(x, y + 3); g.closePath(); g.fill();
         }
         if (sayReasons) {
+          // Beside the mark, on its left where the right edge would cut it.
+          const w = g.measureText(mark[2]).width;
+          const tx = x + 5 + w > width - 4 ? x - 5 - w : x + 5;
           g.lineWidth = 3; g.strokeStyle = "rgba(255,255,255,0.92)";
-          g.strokeText(mark[2], x + 5, y + h / 2 + 0.5);
-          g.fillText(mark[2], x + 5, y + h / 2 + 0.5);
+          g.strokeText(mark[2], tx, y + h / 2 + 0.5);
+          g.fillText(mark[2], tx, y + h / 2 + 0.5);
         }
       });
       g.strokeStyle = "#111827"; g.lineWidth = 2;
@@ -613,6 +619,8 @@ enum RunReportAssets {
       selected = task;
       requestDraw();
       renderRows();
+      // The address names the task chosen, so a link can open the page on it.
+      if (history.replaceState) history.replaceState(null, "", task ? "#task=" + encodeURIComponent(task.name) : location.pathname);
       if (!task) { detailCard.hidden = true; return; }
       const kv = [["outcome", outcomeCell(task.outcome)]];
       if (task.reason) kv.push(["reason", esc(task.reason)]);
@@ -785,6 +793,11 @@ enum RunReportAssets {
 
     applyFilter();
     draw();
+    if (location.hash.indexOf("#task=") === 0) {
+      const wanted = decodeURIComponent(location.hash.slice(6));
+      const task = tasks.find(function (t) { return t.name === wanted; });
+      if (task) { select(task); draw(); }
+    }
     const rect = canvas.getBoundingClientRect();
     document.body.dataset.timeline = [Math.round(rect.left + window.scrollX), Math.round(rect.top + window.scrollY), Math.round(rect.width), Math.round(rect.height)].join(",");
     document.body.dataset.lanes = String(laneCount);
