@@ -439,14 +439,23 @@ enum RunReportAssets {
       g.fillStyle = "#ffffff"; g.fillRect(0, AXIS, GUTTER, height - AXIS);
       g.strokeStyle = "#d1d5db"; g.lineWidth = 1;
       g.beginPath(); g.moveTo(0, AXIS - 0.5); g.lineTo(width, AXIS - 0.5); g.moveTo(GUTTER - 0.5, 0); g.lineTo(GUTTER - 0.5, height); g.stroke();
-      g.font = "11px system-ui, 'DejaVu Sans', sans-serif"; g.fillStyle = "#4b5563"; g.textBaseline = "middle"; g.textAlign = "center";
+      g.font = "11px system-ui, 'DejaVu Sans', sans-serif"; g.textBaseline = "middle";
+      // The end of an open run is named on the axis; the ticks under its name give way.
+      let endLabel = null;
+      if (!data.complete) {
+        const text = "last journal line", w = g.measureText(text).width;
+        const right = Math.min(width - 4, X(data.end) - 4);
+        if (right - w > GUTTER) endLabel = { text: text, left: right - w - 14, right: right + 14 };
+      }
+      g.fillStyle = "#4b5563"; g.textAlign = "center";
       for (let t = Math.ceil(view.t0 / step) * step; t <= view.t1; t += step) {
         const x = X(t);
+        if (endLabel && x > endLabel.left && x < endLabel.right) continue;
         if (x > GUTTER + 12 && x < width - 12) g.fillText(tickLabel(t, step), x, AXIS / 2);
       }
       g.textAlign = "left";
       g.fillStyle = "#6b7280"; g.fillText("time since start", 8, AXIS / 2);
-      if (!data.complete) { g.fillStyle = "#1d4ed8"; g.textAlign = "right"; g.fillText("last journal line", Math.min(width - 4, X(data.end) - 4), AXIS / 2); g.textAlign = "left"; }
+      if (endLabel) { g.fillStyle = "#1d4ed8"; g.textAlign = "right"; g.fillText(endLabel.text, endLabel.right - 14, AXIS / 2); g.textAlign = "left"; }
       const every = LANE >= 11 ? 1 : Math.ceil(11 / LANE);
       g.font = (LANE >= 14 ? "12px" : "10px") + " system-ui, 'DejaVu Sans', sans-serif";
       g.textAlign = "right";
