@@ -25,6 +25,8 @@ struct ReportCommand {
     directory, its journal holds no record, or FILE cannot be written.
     """
 
+    static let knownOptions = ["-o", "--output", "--help"]
+
     static func parse(_ arguments: ArraySlice<String>) throws -> ReportCommand {
         var cursor = ArgumentCursor(arguments, command: "overtime report")
         var positional: [String] = []
@@ -45,7 +47,7 @@ struct ReportCommand {
                     guard !path.isEmpty else { throw UsageError(message: "overtime report: \(option) needs a file name") }
                     output = path
                 default:
-                    throw UsageError(message: "overtime report: unknown option '\(option)'\(suggestion(for: option, among: ["--output", "--help"])); see 'overtime report --help'")
+                    throw UsageError(message: "overtime report: unknown option '\(option)'\(suggestion(for: option, among: knownOptions)); see 'overtime report --help'")
                 }
             }
         }

@@ -55,7 +55,7 @@ public enum RunReportPage {
         w.key("end"); w.int(Int(report.endedAt))
         w.key("complete"); w.bool(report.complete)
         w.key("stoppedBy"); optional(report.stoppedBy, &w)
-        w.key("concurrency"); if let n = report.concurrency { w.int(n) } else { w.null() }
+        w.key("concurrency"); optional(report.concurrency, &w)
         w.key("lines"); w.int(report.lines)
         w.key("unreadable"); w.int(report.unreadableLines)
         w.key("lanes")
