@@ -26,9 +26,9 @@ enum CLIReportBrowser {
     }
 
     /// The page's DOM after its script ran.
-    static func dumpDOM(_ page: String, in scratch: CLIScratch, timeout: Duration = .seconds(60)) async throws -> CLIResult {
+    static func dumpDOM(_ page: String, in scratch: CLIScratch, extra: [String] = [], timeout: Duration = .seconds(60)) async throws -> CLIResult {
         let chromium = try #require(chromium, "chromium is not installed (scripts/setup installs it)")
-        let process = CLIProcess(arguments(scratch, ["--dump-dom", "file://" + page]), executable: chromium, in: scratch)
+        let process = CLIProcess(arguments(scratch, extra + ["--dump-dom", "file://" + page]), executable: chromium, in: scratch)
         try await process.start()
         return await process.finish(timeout: timeout)
     }
@@ -54,6 +54,53 @@ enum CLIReportBrowser {
         }
         return counts
     }
+
+    /// A script that uses the page as a reader would (events dispatched on its elements)
+    /// and writes what it saw into `data-drive`.
+    static let driver = #"""
+    <script>
+    (function () {
+      const log = [];
+      try {
+        const canvas = document.getElementById("timeline");
+        const box = canvas.getBoundingClientRect();
+        const at = function (type, x, y, more) {
+          canvas.dispatchEvent(new MouseEvent(type, Object.assign({ bubbles: true, clientX: box.left + x, clientY: box.top + y }, more || {})));
+        };
+        const lanes = JSON.parse(document.getElementById("run-data").textContent).lanes.length;
+        let found = false;
+        for (let lane = 0; lane < lanes && !found; lane++) {
+          for (let x = 130; x < box.width && !found; x += 20) {
+            at("mousemove", x, 26 + lane * 30 + 15);
+            found = !document.getElementById("tooltip").hidden;
+            if (found) { at("mousedown", x, 26 + lane * 30 + 15); at("mouseup", x, 26 + lane * 30 + 15); }
+          }
+        }
+        log.push("tooltip " + found, "detail " + !document.getElementById("detail-card").hidden);
+        at("mousedown", 600, 60);
+        window.dispatchEvent(new MouseEvent("mousemove", { clientX: box.left + 500, clientY: box.top + 60 }));
+        window.dispatchEvent(new MouseEvent("mouseup", { clientX: box.left + 500, clientY: box.top + 60 }));
+        canvas.dispatchEvent(new WheelEvent("wheel", { bubbles: true, cancelable: true, ctrlKey: true, deltaY: -300, clientX: box.left + 500, clientY: box.top + 60 }));
+        ["zoom-in", "zoom-out", "zoom-fit"].forEach(function (id) { document.getElementById(id).click(); });
+        canvas.dispatchEvent(new MouseEvent("dblclick", { bubbles: true }));
+        document.querySelectorAll("#table-head [data-column]").forEach(function (c) { c.click(); c.click(); });
+        const filter = document.getElementById("filter");
+        filter.value = "after-stall"; filter.dispatchEvent(new Event("input"));
+        log.push("filtered " + document.querySelectorAll("#table-rows .row").length + " shown");
+        filter.value = ""; filter.dispatchEvent(new Event("input"));
+        document.querySelectorAll("#counts .chip").forEach(function (c) { c.click(); c.click(); });
+        document.querySelector("#table-rows .row").click();
+        log.push("row " + document.querySelector("#detail-card .name").textContent);
+        document.getElementById("detail-close").click();
+        ["table-body", "timeline-scroll"].forEach(function (id) {
+          const e = document.getElementById(id); e.scrollTop = 100000; e.dispatchEvent(new Event("scroll"));
+        });
+        window.dispatchEvent(new Event("resize"));
+      } catch (e) { log.push("ERROR " + e + " " + e.stack); }
+      setTimeout(function () { document.body.dataset.drive = log.join(" | "); }, 300);
+    })();
+    </script>
+    """#
 
     /// The `<body>` element's `data-` attributes in a DOM dump.
     static func bodyData(_ dom: String) -> [String: String] {
@@ -126,6 +173,16 @@ struct CLIRunReportTests {
         #expect(dom.contains("retried, because") || dom.contains("\"retry\":\"exit 1\""), "the retry is in the data")
         // GPU 0, at most three slots (a GPU task holds no slot lane), and the skipped lane.
         #expect((3...5).contains(data["lanes"].flatMap(Int.init) ?? 0), "lanes: \(data)")
+
+        // The same page, driven as a reader would: hover, click, drag, zoom, sort, filter,
+        // scroll. None of it may raise an error.
+        let driven = f.path("driven.html")
+        try html.replacingOccurrences(of: "</body>", with: CLIReportBrowser.driver + "</body>").write(toFile: driven, atomically: true, encoding: .utf8)
+        let drivenDump = try await CLIReportBrowser.dumpDOM(driven, in: f.scratch, extra: ["--virtual-time-budget=2000"])
+        let drive = CLIReportBrowser.bodyData(drivenDump.stdout)["drive"] ?? "(the driver did not finish)"
+        #expect(CLIReportBrowser.recordedErrors(drivenDump.stdout) == nil, "\(CLIReportBrowser.recordedErrors(drivenDump.stdout) ?? "")")
+        #expect(!drive.contains("ERROR") && drive.contains("tooltip true") && drive.contains("detail true"), "\(drive)")
+        #expect(drive.contains("filtered 1 shown"), "\(drive)")
 
         let png = f.path("report.png")
         let shot = try await CLIReportBrowser.screenshot(page, to: png, in: f.scratch)
