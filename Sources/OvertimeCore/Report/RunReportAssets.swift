@@ -21,7 +21,7 @@ enum RunReportAssets {
         <span class="hint">one lane per GPU and per concurrency slot · drag to pan · Ctrl+wheel to zoom · click a bar</span>
         <div class="tools"><button id="zoom-in" title="zoom in">+</button><button id="zoom-out" title="zoom out">−</button><button id="zoom-fit" title="the whole run">fit</button></div>
       </div>
-      <div id="timeline-scroll" class="timeline-scroll"><canvas id="timeline"></canvas><div id="timeline-spacer"></div></div>
+      <div id="timeline-scroll" class="timeline-scroll"><canvas id="timeline" role="img" aria-label="timeline of the run's attempts"></canvas><div id="timeline-spacer"></div></div>
       <div id="legend" class="legend"></div>
     </section>
     <section class="card" id="detail-card" hidden></section>
