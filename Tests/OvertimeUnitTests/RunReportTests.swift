@@ -98,6 +98,28 @@ import Testing
         #expect(report.tasks.first?.outcome == .succeeded)
     }
 
+    @Test("a resumed run goes on in the same journal: both runs' attempts, and what the first said of a task it ran")
+    func resumed() throws {
+        let report = try Self.read([
+            Self.line(0, "a", "attempt", #""attempt":1"#),
+            Self.line(100, "a", "exited", #""exit_code":0,"outcome":"succeeded""#),
+            Self.line(100, "a", "finished", #""state":"succeeded","exit_code":0,"attempts":1"#),
+            Self.line(0, "b", "attempt", #""attempt":1"#),
+            Self.line(200, "b", "exited", #""exit_code":2,"outcome":"failed""#),
+            Self.line(200, "b", "finished", #""state":"failed","reason":"exit","exit_code":2,"attempts":1"#),
+            Self.line(60_000, "a", "finished", #""state":"succeeded","resumed":true"#, run: "r2"),
+            Self.line(60_000, "b", "attempt", #""attempt":1"#, run: "r2"),
+            Self.line(60_300, "b", "exited", #""exit_code":0,"outcome":"succeeded""#, run: "r2"),
+            Self.line(60_300, "b", "finished", #""state":"succeeded","exit_code":0,"attempts":1"#, run: "r2"),
+        ])
+        #expect(report.runs == [.init(id: "r1", start: 0), .init(id: "r2", start: 60_000)])
+        #expect(report.runID == "r2")
+        let a = report.tasks[0], b = report.tasks[1]
+        #expect(a.resumed && a.state == .succeeded && a.exitCode == 0 && a.finishedAt == 100)
+        #expect(b.state == .succeeded && b.reason == nil && b.exitCode == 0 && !b.resumed)
+        #expect(b.attempts.map(\.number) == [1, 1] && b.attempts.map(\.outcome) == [.failed, .succeeded])
+    }
+
     @Test("lanes: one per GPU id; the rest packed by start time into the fewest slots")
     func lanes() throws {
         var lines: [String] = []

@@ -85,9 +85,16 @@ public struct RunReport: Sendable {
         public var gpu: String?
     }
 
-    /// The run ids of the journal, in order (a resumed run journals into the same
-    /// directory under a new id).
-    public var runIDs: [String] = []
+    /// One run of the journal: a resumed run journals into the same directory under a
+    /// new id.
+    public struct Run: Sendable, Equatable {
+        public var id: String
+        /// Its first line, in milliseconds after the report's start.
+        public var start: Int64
+    }
+
+    /// The runs of the journal, in order.
+    public var runs: [Run] = []
     /// The first journal line's time, in milliseconds since 1970 (UTC).
     public var startedAt: Int64 = 0
     /// Milliseconds after the start: `summary.json`'s end, else the journal's last line.
@@ -111,7 +118,7 @@ public struct RunReport: Sendable {
     /// enough that a page of 5,000 long tasks stays small.
     public static let progressPointLimit = 160
 
-    public var runID: String? { runIDs.last }
+    public var runID: String? { runs.last?.id }
 
     /// The tasks counted by outcome.
     public var counts: [Outcome: Int] {
@@ -219,8 +226,8 @@ private struct JournalReader {
         report.lines += 1
         if firstTime == nil { firstTime = time }
         lastTime = max(lastTime, time)
-        if case let .string(run)? = record["run"], report.runIDs.last != run, !report.runIDs.contains(run) {
-            report.runIDs.append(run)
+        if case let .string(run)? = record["run"], report.runs.last?.id != run, !report.runs.contains(where: { $0.id == run }) {
+            report.runs.append(RunReport.Run(id: run, start: time))
         }
         let index = index(of: task)
         // Static: a method of self here would copy the report for every line.
@@ -286,6 +293,13 @@ private struct JournalReader {
             if let last = task.attempts.indices.last { task.attempts[last].retryBecause = record["because"].string ?? "retry" }
         case "finished":
             closeOpenAttempt(of: &task, at: time)
+            if case .bool(true)? = record["resumed"] {
+                // Succeeded in the run this one resumed: what that run said of it stands.
+                task.state = .succeeded
+                task.resumed = true
+                if task.finishedAt == nil { task.finishedAt = time }
+                return
+            }
             task.finishedAt = time
             switch record["state"].string {
             case "succeeded": task.state = .succeeded
@@ -295,7 +309,6 @@ private struct JournalReader {
             task.reason = record["reason"].string
             task.detail = record["detail"].string
             task.exitCode = record["exit_code"].int
-            if case .bool(true)? = record["resumed"] { task.resumed = true }
         default:
             // Budget changes, heartbeats, thinned counts, events of later versions: not drawn.
             break
@@ -341,6 +354,7 @@ private struct JournalReader {
         let start = firstTime ?? 0
         report.startedAt = start
         report.endedAt = max(0, max(lastTime, summaryEnd ?? lastTime) - start)
+        report.runs = report.runs.map { RunReport.Run(id: $0.id, start: $0.start - start) }
         for i in report.tasks.indices {
             report.tasks[i].finishedAt = report.tasks[i].finishedAt.map { $0 - start }
             for j in report.tasks[i].attempts.indices {

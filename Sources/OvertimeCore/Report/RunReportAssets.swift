@@ -192,7 +192,9 @@ enum RunReportAssets {
     tasks.forEach(function (task, index) {
       task.index = index;
       task.firstStart = task.attempts.length ? task.attempts[0].start : null;
-      task.attempts.forEach(function (attempt) {
+      task.attempts.forEach(function (attempt, i) {
+        // Its place among all the task's attempts: a resumed run numbers its own from 1.
+        attempt.seq = i + 1;
         attempt.open = attempt.end == null;
         attempt.stop = attempt.open ? runEnd : attempt.end;
         attemptCount++;
@@ -227,7 +229,7 @@ enum RunReportAssets {
       ["lanes", (data.lanes.length - gpuLanes) + " slot" + (data.lanes.length - gpuLanes === 1 ? "" : "s") + (gpuLanes ? " + " + gpuLanes + " GPU" + (gpuLanes === 1 ? "" : "s") : "")],
     ];
     if (data.concurrency != null) facts.push(["concurrency", String(data.concurrency)]);
-    if (data.runs.length > 1) facts.push(["runs", data.runs.length + " (resumed)"]);
+    if (data.runs.length > 1) facts.push(["runs", data.runs.length + " (resumed in the same directory)"]);
     facts.push(["journal", data.lines + " lines" + (data.unreadable ? ", " + data.unreadable + " unreadable" : "")]);
     document.getElementById("facts").innerHTML = facts.map(function (f) { return "<div><dt>" + esc(f[0]) + "</dt><dd>" + esc(f[1]) + "</dd></div>"; }).join("");
 
@@ -399,7 +401,7 @@ enum RunReportAssets {
       g.textBaseline = "middle";
       labels.forEach(function (l) {
         const bar = l[0], a = bar.attempt;
-        const text = bar.task.name + (a.n > 1 || bar.task.attempts.length > 1 ? "  #" + a.n : "");
+        const text = bar.task.name + (bar.task.attempts.length > 1 ? "  #" + a.seq : "");
         g.save();
         g.beginPath(); g.rect(l[1] + 1, l[2], l[3] - 2, l[4]); g.clip();
         g.fillStyle = a.open ? "#ffffff" : TEXT_ON[a.outcome] || "#ffffff";
@@ -427,6 +429,13 @@ enum RunReportAssets {
       });
       g.strokeStyle = "#111827"; g.lineWidth = 2;
       outlines.forEach(function (o) { g.strokeRect(o[0] - 1, o[1] - 1, o[2] + 2, o[3] + 2); });
+      // Where a resumed run took over the journal.
+      g.setLineDash([6, 4]); g.strokeStyle = "#7c3aed"; g.lineWidth = 1.5;
+      data.runs.slice(1).forEach(function (run) {
+        const x = Math.round(X(run.start)) + 0.5;
+        g.beginPath(); g.moveTo(x, AXIS); g.lineTo(x, height); g.stroke();
+      });
+      g.setLineDash([]);
       if (!data.complete) {
         const x = Math.round(X(data.end)) + 0.5;
         g.setLineDash([4, 3]); g.strokeStyle = "#1d4ed8"; g.lineWidth = 1;
@@ -455,6 +464,11 @@ enum RunReportAssets {
       }
       g.textAlign = "left";
       g.fillStyle = "#6b7280"; g.fillText("time since start", 8, AXIS / 2);
+      g.fillStyle = "#7c3aed";
+      data.runs.slice(1).forEach(function (run) {
+        const x = X(run.start);
+        if (x > GUTTER && x < width - 60) { g.fillStyle = "#ffffff"; g.fillRect(x + 2, 3, g.measureText("resumed").width + 6, AXIS - 6); g.fillStyle = "#7c3aed"; g.fillText("resumed", x + 5, AXIS / 2); }
+      });
       if (endLabel) { g.fillStyle = "#1d4ed8"; g.textAlign = "right"; g.fillText(endLabel.text, endLabel.right - 14, AXIS / 2); g.textAlign = "left"; }
       const every = LANE >= 11 ? 1 : Math.ceil(11 / LANE);
       g.font = (LANE >= 14 ? "12px" : "10px") + " system-ui, 'DejaVu Sans', sans-serif";
@@ -495,7 +509,8 @@ enum RunReportAssets {
         const list = tasks[i].attempts;
         for (let j = 1; j < list.length; j++) {
           const from = list[j - 1], to = list[j];
-          if (!from.lanes.length || !to.lanes.length) continue;
+          // A retry, not a rerun by --resume.
+          if (!from.retry || !from.lanes.length || !to.lanes.length) continue;
           const l0 = from.lanes[0], l1 = to.lanes[0];
           if ((l0 < first && l1 < first) || (l0 > last && l1 > last)) continue;
           if (to.start < view.t0 || from.stop > view.t1) continue;
@@ -531,7 +546,7 @@ enum RunReportAssets {
     }
 
     function describe(task, attempt) {
-      const lines = ["<b>" + esc(task.name) + "</b>" + (attempt ? " <span class='muted'>attempt " + attempt.n + " of " + task.attempts.length + "</span>" : "")];
+      const lines = ["<b>" + esc(task.name) + "</b>" + (attempt ? " <span class='muted'>attempt " + attempt.seq + " of " + task.attempts.length + (attempt.n !== attempt.seq ? " (its run's " + attempt.n + ")" : "") + "</span>" : "")];
       if (attempt) {
         lines.push(outcomeCell(attempt.outcome) + (attempt.as && attempt.as !== attempt.outcome ? " (" + esc(attempt.as) + ")" : "") + (attempt.cancel ? " · cancel: " + esc(attempt.cancel) : "") + (attempt.exit != null ? " · exit " + attempt.exit : ""));
         lines.push(offset(attempt.start) + " (" + clock(attempt.start) + ") · " + (attempt.open ? "running for " : "ran ") + duration(attempt.stop - attempt.start));
@@ -643,7 +658,7 @@ enum RunReportAssets {
       if (task.attempts.length) {
         html += '<table class="attempts"><tr><th>#</th><th>lane</th><th>start</th><th>ran</th><th>outcome</th><th>exit</th><th>marks</th><th>peak memory</th><th>retried because</th></tr>';
         task.attempts.forEach(function (a) {
-          html += "<tr><td>" + a.n + "</td><td>" + esc(a.lanes.map(function (l) { return data.lanes[l] ? data.lanes[l].label : "?"; }).join(", ")) + "</td><td>" + offset(a.start) + "</td><td>" + duration(a.stop - a.start) + (a.open ? " (open)" : "") + "</td><td>" + outcomeCell(a.outcome) + (a.cancel ? " · " + esc(a.cancel) : "") + "</td><td>" + (a.exit != null ? a.exit : "–") + "</td><td>" + (a.marks.map(function (m) { return esc(m[2]) + " at " + offset(m[0]); }).join("; ") || "–") + "</td><td>" + bytes(a.peak) + "</td><td>" + esc(a.retry || "–") + "</td></tr>";
+          html += "<tr><td>" + a.seq + "</td><td>" + esc(a.lanes.map(function (l) { return data.lanes[l] ? data.lanes[l].label : "?"; }).join(", ")) + "</td><td>" + offset(a.start) + "</td><td>" + duration(a.stop - a.start) + (a.open ? " (open)" : "") + "</td><td>" + outcomeCell(a.outcome) + (a.cancel ? " · " + esc(a.cancel) : "") + "</td><td>" + (a.exit != null ? a.exit : "–") + "</td><td>" + (a.marks.map(function (m) { return esc(m[2]) + " at " + offset(m[0]); }).join("; ") || "–") + "</td><td>" + bytes(a.peak) + "</td><td>" + esc(a.retry || "–") + "</td></tr>";
         });
         html += "</table>";
         html += '<canvas id="progress-chart"></canvas>';

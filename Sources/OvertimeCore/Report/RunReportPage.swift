@@ -50,7 +50,12 @@ public enum RunReportPage {
         var w = JSONWriter(capacity: 1024 + report.tasks.count * 300)
         w.beginObject()
         w.key("run"); optional(report.runID, &w)
-        w.key("runs"); w.beginArray(); for id in report.runIDs { w.string(id) }; w.endArray()
+        w.key("runs")
+        w.beginArray()
+        for run in report.runs {
+            w.beginObject(); w.key("id"); w.string(run.id); w.key("start"); w.int(Int(run.start)); w.endObject()
+        }
+        w.endArray()
         w.key("startedAt"); w.int(Int(report.startedAt))
         w.key("end"); w.int(Int(report.endedAt))
         w.key("complete"); w.bool(report.complete)
