@@ -95,7 +95,7 @@ public struct RunReport: Sendable {
 
     /// The runs of the journal, in order.
     public var runs: [Run] = []
-    /// The first journal line's time, in milliseconds since 1970 (UTC).
+    /// The earliest journal line's time, in milliseconds since 1970 (UTC).
     public var startedAt: Int64 = 0
     /// Milliseconds after the start: `summary.json`'s end, else the journal's last line.
     public var endedAt: Int64 = 0
@@ -187,7 +187,9 @@ public func journalTimeMilliseconds(_ text: String) -> Int64? {
 private struct JournalReader {
     var report = RunReport()
     private var indexByName: [String: Int] = [:]
-    /// Absolute times (ms since 1970) until `finish` makes them relative to the start.
+    /// Absolute times (ms since 1970) until `finish` makes them relative to the start: the
+    /// earliest line's, which need not be the first (lines written in one millisecond by
+    /// different threads of a supervisor may land a little out of order).
     private var firstTime: Int64?
     private var lastTime: Int64 = 0
     private var summaryEnd: Int64?
@@ -224,7 +226,7 @@ private struct JournalReader {
             return
         }
         report.lines += 1
-        if firstTime == nil { firstTime = time }
+        firstTime = min(firstTime ?? time, time)
         lastTime = max(lastTime, time)
         if case let .string(run)? = record["run"], report.runs.last?.id != run, !report.runs.contains(where: { $0.id == run }) {
             report.runs.append(RunReport.Run(id: run, start: time))

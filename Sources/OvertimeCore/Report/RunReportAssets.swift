@@ -634,6 +634,7 @@ enum RunReportAssets {
     document.getElementById("zoom-out").onclick = function () { zoom(2, GUTTER + plotWidth() / 2); };
     document.getElementById("zoom-fit").onclick = function () { fit(); requestDraw(); };
     canvas.addEventListener("dblclick", function () { fit(); requestDraw(); });
+    document.addEventListener("keydown", function (event) { if (event.key === "Escape" && selected) select(null); });
     scroller.addEventListener("scroll", requestDraw);
     window.addEventListener("resize", function () { requestDraw(); renderRows(); });
 
@@ -813,7 +814,7 @@ enum RunReportAssets {
       }).join("");
     }
 
-    document.getElementById("footer").textContent = "Made by overtime report from events.jsonl" + (data.complete ? " and summary.json" : "") + ". Every time is relative to the run's first journal line; bars end at each attempt's exited line" + (data.complete ? "." : ", or at the last journal line for those still open.");
+    document.getElementById("footer").textContent = "Made by overtime report from events.jsonl" + (data.complete ? " and summary.json" : "") + ". Every time is relative to the journal's earliest line; bars end at each attempt's exited line" + (data.complete ? "." : ", or at the last journal line for those still open.");
 
     applyFilter();
     draw();
