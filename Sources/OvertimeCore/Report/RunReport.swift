@@ -188,10 +188,10 @@ private struct JournalReader {
     var report = RunReport()
     private var indexByName: [String: Int] = [:]
     /// Absolute times (ms since 1970) until `finish` makes them relative to the start: the
-    /// earliest line's, which need not be the first (lines written in one millisecond by
-    /// different threads of a supervisor may land a little out of order).
+    /// earliest line's, which need not be the first (a line's time is its event's, and a
+    /// line may be written a little after one that happened later).
     private var firstTime: Int64?
-    private var lastTime: Int64 = 0
+    private var lastTime: Int64 = .min
     private var summaryEnd: Int64?
 
     /// The job file's tasks, in its order: the report lists them so, reached or not.
