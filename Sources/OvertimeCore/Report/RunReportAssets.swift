@@ -89,6 +89,7 @@ enum RunReportAssets {
     .legend span { display: inline-flex; align-items: center; gap: 5px; }
     .mark-key { width: 2px; height: 12px; background: var(--ink); display: inline-block; }
     .retry-key { width: 18px; border-top: 2px dashed var(--muted); display: inline-block; }
+    .progress-key { width: 16px; background: linear-gradient(to top right, var(--succeeded) 45%, #fff 45% 58%, var(--succeeded) 58%); }
     .stripe-key { background: repeating-linear-gradient(135deg, var(--running) 0 4px, #93c5fd 4px 8px); }
     input[type=search] { font: inherit; border: 1px solid var(--line); border-radius: 6px; padding: 3px 8px; width: 260px; }
     .table { border: 1px solid var(--line); border-radius: 6px; overflow: hidden; }
@@ -249,7 +250,7 @@ enum RunReportAssets {
 
     document.getElementById("legend").innerHTML = ORDER.filter(function (o) { return o !== "waiting"; }).map(function (o) {
       return "<span>" + (o === "running" ? '<span class="swatch stripe-key"></span>' : swatch(o)) + esc(WORDS[o]) + "</span>";
-    }).join("") + '<span><span class="mark-key"></span>cancel (its reason beside it)</span><span><span class="retry-key"></span>retried as the next attempt</span>';
+    }).join("") + '<span><span class="swatch progress-key"></span>progress, inside a bar</span><span><span class="mark-key"></span>cancel (its reason beside it)</span><span><span class="retry-key"></span>retried as the next attempt</span>';
 
     // ---- the timeline ----
     const GUTTER = 118, AXIS = 26, RIGHT = 14;
