@@ -354,28 +354,6 @@ struct RunCommand {
         return command
     }
 
-    /// Writes the report whole to `path` (a temporary file renamed over it, so a reader never
-    /// sees half of one); says why on stderr when it cannot.
-    static func write(_ report: [UInt8], to path: String) -> Bool {
-        let temporary = path + ".tmp-\(getpid())"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        var written = fd >= 0 && TerminalDevice.writeAll(fd, report)
-        var reason = String(cString: strerror(errno))
-        if fd >= 0, close(fd) != 0, written {
-            written = false
-            reason = String(cString: strerror(errno))
-        }
-        if written, rename(temporary, path) != 0 {
-            written = false
-            reason = String(cString: strerror(errno))
-        }
-        if !written {
-            if fd >= 0 { unlink(temporary) }
-            Terminal.error("overtime: --report: cannot write \(path): \(reason)")
-        }
-        return written
-    }
-
     /// Runs the task and returns the exit code.
     func execute() -> Int32 {
         let runID = RunID.generate()
@@ -448,7 +426,8 @@ struct RunCommand {
                 w.key("overtime_exit_code"); w.int(Int(exit))
             }
             if jsonReport || reportPath == "-" { Terminal.writeOut(report) }
-            if let reportPath, reportPath != "-", !Self.write(report, to: reportPath) {
+            if let reportPath, reportPath != "-", let reason = WholeFile.write(report, to: reportPath) {
+                Terminal.error("overtime: --report: cannot write \(reportPath): \(reason)")
                 supervisor.shutdown()
                 return 125   // the report was asked for and is not there: Overtime failed
             }
