@@ -110,6 +110,10 @@ struct CtlCommand {
         case let .failure(problem):
             Terminal.error("overtime ctl: \(problem.message)")
             return 125
+        case let .success(.listed(supervisors)) where supervisors.isEmpty:
+            // Not a usage error: the list is empty, as it always was, with exit 1.
+            Terminal.error("overtime ctl: no supervisor is running for you (looked in \(ControlSocketPath.defaultDirectory()))")
+            return 1
         case let .success(.listed(supervisors)):
             if case .list(json: true) = action {
                 for supervisor in supervisors { Terminal.writeOut(Self.listLine(supervisor)) }
@@ -223,12 +227,7 @@ struct CtlCommand {
             let names = removed.count <= 3 ? ": " + removed.joined(separator: ", ") : " from \(directory)"
             Terminal.error("overtime ctl: removed \(removed.count == 1 ? "a socket" : "\(removed.count) sockets") left by supervisors no longer running\(names)")
         }
-        if case .list = action {
-            guard !supervisors.isEmpty else {
-                return .failure(ControlSocketError("no supervisor is running for you (looked in \(directory))"))
-            }
-            return .success(.listed(supervisors))
-        }
+        if case .list = action { return .success(.listed(supervisors)) }
         switch supervisors.count {
         case 0:
             return .failure(ControlSocketError("no supervisor is running for you (looked in \(directory)); pass --socket PATH"))
