@@ -125,12 +125,14 @@ struct CLICtlListTests {
         #expect(!batchEnd.timedOut, "\(batchEnd)")
     }
 
-    @Test("two supervisors with a task of the same name: cancel lists both (125); --socket RUN_ID picks one")
+    @Test("none running: list says so (exit 1); two with a task of the same name: cancel lists both (125); --socket RUN_ID picks one")
     func sameNameInTwo() async throws {
         let scratch = try CLIScratch()
         let xdg = try CLICtlFS.directory("xdg", in: scratch, mode: 0o700)
         let env = CLICtl.environment(xdg: xdg)
         let dir = xdg + "/overtime"
+        let none = try await CLICtl.ctl(["list"], in: scratch, environment: env)
+        #expect(none.status == 1 && none.stdout.isEmpty && none.stderr.contains("no supervisor is running for you"), "an empty list: \(none)")
         let first = try await CLICtlDefaultRun.start("job", xdg: xdg, in: scratch, files: "first")
         let second = try await CLICtlDefaultRun.start("job", xdg: xdg, in: scratch, files: "second")
         #expect(await CLICtl.waitUntil { CLICtlSocketTests.liveSockets(dir).count == 2 }, "\(CLICtlFS.entries(dir))")
