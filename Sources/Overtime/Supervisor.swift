@@ -33,7 +33,7 @@ public final class Supervisor: Sendable {
     let loop: EventLoop
     private let nextTaskID = Atomic<Int>(1)
     /// Loop-thread state: the running tasks and the signal watchers.
-    private let core: LoopBound<SupervisorCore>
+    let core: LoopBound<SupervisorCore>
 
     /// Starts a supervisor with its own loop thread.
     /// - Parameters:
@@ -304,6 +304,8 @@ public final class Supervisor: Sendable {
         loop.execute {
             for runner in Array(core.value.runners.values) { runner.endForShutdown() }
             core.value.memoryWatch.stop()
+            // The tasks have ended: the metrics file gets its final values.
+            core.value.metrics?.finish()
         }
         loop.shutdown()
         // The task guard, closed with the loop, has emptied the run's cgroups (or it never
@@ -437,6 +439,8 @@ final class SupervisorCore {
     var cgroups: CgroupTree?
     /// The control stream on stdout, when the supervisor serves one there.
     var standardStreamsOutput: ByteStream?
+    /// The metrics endpoint and file (`Supervisor.serveMetrics`), when asked for.
+    var metrics: MetricsExporter?
     /// Samples the memory of the tasks that have a `memory-max`.
     lazy var memoryWatch = MemoryWatch(core: self)
     /// Task cgroups whose last processes were still dying when the task ended: removed

@@ -1,5 +1,6 @@
 import Overtime
 import OvertimeProtocol
+import OvertimeLoop
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -30,6 +31,8 @@ struct RunCommand {
     var containment: Containment.Request = .automatic
     /// `--warn-signal`, `--warn-lead`, `--shutdown-exit-code`, `--requeue`.
     var engine = EngineOptions()
+    /// `--metrics`, `--metrics-file`.
+    var metrics = MetricsOptions()
 
     static let help = """
     Usage: overtime run [options] [--] CMD [ARG...]
@@ -122,6 +125,8 @@ struct RunCommand {
                            cancels CMD with reason 'shutdown'
       --output FILE        append CMD's stdout and stderr to FILE instead of passing them on
 
+    \(MetricsOptions.help)
+
     \(EngineOptions.help)
 
     Exit status (as GNU timeout):
@@ -146,7 +151,7 @@ struct RunCommand {
     static let knownOptions = ["--budget", "--window", "--max-runtime", "--grace", "--warn-before",
                                "--require-advance", "--name", "--progress", "--json", "--preserve-status", "--control", "--shutdown-grace", "--env", "--clean-env", "--user", "--group",
                                "--limit-as", "--limit-nofile", "--limit-cpu", "--limit-nproc", "--nice", "--notify-socket",
-                               "--notify-fd", "--cgroup", "--memory-max", "--memory-warn", "--diagnose", "--diagnose-limit", "--control-stdio", "--output", "--report", "--events", "--help"] + EngineOptions.names
+                               "--notify-fd", "--cgroup", "--memory-max", "--memory-warn", "--diagnose", "--diagnose-limit", "--control-stdio", "--output", "--report", "--events", "--help"] + EngineOptions.names + MetricsOptions.names
 
     /// The help, with the containment this machine gives (DESIGN §7: never a silent downgrade).
     static var helpWithContainment: String {
@@ -312,6 +317,7 @@ struct RunCommand {
                     readiness.notifyFD = fd
                 default:
                     if try command.engine.parse(option, command: "overtime run", noValue: noValue, value: value) { continue }
+                    if try command.metrics.parse(option, command: "overtime run", value: value) { continue }
                     throw UsageError(message: "overtime run: unknown option '\(option)'\(suggestion(for: option, among: knownOptions)); see 'overtime run --help'")
                 }
             }
@@ -357,23 +363,9 @@ struct RunCommand {
     /// Writes the report whole to `path` (a temporary file renamed over it, so a reader never
     /// sees half of one); says why on stderr when it cannot.
     static func write(_ report: [UInt8], to path: String) -> Bool {
-        let temporary = path + ".tmp-\(getpid())"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        var written = fd >= 0 && TerminalDevice.writeAll(fd, report)
-        var reason = String(cString: strerror(errno))
-        if fd >= 0, close(fd) != 0, written {
-            written = false
-            reason = String(cString: strerror(errno))
-        }
-        if written, rename(temporary, path) != 0 {
-            written = false
-            reason = String(cString: strerror(errno))
-        }
-        if !written {
-            if fd >= 0 { unlink(temporary) }
-            Terminal.error("overtime: --report: cannot write \(path): \(reason)")
-        }
-        return written
+        guard let code = Descriptors.replaceFile(path, with: report, temporary: path + ".tmp-\(getpid())") else { return true }
+        Terminal.error("overtime: --report: cannot write \(path): \(String(cString: strerror(code)))")
+        return false
     }
 
     /// Runs the task and returns the exit code.
@@ -421,6 +413,18 @@ struct RunCommand {
             do {
                 // Stdin's end: the head that started us is gone or done with us.
                 try supervisor.serveControlOnStandardStreams { [supervisor] in supervisor.cancelAll(reason: .shutdown) }
+            } catch {
+                Terminal.error("overtime: \(error)")
+                supervisor.shutdown()
+                return 125
+            }
+        }
+        if let settings = metrics.settings {
+            do {
+                // Before the spawn: a port in use stops the run before its task starts.
+                if let address = try supervisor.serveMetrics(settings, onProblem: output.warn) {
+                    output.warn(MetricsOptions.served(at: address))
+                }
             } catch {
                 Terminal.error("overtime: \(error)")
                 supervisor.shutdown()
