@@ -441,6 +441,18 @@ final class SupervisorCore {
     var standardStreamsOutput: ByteStream?
     /// The metrics endpoint and file (`Supervisor.serveMetrics`), when asked for.
     var metrics: MetricsExporter?
+    /// The last pass over /proc for the tasks measured by their session (no cgroup), and when.
+    private var sessionMemory: (taken: MonotonicInstant, bySession: [Int32: UInt64])?
+
+    /// Each session's resident memory, from one pass over /proc shared for a moment by every
+    /// task that asks: `ctl status` or a metrics page of a thousand tasks asks for all of
+    /// them at once, and a pass each would read /proc a thousand times.
+    func residentBySession(at now: MonotonicInstant) -> [Int32: UInt64] {
+        if let sessionMemory, now - sessionMemory.taken < MemoryWatch.interval { return sessionMemory.bySession }
+        let bySession = ProcessMemory.residentBySession()
+        sessionMemory = (now, bySession)
+        return bySession
+    }
     /// Samples the memory of the tasks that have a `memory-max`.
     lazy var memoryWatch = MemoryWatch(core: self)
     /// Task cgroups whose last processes were still dying when the task ended: removed

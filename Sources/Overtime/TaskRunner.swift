@@ -644,7 +644,7 @@ final class TaskRunner {
         switch memoryMeasure {
         case let .cgroup(cgroup): return cgroup.memoryInUse()
         case let .processes(cgroup): return ProcessMemory.residentSum(cgroup.processIDs())
-        case let .session(leader): return ProcessMemory.residentBySession()[leader]   // as the watchdog measures it
+        case let .session(leader): return core.residentBySession(at: Self.clock())[leader]   // as the watchdog measures it
         case .none: return nil
         }
     }

@@ -3,6 +3,7 @@
 
 import Foundation
 import Testing
+import OvertimeTestSupport
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -47,6 +48,49 @@ struct CLIMetricsTests {
         let huge = "GET /metrics HTTP/1.1\r\nX-Filler: " + String(repeating: "x", count: 9000) + "\r\n\r\n"
         #expect(CLIMetrics.exchange(port: port, Array(huge.utf8)).flatMap(CLIMetrics.parse)?.status == 431)
         #expect(CLIMetrics.exchange(port: port, Array("NONSENSE\r\n\r\n".utf8)).flatMap(CLIMetrics.parse)?.status == 400)
+
+        FileManager.default.createFile(atPath: scratch.path("stop"), contents: nil)
+        let result = await process.finish(timeout: .seconds(40))
+        #expect(result.status == 0, "\(result)")
+    }
+
+    @Test("silent clients do not hold up a scrape, are answered 408 and dropped in time; 24 clients at once are all answered")
+    func slowAndManyClients() async throws {
+        let scratch = try CLIScratch()
+        let job = try CLIMetrics.job(in: scratch)
+        let process = CLIProcess(["batch", job, "--run-dir", scratch.path("run"), "--progress", "none", "--metrics", ":0"],
+                                 environment: CLIBatchFixture.environment, in: scratch)
+        try await process.start()
+        defer { FileManager.default.createFile(atPath: scratch.path("stop"), contents: nil) }
+        let port = try #require(await CLIMetrics.port(of: process), "no metrics address on stderr: \(process.stderrSoFar)")
+
+        // Half a request line, then silence, from several clients at once.
+        let silent = Task.detached { () -> [Int?] in
+            await withTaskGroup(of: Int?.self) { group in
+                for _ in 0..<4 {
+                    group.addTask { try? await offThePool { CLIMetrics.exchange(port: port, Array("GET /met".utf8), timeout: 40).flatMap(CLIMetrics.parse)?.status } ?? nil }
+                }
+                return await group.reduce(into: []) { $0.append($1) }
+            }
+        }
+        try await Task.sleep(for: .milliseconds(300))
+        let clock = ContinuousClock()
+        let start = clock.now
+        let during = try await offThePool { CLIMetrics.request(port: port, "/metrics") }
+        #expect(during?.status == 200 && clock.now - start < .seconds(5), "a scrape beside silent clients: \(String(describing: during?.status))")
+
+        let statuses = await withTaskGroup(of: Int?.self) { group in
+            for _ in 0..<24 {
+                group.addTask { try? await offThePool { CLIMetrics.request(port: port, "/metrics")?.status } ?? nil }
+            }
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(statuses.count == 24 && statuses.allSatisfy { $0 == 200 }, "\(statuses)")
+
+        // Each silent client has 10 s to finish its request; then 408, and the connection ends.
+        let silentStart = clock.now
+        let silentStatuses = await silent.value
+        #expect(silentStatuses == [408, 408, 408, 408] && clock.now - silentStart < .seconds(30), "\(silentStatuses)")
 
         FileManager.default.createFile(atPath: scratch.path("stop"), contents: nil)
         let result = await process.finish(timeout: .seconds(40))
