@@ -441,6 +441,9 @@ final class SupervisorCore {
     var standardStreamsOutput: ByteStream?
     /// The metrics endpoint and file (`Supervisor.serveMetrics`), when asked for.
     var metrics: MetricsExporter?
+    /// Reads the tasks' memory and CPU off the loop while metrics are on; `status` then
+    /// takes its readings.
+    var usageSampler: UsageSampler?
     /// The last pass over /proc for the tasks measured by their session (no cgroup), and when.
     private var sessionMemory: (taken: MonotonicInstant, bySession: [Int32: UInt64])?
 

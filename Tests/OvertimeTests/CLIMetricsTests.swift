@@ -27,11 +27,13 @@ struct CLIMetricsTests {
         let end = clock.now + .seconds(20)
         while clock.now < end {
             page = CLIMetrics.request(port: port, "/metrics")?.body ?? ""
-            if page.contains(#"overtime_task_progress_ratio{task="trainer"} 0.25"#) { break }
+            // The memory comes from the sampler's thread, a moment after the start.
+            if page.contains(#"overtime_task_progress_ratio{task="trainer"} 0.25"#), page.contains(#"overtime_task_memory_bytes{task="trainer"} "#) { break }
             try await Task.sleep(for: .milliseconds(100))
         }
         #expect(page.contains(#"overtime_task_progress_ratio{task="trainer"} 0.25"#), "\(page)")
         #expect(page.contains(#"overtime_tasks{state="running"} 1"#) && page.contains(#"overtime_tasks{state="waiting"} 1"#), "\(page)")
+        #expect(page.contains(#"overtime_task_memory_bytes{task="trainer"} "#), "no memory for the running task: \(page)")
         #expect(page.contains(#"overtime_run_info{run=""#) && page.contains(#"command="batch"} 1"#))
         #expect(page.contains("overtime_batch_deadline_timestamp_seconds "), "\(page)")
         #expect(try CLIMetrics.promtoolProblems(page) == nil)

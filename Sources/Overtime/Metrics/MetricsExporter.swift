@@ -41,6 +41,11 @@ final class MetricsExporter {
     static let clientTime = Duration.seconds(10)
 
     let recorder = MetricsRecorder()
+    /// The tasks' memory and CPU, read off the loop.
+    let sampler = UsageSampler()
+    /// Where the sampler finds each running task's figures (asked every `UsageSampler.interval`).
+    private let usageSources: () -> [Int: UsageSampler.Source]
+    private var trackTimer: LoopTimer?
     private var info: RunMetrics
     private let target: any ControlTarget
     private let loop: EventLoop
@@ -54,9 +59,10 @@ final class MetricsExporter {
     private var finished = false
 
     init(settings: MetricsSettings, info: RunMetrics, target: any ControlTarget, loop: EventLoop,
-         onProblem: @escaping @Sendable (String) -> Void) throws(MetricsError) {
+         usageSources: @escaping () -> [Int: UsageSampler.Source], onProblem: @escaping @Sendable (String) -> Void) throws(MetricsError) {
         self.info = info
         self.target = target
+        self.usageSources = usageSources
         self.loop = loop
         self.onProblem = onProblem
         file = settings.file
@@ -76,9 +82,22 @@ final class MetricsExporter {
                 throw MetricsError("cannot serve metrics on \(address): \(error.reason)\(advice)")
             }
         }
+        sampler.start()
+        trackUsage()
         if file != nil {
             writeFile()
             scheduleFile()
+        }
+    }
+
+    /// Tells the sampler which tasks run now, and again every interval.
+    private func trackUsage() {
+        sampler.track(usageSources())
+        let timer = trackTimer ?? LoopTimer(loop: loop)
+        trackTimer = timer
+        timer.schedule(inNanoseconds: UsageSampler.interval.nanoseconds) { [weak self] in
+            guard let self, !self.finished else { return }
+            self.trackUsage()
         }
     }
 
@@ -102,7 +121,10 @@ final class MetricsExporter {
         }
         fileTimer?.close()
         fileTimer = nil
+        trackTimer?.close()
+        trackTimer = nil
         if file != nil { writeFile() }
+        sampler.stop()
         listener?.close()
         listener = nil
         for client in clients.values {
@@ -209,8 +231,11 @@ extension Supervisor {
             let info = RunMetrics(version: settings.version, runID: runID, command: command, startedAt: .now(),
                                   deadline: deadline, wallOffsetNanoseconds: core.value.encoder.wallOffsetNanoseconds)
             do throws(MetricsError) {
-                let exporter = try MetricsExporter(settings: settings, info: info, target: target, loop: loop, onProblem: onProblem)
+                let exporter = try MetricsExporter(settings: settings, info: info, target: target, loop: loop, usageSources: {
+                    core.value.runners.compactMapValues { ($0 as? TaskRunner)?.usageSource }
+                }, onProblem: onProblem)
                 core.value.metrics = exporter
+                core.value.usageSampler = exporter.sampler
                 core.value.sinks.append(exporter.recorder)
                 done.complete(.success(exporter.boundAddress))
             } catch {
