@@ -219,16 +219,9 @@ struct BatchCommand {
             runner.abandon()  // its loop thread must not outlive exit()
             return 125
         }
-        if let settings = metrics.settings {
-            do {
-                if let address = try runner.serveMetrics(settings, onProblem: display.warn) {
-                    display.warn(MetricsOptions.served(at: address))
-                }
-            } catch {
-                Terminal.error("overtime batch: \(error)")
-                runner.abandon()
-                return 125
-            }
+        guard metrics.start(command: "overtime batch", say: display.warn, runner.serveMetrics) else {
+            runner.abandon()
+            return 125
         }
         runner.start()
         let summary = runner.waitForSummary()

@@ -419,17 +419,9 @@ struct RunCommand {
                 return 125
             }
         }
-        if let settings = metrics.settings {
-            do {
-                // Before the spawn: a port in use stops the run before its task starts.
-                if let address = try supervisor.serveMetrics(settings, onProblem: output.warn) {
-                    output.warn(MetricsOptions.served(at: address))
-                }
-            } catch {
-                Terminal.error("overtime: \(error)")
-                supervisor.shutdown()
-                return 125
-            }
+        guard metrics.start(command: "overtime", say: output.warn, supervisor.serveMetrics) else {
+            supervisor.shutdown()
+            return 125
         }
         let task = supervisor.spawn(output.prepare(spec))
         let outcome = task.waitForOutcome()

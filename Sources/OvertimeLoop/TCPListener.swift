@@ -153,8 +153,9 @@ public final class TCPConnection: LoopHandleOwner {
     }
 
     /// Sends `bytes`, then ends the sending side once they are all taken (the peer reads
-    /// the end of the stream); reading goes on until the peer closes or `close()`.
-    public func sendAndFinish(_ bytes: [UInt8]) {
+    /// the end of the stream), and tells `whenSent` (also when the connection closed
+    /// first); reading goes on until the peer closes or `close()`.
+    public func sendAndFinish(_ bytes: [UInt8], whenSent: @escaping () -> Void) {
         guard !isClosed else { return }
         let copy = UnsafeMutableRawPointer.allocate(byteCount: max(1, bytes.count), alignment: 1)
         bytes.withUnsafeBytes { copy.copyMemory(from: $0.baseAddress!, byteCount: bytes.count) }
@@ -174,7 +175,21 @@ public final class TCPConnection: LoopHandleOwner {
             return
         }
         let shutdown = UnsafeMutablePointer<uv_shutdown_t>.allocate(capacity: 1)
-        if uv_shutdown(shutdown, stream, { request, _ in request!.deallocate() }) != 0 { shutdown.deallocate() }
+        shutdown.pointee.data = Unmanaged.passRetained(Callback(whenSent)).toOpaque()
+        let started = uv_shutdown(shutdown, stream) { request, _ in
+            // Called once the writes are done, or cancelled by close: the request is freed here.
+            Unmanaged<Callback>.fromOpaque(request!.pointee.data).takeRetainedValue().body()
+            request!.deallocate()
+        }
+        if started != 0 {
+            Unmanaged<Callback>.fromOpaque(shutdown.pointee.data).takeRetainedValue().body()
+            shutdown.deallocate()
+        }
+    }
+
+    private final class Callback {
+        let body: () -> Void
+        init(_ body: @escaping () -> Void) { self.body = body }
     }
 
     /// Closes the connection, dropping what the peer has not taken. Idempotent.

@@ -25,8 +25,9 @@ enum CLIMetrics {
     }
 
     /// Sends `request` to 127.0.0.1:`port` and reads until the server closes (or `timeout`
-    /// seconds pass); nil when it cannot connect.
-    static func exchange(port: Int, _ request: [UInt8], timeout: Double = 10) -> String? {
+    /// seconds pass); nil when it cannot connect. `halfClose` ends the sending side after
+    /// the request, as `printf ... | nc` does.
+    static func exchange(port: Int, _ request: [UInt8], halfClose: Bool = false, timeout: Double = 10) -> String? {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
@@ -42,6 +43,7 @@ enum CLIMetrics {
             if n <= 0 { break }
             offset += n
         }
+        if halfClose { shutdown(fd, Int32(SHUT_WR)) }
         var received: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 65536)
         let end = Date().addingTimeInterval(timeout)
@@ -147,6 +149,36 @@ enum CLIMetrics {
         let data = try JSONSerialization.data(withJSONObject: job, options: [.sortedKeys])
         return try scratch.write("job.json", String(decoding: data, as: UTF8.self))
     }
+}
+
+/// `overtime batch` of `CLIMetrics.job` with `--metrics ADDRESS`, started, its port known;
+/// `trainer` is let go (the file `stop`) by `finish`, or when this goes, so that a failed
+/// test leaves nothing running.
+final class CLIMetricsBatch: @unchecked Sendable {
+    let scratch: CLIScratch
+    let process: CLIProcess
+    let port: Int
+
+    init(metrics address: String) async throws {
+        scratch = try CLIScratch()
+        let job = try CLIMetrics.job(in: scratch)
+        process = CLIProcess(["batch", job, "--run-dir", scratch.path("run"), "--progress", "none", "--metrics", address],
+                             environment: CLIBatchFixture.environment, in: scratch)
+        try await process.start()
+        guard let port = await CLIMetrics.port(of: process) else {
+            FileManager.default.createFile(atPath: scratch.path("stop"), contents: nil)
+            throw CLIFailure("no metrics address on stderr: \(process.stderrSoFar)")
+        }
+        self.port = port
+    }
+
+    /// Lets `trainer` end and waits for the batch.
+    func finish() async -> CLIResult {
+        FileManager.default.createFile(atPath: scratch.path("stop"), contents: nil)
+        return await process.finish(timeout: .seconds(40))
+    }
+
+    deinit { FileManager.default.createFile(atPath: scratch.path("stop"), contents: nil) }
 }
 
 /// A Prometheus server of the test's own on loopback, scraping one target every second;

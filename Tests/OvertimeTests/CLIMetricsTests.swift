@@ -12,15 +12,10 @@ import Musl
 
 @Suite("CLI metrics")
 struct CLIMetricsTests {
-    @Test("/metrics during a batch: a task's progress, promtool finds nothing to lint; HEAD, /, 404, 405, an oversized head")
+    @Test("/metrics during a batch: a task's progress and memory, promtool finds nothing to lint; HEAD, /, 404, 405, 431, 400, a half-closed client")
     func servedDuringABatch() async throws {
-        let scratch = try CLIScratch()
-        let job = try CLIMetrics.job(in: scratch)
-        let process = CLIProcess(["batch", job, "--run-dir", scratch.path("run"), "--progress", "none", "--metrics", "127.0.0.1:0"],
-                                 environment: CLIBatchFixture.environment, in: scratch)
-        try await process.start()
-        defer { FileManager.default.createFile(atPath: scratch.path("stop"), contents: nil) }
-        let port = try #require(await CLIMetrics.port(of: process), "no metrics address on stderr: \(process.stderrSoFar)")
+        let batch = try await CLIMetricsBatch(metrics: "127.0.0.1:0")
+        let port = batch.port
 
         var page = ""
         let clock = ContinuousClock()
@@ -50,21 +45,18 @@ struct CLIMetricsTests {
         let huge = "GET /metrics HTTP/1.1\r\nX-Filler: " + String(repeating: "x", count: 9000) + "\r\n\r\n"
         #expect(CLIMetrics.exchange(port: port, Array(huge.utf8)).flatMap(CLIMetrics.parse)?.status == 431)
         #expect(CLIMetrics.exchange(port: port, Array("NONSENSE\r\n\r\n".utf8)).flatMap(CLIMetrics.parse)?.status == 400)
+        let halfClosed = CLIMetrics.exchange(port: port, Array("GET /metrics HTTP/1.0\r\n\r\n".utf8), halfClose: true).flatMap(CLIMetrics.parse)
+        #expect(halfClosed?.status == 200 && halfClosed?.body.hasSuffix("\n") == true && halfClosed?.body.contains("overtime_build_info") == true,
+                "a client that closed its side after the request: \(String(describing: halfClosed))")
 
-        FileManager.default.createFile(atPath: scratch.path("stop"), contents: nil)
-        let result = await process.finish(timeout: .seconds(40))
+        let result = await batch.finish()
         #expect(result.status == 0, "\(result)")
     }
 
     @Test("silent clients do not hold up a scrape, are answered 408 and dropped in time; 24 clients at once are all answered")
     func slowAndManyClients() async throws {
-        let scratch = try CLIScratch()
-        let job = try CLIMetrics.job(in: scratch)
-        let process = CLIProcess(["batch", job, "--run-dir", scratch.path("run"), "--progress", "none", "--metrics", ":0"],
-                                 environment: CLIBatchFixture.environment, in: scratch)
-        try await process.start()
-        defer { FileManager.default.createFile(atPath: scratch.path("stop"), contents: nil) }
-        let port = try #require(await CLIMetrics.port(of: process), "no metrics address on stderr: \(process.stderrSoFar)")
+        let batch = try await CLIMetricsBatch(metrics: ":0")
+        let port = batch.port
 
         // Half a request line, then silence, from several clients at once.
         let silent = Task.detached { () -> [Int?] in
@@ -94,21 +86,15 @@ struct CLIMetricsTests {
         let silentStatuses = await silent.value
         #expect(silentStatuses == [408, 408, 408, 408] && clock.now - silentStart < .seconds(30), "\(silentStatuses)")
 
-        FileManager.default.createFile(atPath: scratch.path("stop"), contents: nil)
-        let result = await process.finish(timeout: .seconds(40))
+        let result = await batch.finish()
         #expect(result.status == 0, "\(result)")
     }
 
     @Test("a real Prometheus scrapes a batch's /metrics, and its API answers with a task's progress ratio")
     func scrapedByPrometheus() async throws {
-        let scratch = try CLIScratch()
-        let job = try CLIMetrics.job(in: scratch)
-        let process = CLIProcess(["batch", job, "--run-dir", scratch.path("run"), "--progress", "none", "--metrics", "0"],
-                                 environment: CLIBatchFixture.environment, in: scratch)
-        try await process.start()
-        defer { FileManager.default.createFile(atPath: scratch.path("stop"), contents: nil) }
-        let port = try #require(await CLIMetrics.port(of: process), "no metrics address on stderr: \(process.stderrSoFar)")
-        let prometheus = try CLIPrometheus(scraping: port, in: scratch)
+        let batch = try await CLIMetricsBatch(metrics: "0")
+        let port = batch.port
+        let prometheus = try CLIPrometheus(scraping: port, in: batch.scratch)
         defer { prometheus.stop() }
 
         var value: String?
@@ -119,12 +105,11 @@ struct CLIMetricsTests {
             if value != nil { break }
             try await Task.sleep(for: .milliseconds(250))
         }
-        #expect(value == "0.25", "Prometheus's log: \(scratch.read("prometheus.log")?.suffix(2000) ?? "")")
+        #expect(value == "0.25", "Prometheus's log: \(batch.scratch.read("prometheus.log")?.suffix(2000) ?? "")")
         #expect(prometheus.instantValue(#"up{job="overtime"}"#) == "1")
         prometheus.stop()
 
-        FileManager.default.createFile(atPath: scratch.path("stop"), contents: nil)
-        let result = await process.finish(timeout: .seconds(40))
+        let result = await batch.finish()
         #expect(result.status == 0, "\(result)")
     }
 

@@ -127,11 +127,7 @@ final class MetricsExporter {
         sampler.stop()
         listener?.close()
         listener = nil
-        for client in clients.values {
-            client.timer.close()
-            client.connection.close()
-        }
-        clients.removeAll()
+        for client in Array(clients.values) { client.drop() }
     }
 
     private func scheduleFile() {
@@ -162,53 +158,73 @@ final class MetricsExporter {
             connection.close()
             return
         }
-        let client = MetricsClient(connection: connection, timer: LoopTimer(loop: loop))
-        let id = ObjectIdentifier(client)
-        clients[id] = client
-        let drop = { [weak self] in
-            client.timer.close()
-            client.connection.close()
-            self?.clients[id] = nil
-        }
-        client.timer.schedule(inNanoseconds: Self.clientTime.nanoseconds) { [weak self] in
-            guard let self, !client.answered else { return drop() }
-            self.answer(client, MetricsHTTP.refusal(.incomplete))
-            client.timer.schedule(inNanoseconds: Self.clientTime.nanoseconds, drop)
-        }
-        connection.startReading(onData: { [weak self] bytes in
-            guard let self, !client.answered else { return }
-            client.received.append(contentsOf: bytes.prefix(MetricsHTTP.maxHeadBytes + 1 - client.received.count))
-            let head = MetricsHTTP.head(client.received)
-            switch head {
-            case .incomplete:
-                return
-            case let .complete(method, path):
-                self.answer(client, MetricsHTTP.response(method: method, path: path, page: self.page))
-            case .tooLarge, .malformed:
-                self.answer(client, MetricsHTTP.refusal(head))
-            }
-            // The rest of its time to take the answer; then it is dropped, taken or not.
-            client.timer.schedule(inNanoseconds: Self.clientTime.nanoseconds, drop)
-        }, onEnd: drop)
-    }
-
-    private func answer(_ client: MetricsClient, _ response: [UInt8]) {
-        client.answered = true
-        client.received = []
-        client.connection.sendAndFinish(response)
+        let client = MetricsClient(connection: connection, loop: loop, respond: { [weak self] head in
+            guard let self, case let .complete(method, path) = head else { return MetricsHTTP.refusal(head) }
+            return MetricsHTTP.response(method: method, path: path, page: self.page)
+        }, onGone: { [weak self] client in
+            self?.clients[ObjectIdentifier(client)] = nil
+        })
+        clients[ObjectIdentifier(client)] = client
+        client.begin()
     }
 }
 
-/// One HTTP client: what it sent so far, and its time limit.
+/// One HTTP client: what it sent so far, its time, its answer and its end. Loop-thread only.
+///
+/// It has `MetricsExporter.clientTime` to send its request head (then 408) and as long again
+/// to take the answer; it is dropped at the end of either, or once it has the answer and has
+/// closed its side, whichever comes first. A client that closes its side right after its
+/// request (`printf ... | nc`) still gets the whole answer.
 private final class MetricsClient {
     let connection: TCPConnection
-    let timer: LoopTimer
-    var received: [UInt8] = []
-    var answered = false
+    private let timer: LoopTimer
+    private let respond: (MetricsHTTP.Head) -> [UInt8]
+    private let onGone: (MetricsClient) -> Void
+    private var received: [UInt8] = []
+    private var answered = false
+    private var sent = false
+    private var peerEnded = false
 
-    init(connection: TCPConnection, timer: LoopTimer) {
+    init(connection: TCPConnection, loop: EventLoop, respond: @escaping (MetricsHTTP.Head) -> [UInt8],
+         onGone: @escaping (MetricsClient) -> Void) {
         self.connection = connection
-        self.timer = timer
+        timer = LoopTimer(loop: loop)
+        self.respond = respond
+        self.onGone = onGone
+    }
+
+    func begin() {
+        timer.schedule(inNanoseconds: MetricsExporter.clientTime.nanoseconds) { [self] in answer(.incomplete) }
+        connection.startReading(onData: { [self] bytes in
+            guard !answered else { return }
+            received.append(contentsOf: bytes.prefix(MetricsHTTP.maxHeadBytes + 1 - received.count))
+            let head = MetricsHTTP.head(received)
+            if head != .incomplete { answer(head) }
+        }, onEnd: { [self] in
+            peerEnded = true
+            if !answered || sent { drop() }
+        })
+    }
+
+    /// Sends the answer to `head` (408 for a head that never came), then ends.
+    private func answer(_ head: MetricsHTTP.Head) {
+        guard !answered else { return }
+        answered = true
+        received = []
+        connection.sendAndFinish(respond(head)) { [weak self] in
+            guard let self else { return }
+            sent = true
+            if peerEnded { drop() }
+        }
+        // The rest of its time to take the answer; then it is dropped, taken or not.
+        timer.schedule(inNanoseconds: MetricsExporter.clientTime.nanoseconds) { [self] in drop() }
+    }
+
+    /// Closes the connection, taken or not. Idempotent.
+    func drop() {
+        timer.close()
+        connection.close()
+        onGone(self)
     }
 }
 
