@@ -219,6 +219,10 @@ struct BatchCommand {
             runner.abandon()  // its loop thread must not outlive exit()
             return 125
         }
+        // The job file's where the command line says nothing.
+        var metrics = self.metrics
+        metrics.address = metrics.address ?? job.metrics
+        metrics.file = metrics.file ?? job.metricsFile
         guard metrics.start(command: "overtime batch", say: display.warn, runner.serveMetrics) else {
             runner.abandon()
             return 125

@@ -155,6 +155,17 @@ struct CLIMetricsTests {
         #expect(line(after) != nil && line(after) == line(final), "\(after)")
     }
 
+    @Test("a job file's metrics-file, relative to the job file, holds the batch's final page")
+    func jobFileMetricsFile() async throws {
+        let scratch = try CLIScratch()
+        let job = try scratch.write("job.json", #"{"metrics-file": "batch.prom", "tasks": [{"name": "one", "command": ["true"]}]}"#)
+        let r = try await cliRun(["batch", job, "--run-dir", scratch.path("run"), "--progress", "none"], in: scratch,
+                                 environment: CLIBatchFixture.environment)
+        #expect(r.status == 0, "\(r)")
+        let page = scratch.read("batch.prom") ?? ""
+        #expect(page.contains(#"overtime_task_state{task="one",state="succeeded"} 1"#) && page.contains(#"command="batch"} 1"#), "\(page)")
+    }
+
     @Test("a metrics file that cannot be written is said once; the run goes on and exits as its task")
     func unwritableFile() async throws {
         let scratch = try CLIScratch()
