@@ -41,7 +41,7 @@ public final class TCPListener: LoopHandleOwner {
             throw SystemError("\(shown): not an IP address and port", errno: EINVAL)
         }
         do throws(SystemError) {
-            try withUnsafePointer(to: &address) { pointer throws(SystemError) in
+            _ = try withUnsafePointer(to: &address) { pointer throws(SystemError) in
                 try uvCheck("bind \(shown)", pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { uv_tcp_bind(handle, $0, 0) })
             }
             // libuv reports an address in use here rather than at bind.
@@ -67,14 +67,18 @@ public final class TCPListener: LoopHandleOwner {
             let storage = raw.baseAddress!
             guard uv_tcp_getsockname(handle, storage.assumingMemoryBound(to: sockaddr.self), &length) == 0 else { return nil }
             var name = [CChar](repeating: 0, count: 64)
+            let port: UInt16
             if storage.assumingMemoryBound(to: sockaddr.self).pointee.sa_family == sa_family_t(AF_INET6) {
                 let v6 = storage.assumingMemoryBound(to: sockaddr_in6.self)
                 uv_ip6_name(v6, &name, name.count)
-                return (String(cString: name), Int(UInt16(bigEndian: v6.pointee.sin6_port)))
+                port = v6.pointee.sin6_port
+            } else {
+                let v4 = storage.assumingMemoryBound(to: sockaddr_in.self)
+                uv_ip4_name(v4, &name, name.count)
+                port = v4.pointee.sin_port
             }
-            let v4 = storage.assumingMemoryBound(to: sockaddr_in.self)
-            uv_ip4_name(v4, &name, name.count)
-            return (String(cString: name), Int(UInt16(bigEndian: v4.pointee.sin_port)))
+            let text = String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            return (text, Int(UInt16(bigEndian: port)))
         }
     }
 
@@ -102,8 +106,10 @@ public final class TCPListener: LoopHandleOwner {
 /// One accepted TCP connection. Loop-thread only.
 ///
 /// Writes go through libuv's queue: what the peer does not take at once waits there, never
-/// blocking the loop; `queuedOutput` says how much, so the owner can bound it (by how many
-/// connections it keeps and how long it gives them) and drop a peer that does not read.
+/// blocking the loop. The owner bounds it, by how many connections it keeps and how long it
+/// gives each, and drops a peer that does not read.
+/// libuv writes with writev(2): a peer that reset the connection raises SIGPIPE, which the
+/// program must ignore (the `overtime` CLI does, for all of its output).
 public final class TCPConnection: LoopHandleOwner {
     /// Bytes read, valid only during the call.
     public typealias DataHandler = (UnsafeRawBufferPointer) -> Void
@@ -126,9 +132,6 @@ public final class TCPConnection: LoopHandleOwner {
     var stream: UnsafeMutablePointer<uv_stream_t> {
         UnsafeMutableRawPointer(handle).assumingMemoryBound(to: uv_stream_t.self)
     }
-
-    /// Bytes written that the peer has not taken yet.
-    public var queuedOutput: Int { isClosed ? 0 : uv_stream_get_write_queue_size(stream) }
 
     /// Starts reading; `onEnd` is called once, at the peer's end or a read error.
     public func startReading(onData: @escaping DataHandler, onEnd: @escaping () -> Void) {
@@ -158,7 +161,7 @@ public final class TCPConnection: LoopHandleOwner {
     public func sendAndFinish(_ bytes: [UInt8], whenSent: @escaping () -> Void) {
         guard !isClosed else { return }
         let copy = UnsafeMutableRawPointer.allocate(byteCount: max(1, bytes.count), alignment: 1)
-        bytes.withUnsafeBytes { copy.copyMemory(from: $0.baseAddress!, byteCount: bytes.count) }
+        bytes.withUnsafeBytes { if let source = $0.baseAddress { copy.copyMemory(from: source, byteCount: bytes.count) } }
         let request = UnsafeMutablePointer<uv_write_t>.allocate(capacity: 1)
         request.pointee.data = copy
         var buf = uv_buf_init(copy.assumingMemoryBound(to: CChar.self), UInt32(bytes.count))

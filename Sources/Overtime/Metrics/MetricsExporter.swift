@@ -264,7 +264,8 @@ extension Supervisor {
 
     /// Serves and/or writes the run's metrics (`--metrics`, `--metrics-file`;
     /// docs/metrics.md). Call before the task is spawned, so that it counts from the start.
-    /// The file gets its last page when the supervisor shuts down.
+    /// The file gets its last page when the supervisor shuts down. A program that serves
+    /// them ignores SIGPIPE (a scraper that resets its connection would raise it).
     /// - Returns: the address bound, when one was asked for (its port the kernel's choice
     ///   for port 0).
     /// - Throws: `MetricsError` when the address cannot be bound.
