@@ -153,6 +153,11 @@ import OvertimeProtocol
         #expect(!info.allSucceeded(statuses, recorder))
     }
 
+    @Test func everyStateOfAStatusIsCounted() {
+        let states: [TaskStatus.State] = [.running, .cancelling(.user), .exiting, .starting, .waiting, .retrying, .succeeded, .failed, .skipped]
+        #expect(Set(states.map(\.word)) == Set(RunMetrics.states) && RunMetrics.states.count == states.count)
+    }
+
     @Test func lastSuccessIsReadBackFromAnEarlierPage() {
         let info = RunMetrics(version: "1", runID: "r", command: "run", startedAt: MonotonicInstant(nanoseconds: 0),
                               lastSuccess: 1_796_000_000.5, wallOffsetNanoseconds: 0)
