@@ -28,6 +28,7 @@ extension TaskIsolation {
             return gid
         }
         guard !name.isEmpty else { throw ParseError("an empty group name") }
+        if let gid = AccountFiles.groupID(named: name, in: localFile("/etc/group")) { return gid }
         var entry = group()
         var result: UnsafeMutablePointer<group>?
         var buffer = [CChar](repeating: 0, count: 16_384)
@@ -35,6 +36,11 @@ extension TaskIsolation {
         guard rc == 0, let found = result else { throw ParseError("no such group: \(name)") }
         return found.pointee.gr_gid
     }
+}
+
+/// A local account file's text; empty when it cannot be read (then the C library is asked).
+private func localFile(_ path: String) -> String {
+    Descriptors.readWholeFile(path).map { String(decoding: $0, as: UTF8.self) } ?? ""
 }
 
 extension Account {
@@ -48,6 +54,7 @@ extension Account {
         var buffer = [CChar](repeating: 0, count: 16_384)
         let uid = UInt32(key)
         if uid == UInt32.max { throw TaskIsolation.ParseError("\(key) is not a user id (it means 'no change' to the kernel)") }
+        if let listed = AccountFiles.user(named: uid == nil ? key : nil, uid: uid, in: localFile("/etc/passwd")) { return listed }
         let rc = if let uid { getpwuid_r(uid, &entry, &buffer, buffer.count, &result) }
                  else { getpwnam_r(key, &entry, &buffer, buffer.count, &result) }
         if rc == 0, let found = result {

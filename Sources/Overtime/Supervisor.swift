@@ -329,11 +329,13 @@ public final class Supervisor: Sendable {
     /// running tasks. Returns the socket's path.
     /// - Parameters:
     ///   - path: the socket; nil for `<per-user directory>/<run id>.sock`.
+    ///   - description: what this supervisor runs, for `overtime ctl list`.
     ///   - onRefused: told (on the loop thread) of each connection refused for its user.
     /// - Throws: `ControlSocketError` when the path cannot be used.
-    public func serveControl(at path: String? = nil, onRefused: @escaping @Sendable (String) -> Void = { _ in }) throws(ControlSocketError) -> String {
+    public func serveControl(at path: String? = nil, describing description: SupervisorDescription? = nil,
+                             onRefused: @escaping @Sendable (String) -> Void = { _ in }) throws(ControlSocketError) -> String {
         let core = self.core
-        return try startControlServer(at: path, onRefused: onRefused) { [self] in
+        return try startControlServer(at: path, describing: description, onRefused: onRefused) { [self] in
             (core.value, { server in self.addSink(ControlWatchers(server)) })
         }
     }
@@ -390,7 +392,7 @@ public final class Supervisor: Sendable {
     /// Prepares the path, then creates the server on the loop thread and waits for it.
     /// - Parameter attach: run on the loop thread: what the server acts on, and what to do
     ///   with it once it listens (make its watchers a sink).
-    func startControlServer(at path: String?, onRefused: @escaping @Sendable (String) -> Void,
+    func startControlServer(at path: String?, describing description: SupervisorDescription?, onRefused: @escaping @Sendable (String) -> Void,
                             attach: @escaping @Sendable () -> (target: any ControlTarget, install: (ControlServer) -> Void)) throws(ControlSocketError) -> String {
         let socketPath: String
         if let path {
@@ -402,6 +404,7 @@ public final class Supervisor: Sendable {
         try ControlSocketPath.claim(socketPath)
         let done = Completion<Result<Void, ControlSocketError>>()
         let containmentJSON = self.containmentJSON
+        let identity = description?.info(runID: runID)
         let accepted = loop.execute { [loop] in
             let (target, install) = attach()
             do {
@@ -409,6 +412,7 @@ public final class Supervisor: Sendable {
                     onRefused(peer.map { "refused a control connection from uid \($0.uid) (pid \($0.pid))" } ?? "refused a control connection with unknown credentials")
                 }
                 server.containment = containmentJSON
+                server.identity = identity
                 install(server)
                 done.complete(.success(()))
             } catch {

@@ -209,7 +209,8 @@ struct BatchCommand {
         }
         runner.onNotice(display.warn)
         do {
-            _ = try runner.serveControl(at: controlPath, onRefused: RepeatLimiter.passing(to: display.warn))
+            _ = try runner.serveControl(at: controlPath, describing: .batch(jobFile: path, runDirectory: runner.journal.directory),
+                                        onRefused: RepeatLimiter.passing(to: display.warn))
         } catch where controlPath == nil {
             // The batch matters more than the default socket (an unwritable /tmp, say).
             // Through the display: in tty mode it may already be drawing.

@@ -10,7 +10,7 @@ import Musl
 /// running supervisor over its control socket (docs/control.md).
 struct CtlCommand {
     enum Action {
-        case list
+        case list(json: Bool)
         case status(json: Bool)
         case watch
         case cancel(task: String)
@@ -22,13 +22,16 @@ struct CtlCommand {
     var action: Action
 
     static let help = """
-    Usage: overtime ctl [--socket PATH] COMMAND
+    Usage: overtime ctl [--socket PATH|RUN] COMMAND
 
     Talks to a running supervisor (overtime run or overtime batch) over its control socket.
-    With one supervisor running, --socket may be left out; with several, 'list' shows them.
+    --socket takes the socket's path or the supervisor's run id (from 'list'). Left out:
+    the one supervisor running for you; with several, a command naming a task goes to the
+    one that has it, 'status' shows them all, and otherwise they are listed to choose from.
 
     Commands:
-      list                       the supervisors running for you, and their sockets
+      list [--json]              the supervisors running for you: run id, pid, user, start,
+                                 directory, what each runs, tasks running/total
       status [--json]            every task: state, progress, budget left, pid
       watch                      the live event stream, as JSON lines, until the run ends
       cancel TASK                cancel TASK (reason 'user'); a batch task not yet started
@@ -83,7 +86,7 @@ struct CtlCommand {
         }
         let action: Action
         switch verb {
-        case "list": action = .list
+        case "list": action = .list(json: json)
         case "status": action = .status(json: json)
         case "watch": action = .watch
         case "cancel": action = .cancel(task: try task())
@@ -103,22 +106,32 @@ struct CtlCommand {
     }
 
     func execute() -> Int32 {
-        if case .list = action {
-            let live = ControlSocketPath.live()
-            if live.isEmpty {
-                Terminal.error("overtime ctl: no supervisor is running for you (looked in \(ControlSocketPath.defaultDirectory()))")
-                return 1
-            }
-            for path in live { Terminal.out(path) }
-            return 0
-        }
-        let path: String
-        switch resolveSocket() {
-        case let .success(found): path = found
+        switch chooseSupervisor() {
         case let .failure(problem):
             Terminal.error("overtime ctl: \(problem.message)")
             return 125
+        case let .success(.listed(supervisors)):
+            if case .list(json: true) = action {
+                for supervisor in supervisors { Terminal.writeOut(Self.listLine(supervisor)) }
+            } else {
+                Terminal.writeOut(Array(Self.supervisorTable(supervisors).utf8))
+            }
+            return 0
+        case let .success(.each(supervisors)):
+            // `status` of every supervisor, each under a line saying whose it is.
+            var worst: Int32 = 0
+            for (index, supervisor) in supervisors.enumerated() {
+                Terminal.out((index == 0 ? "" : "\n") + "== " + Self.heading(supervisor))
+                worst = max(worst, request(at: supervisor.socket))
+            }
+            return worst
+        case let .success(.one(path)):
+            return request(at: path)
         }
+    }
+
+    /// Sends this command's request to the supervisor at `path` and shows its answer.
+    private func request(at path: String) -> Int32 {
         let connection: ControlClient
         do {
             connection = try ControlClient(path: path)
@@ -129,7 +142,7 @@ struct CtlCommand {
         defer { connection.close() }
         let op: ControlRequest.Op
         switch action {
-        case .list: return 0  // answered above, without a supervisor
+        case .list: op = .info  // answered without a request; here only for completeness
         case .status: op = .status
         case .watch: op = .watch
         case let .cancel(task): op = .cancel(task: task, reason: .user)
@@ -170,32 +183,166 @@ struct CtlCommand {
             }
         case let .done(result):
             Terminal.out(result)
+        case .supervisor:
+            Terminal.out(String(decoding: replyLine, as: UTF8.self))
         }
         return 0
     }
 
-    /// The socket to use: the one given, or the only supervisor running for this user;
-    /// with several, ask which when there is a terminal to ask on.
-    private func resolveSocket() -> Result<String, ControlSocketError> {
-        if let socket { return .success(socket) }
-        let live = ControlSocketPath.live()
-        switch live.count {
-        case 0:
-            return .failure(ControlSocketError("no supervisor is running for you (looked in \(ControlSocketPath.defaultDirectory())); pass --socket PATH"))
-        case 1:
-            return .success(live[0])
-        default:
-            let choices = live.enumerated().map { "  \($0.offset + 1)) \($0.element)" }.joined(separator: "\n")
-            guard isatty(0) == 1 else {
-                return .failure(ControlSocketError("\(live.count) supervisors are running; choose one with --socket:\n\(choices)"))
-            }
-            Terminal.error("\(live.count) supervisors are running:\n\(choices)")
-            write(2, "which one? ", 11)
-            guard let answer = readLine(), let n = Int(answer.filter { !$0.isWhitespace }), (1...live.count).contains(n) else {
-                return .failure(ControlSocketError("no supervisor chosen"))
-            }
-            return .success(live[n - 1])
+    /// Where the command goes.
+    private enum Choice {
+        /// The socket at this path.
+        case one(String)
+        /// Nowhere: `list` shows these.
+        case listed([RunningSupervisor])
+        /// Every one of these (`status` with several running).
+        case each([RunningSupervisor])
+    }
+
+    /// The task a command acts on, if it names one.
+    private var taskNamed: String? {
+        switch action {
+        case let .cancel(task), let .extend(task, _, _), let .revoke(task, _): task
+        case .list, .status, .watch: nil
         }
+    }
+
+    /// The supervisor to talk to: the one given, or the only one running for this user; with
+    /// several, the one that has the task named, or all of them for `status`, or the one a
+    /// person picks when there is a terminal to ask on.
+    private func chooseSupervisor() -> Result<Choice, ControlSocketError> {
+        if let socket {
+            let path = ControlSocketPath.resolve(socket)
+            if case .list = action { return .success(.listed([RunningSupervisor.describe(path)])) }
+            return .success(.one(path))
+        }
+        let directory = ControlSocketPath.defaultDirectory()
+        let (supervisors, removed) = RunningSupervisor.all(in: directory)
+        if !removed.isEmpty {
+            // Named when few; counted when a crash-looping script left hundreds.
+            let names = removed.count <= 3 ? ": " + removed.joined(separator: ", ") : " from \(directory)"
+            Terminal.error("overtime ctl: removed \(removed.count == 1 ? "a socket" : "\(removed.count) sockets") left by supervisors no longer running\(names)")
+        }
+        if case .list = action {
+            guard !supervisors.isEmpty else {
+                return .failure(ControlSocketError("no supervisor is running for you (looked in \(directory))"))
+            }
+            return .success(.listed(supervisors))
+        }
+        switch supervisors.count {
+        case 0:
+            return .failure(ControlSocketError("no supervisor is running for you (looked in \(directory)); pass --socket PATH"))
+        case 1:
+            return .success(.one(supervisors[0].socket))
+        default:
+            break
+        }
+        if let task = taskNamed {
+            let (matches, names) = RunningSupervisor.having(task: task, among: supervisors)
+            switch matches.count {
+            case 0:
+                return .failure(ControlSocketError("none of the \(supervisors.count) supervisors running has a task named '\(task)'"
+                    + (Spelling.closest(to: task, among: names).map { "; did you mean '\($0)'?" } ?? "") + ":\n" + Self.supervisorTable(supervisors)))
+            case 1:
+                return .success(.one(matches[0].socket))
+            default:
+                return pick(among: matches, because: "\(matches.count) supervisors have a task named '\(task)'")
+            }
+        }
+        if case .status(json: false) = action { return .success(.each(supervisors)) }
+        return pick(among: supervisors, because: "\(supervisors.count) supervisors are running")
+    }
+
+    /// Asks which of `candidates` on a terminal; without one, lists them for `--socket`.
+    private func pick(among candidates: [RunningSupervisor], because why: String) -> Result<Choice, ControlSocketError> {
+        let table = Self.supervisorTable(candidates, numbered: true)
+        guard isatty(0) == 1 else {
+            return .failure(ControlSocketError("\(why); choose one with --socket RUN:\n" + table))
+        }
+        Terminal.error("\(why):\n" + table.dropLast())
+        write(2, "which one? ", 11)
+        guard let answer = readLine(), let n = Int(answer.filter { !$0.isWhitespace }), (1...candidates.count).contains(n) else {
+            return .failure(ControlSocketError("no supervisor chosen"))
+        }
+        return .success(.one(candidates[n - 1].socket))
+    }
+
+    /// `RUN  PID  USER  STARTED  UP  TASKS  DIRECTORY  RUNS`, a row per supervisor.
+    static func supervisorTable(_ supervisors: [RunningSupervisor], numbered: Bool = false, now: Int = Int(time(nil))) -> String {
+        var rows = [(numbered ? ["#"] : []) + ["RUN", "PID", "USER", "STARTED", "UP", "TASKS", "DIRECTORY", "RUNS"]]
+        for (index, supervisor) in supervisors.enumerated() {
+            var row = numbered ? ["\(index + 1))"] : []
+            if let info = supervisor.info {
+                let start = Self.startTime(info.started)
+                let up = start.map { DurationText.format(.seconds(max(0, now - $0))) } ?? "-"
+                row += [info.run, String(info.pid), info.user ?? String(info.uid), start.map(Self.localTime) ?? info.started, up,
+                        "\(info.running)/\(info.total)", info.cwd, info.runs]
+            } else {
+                let name = supervisor.socket.split(separator: "/").last.map { String($0.dropLast(".sock".count)) } ?? supervisor.socket
+                row += [name, "-", "-", "-", "-", "-", "-", "(\(supervisor.problem ?? "no answer"))"]
+            }
+            // A command line is the user's own text: no control character reaches the
+            // terminal, and a row stays one line.
+            rows.append(row.map(TextWidth.sanitize))
+        }
+        return TextTable.render(rows)
+    }
+
+    /// `== RUN  pid N  RUNS`: whose status follows.
+    static func heading(_ supervisor: RunningSupervisor) -> String {
+        guard let info = supervisor.info else { return supervisor.socket }
+        return TextWidth.sanitize("\(info.run)  pid \(info.pid)  \(info.kind.rawValue): \(info.runs)  (in \(info.cwd))")
+    }
+
+    /// One JSON line for `list --json`: the supervisor's `info` answer and its socket.
+    static func listLine(_ supervisor: RunningSupervisor) -> [UInt8] {
+        var w = JSONWriter(capacity: 256)
+        w.beginObject()
+        w.key("socket"); w.string(supervisor.socket)
+        if let info = supervisor.info {
+            w.key("supervisor"); info.write(into: &w)
+        } else {
+            w.key("supervisor"); w.null()
+            w.key("error"); w.string(supervisor.problem ?? "no answer")
+        }
+        w.endObject()
+        w.raw("\n")
+        return w.bytes
+    }
+
+    /// Seconds since the epoch of `2026-12-01T17:48:14.120Z`; nil for other text.
+    static func startTime(_ iso: String) -> Int? {
+        let digits = iso.utf8.map { Int($0) - 48 }
+        guard iso.utf8.count >= 19 else { return nil }
+        func number(_ range: Range<Int>) -> Int? {
+            var n = 0
+            for i in range { guard (0...9).contains(digits[i]) else { return nil }; n = n * 10 + digits[i] }
+            return n
+        }
+        guard let year = number(0..<4), let month = number(5..<7), let day = number(8..<10),
+              let hour = number(11..<13), let minute = number(14..<16), let second = number(17..<19) else { return nil }
+        var parts = tm()
+        parts.tm_year = Int32(year - 1900)
+        parts.tm_mon = Int32(month - 1)
+        parts.tm_mday = Int32(day)
+        parts.tm_hour = Int32(hour)
+        parts.tm_min = Int32(minute)
+        parts.tm_sec = Int32(second)
+        return Int(timegm(&parts))
+    }
+
+    /// `17:48:14` today, `Nov 30 17:48` before: local time, as `ps` and `ls` show it.
+    static func localTime(_ seconds: Int) -> String {
+        var when = time_t(seconds)
+        var now = time(nil)
+        var local = tm()
+        var today = tm()
+        localtime_r(&when, &local)
+        localtime_r(&now, &today)
+        var buffer = [UInt8](repeating: 0, count: 32)
+        let sameDay = local.tm_year == today.tm_year && local.tm_yday == today.tm_yday
+        let length = strftime(&buffer, buffer.count, sameDay ? "%H:%M:%S" : "%b %d %H:%M", &local)
+        return String(decoding: buffer[..<length], as: UTF8.self)
     }
 
     /// `NAME  STATE  PROGRESS  LEFT  PID` for humans.
@@ -226,7 +373,15 @@ struct CtlCommand {
             // terminal, and a row stays one line.
             rows.append([task.name, state, progress, left, pid].map(TextWidth.sanitize))
         }
-        let widths = rows[0].indices.map { column in rows.map { TextWidth.columns($0[column]) }.max() ?? 0 }
+        return TextTable.render(rows)
+    }
+}
+
+/// Columns padded to their widest cell (in terminal columns), two spaces apart.
+enum TextTable {
+    static func render(_ rows: [[String]]) -> String {
+        guard let header = rows.first else { return "" }
+        let widths = header.indices.map { column in rows.map { TextWidth.columns($0[column]) }.max() ?? 0 }
         return rows.map { row in
             row.enumerated().map { column, cell in
                 column == row.count - 1 ? cell : cell + String(repeating: " ", count: widths[column] + 2 - TextWidth.columns(cell))

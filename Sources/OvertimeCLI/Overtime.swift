@@ -21,6 +21,7 @@ enum OvertimeCommand {
       run [options] -- CMD [ARG...]   run one command under a budget
       batch FILE [options]            run a queue of tasks from a job file
       ctl [--socket PATH] COMMAND     see and steer a running supervisor
+      report RUN_DIR [-o FILE.html]   draw a batch's run directory as an HTML page
       help [COMMAND]                  show help
       version                         show the version
 
@@ -70,16 +71,19 @@ enum OvertimeCommand {
                 return batch.execute()
             case "ctl":
                 return try CtlCommand.parse(arguments.dropFirst()).execute()
+            case "report":
+                return try ReportCommand.parse(arguments.dropFirst()).execute()
             case "help", "--help", "-h":
                 if arguments.dropFirst().first == "run" { throw HelpRequest(text: RunCommand.help) }
                 if arguments.dropFirst().first == "batch" { throw HelpRequest(text: BatchCommand.help) }
                 if arguments.dropFirst().first == "ctl" { throw HelpRequest(text: CtlCommand.help) }
+                if arguments.dropFirst().first == "report" { throw HelpRequest(text: ReportCommand.help) }
                 throw HelpRequest(text: help)
             case "version", "--version", "-V":
                 Terminal.out("overtime \(version)")
                 return 0
             default:
-                throw UsageError(message: "overtime: unknown command '\(command)'\(suggestion(for: command, among: ["run", "batch", "ctl", "help", "version"])); see 'overtime --help'")
+                throw UsageError(message: "overtime: unknown command '\(command)'\(suggestion(for: command, among: ["run", "batch", "ctl", "report", "help", "version"])); see 'overtime --help'")
             }
         } catch let help as HelpRequest {
             Terminal.out(help.text)

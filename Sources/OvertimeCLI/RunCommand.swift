@@ -1,6 +1,5 @@
 import Overtime
 import OvertimeProtocol
-import OvertimeLoop
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -360,14 +359,6 @@ struct RunCommand {
         return command
     }
 
-    /// Writes the report whole to `path` (a temporary file renamed over it, so a reader never
-    /// sees half of one); says why on stderr when it cannot.
-    static func write(_ report: [UInt8], to path: String) -> Bool {
-        guard let code = Descriptors.replaceFile(path, with: report, temporary: path + ".tmp-\(getpid())") else { return true }
-        Terminal.error("overtime: --report: cannot write \(path): \(String(cString: strerror(code)))")
-        return false
-    }
-
     /// Runs the task and returns the exit code.
     func execute() -> Int32 {
         let runID = RunID.generate()
@@ -400,7 +391,7 @@ struct RunCommand {
         supervisor.adoptOrphans()
         supervisor.onNotice(output.warn)
         do {
-            _ = try supervisor.serveControl(at: controlPath, onRefused: RepeatLimiter.passing(to: output.warn))
+            _ = try supervisor.serveControl(at: controlPath, describing: .run(command: spec.arguments), onRefused: RepeatLimiter.passing(to: output.warn))
         } catch where controlPath == nil {
             // The task matters more than the default socket (an unwritable /tmp, say).
             Terminal.error("overtime: no control socket (\(error)); running without one")
@@ -444,7 +435,8 @@ struct RunCommand {
                 w.key("overtime_exit_code"); w.int(Int(exit))
             }
             if jsonReport || reportPath == "-" { Terminal.writeOut(report) }
-            if let reportPath, reportPath != "-", !Self.write(report, to: reportPath) {
+            if let reportPath, reportPath != "-", let reason = WholeFile.write(report, to: reportPath) {
+                Terminal.error("overtime: --report: cannot write \(reportPath): \(reason)")
                 supervisor.shutdown()
                 return 125   // the report was asked for and is not there: Overtime failed
             }

@@ -235,4 +235,15 @@ struct CivilDate: Equatable {
         self.month = month
         self.day = day
     }
+
+    /// The inverse of `init(daysSinceEpoch:)` (days-from-civil, the same eras and
+    /// March-based years): how a report reads the journal's timestamps back.
+    var daysSinceEpoch: Int64 {
+        let shiftedYear = month <= 2 ? year - 1 : year
+        let era = (shiftedYear >= 0 ? shiftedYear : shiftedYear - 399) / 400
+        let yearOfEra = shiftedYear - era * 400
+        let dayOfYear = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1
+        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+        return era * 146_097 + dayOfEra - 719_468
+    }
 }

@@ -41,6 +41,9 @@ public struct ControlRequest: Sendable, Equatable {
     public enum Op: Sendable, Equatable {
         /// Every task the supervisor knows, answered with `ControlReply.Outcome.status`.
         case status
+        /// Who the supervisor is (what it runs, where, since when), answered with
+        /// `ControlReply.Outcome.supervisor`: what `overtime ctl list` shows.
+        case info
         /// The live event stream, answered with `.watching` and then event lines.
         case watch
         /// Cancel the task: reason `user` unless said (a batch's head passes on its own
@@ -81,7 +84,7 @@ public struct ControlRequest: Sendable, Equatable {
     }
 
     /// The ops there are, for "expected ..." in error replies.
-    public static let opNames = "status, watch, cancel, extend, revoke or expiring"
+    public static let opNames = "status, info, watch, cancel, extend, revoke or expiring"
     /// Why an `extend` is refused when its `by` is missing or not a positive duration. Public
     /// because the supervisor says it too, once it has read the duration.
     public static let byProblem = "\"extend\" needs \"by\": a duration such as \"10m\" or a number of seconds"
@@ -96,6 +99,7 @@ public struct ControlRequest: Sendable, Equatable {
         w.key("op")
         switch op {
         case .status: w.string("status")
+        case .info: w.string("info")
         case .watch: w.string("watch")
         case let .cancel(task, reason, grace):
             w.string("cancel")
@@ -154,6 +158,7 @@ public struct ControlRequest: Sendable, Equatable {
         }
         switch op {
         case "status": return ControlRequest(id: id, .status)
+        case "info": return ControlRequest(id: id, .info)
         case "watch": return ControlRequest(id: id, .watch)
         case "cancel":
             let task = try task()
@@ -207,6 +212,8 @@ public struct ControlReply: Sendable, Equatable {
         case status([TaskStatus], containment: JSONValue? = nil)
         /// `{"ok":true,"watching":true}`: event lines follow.
         case watching
+        /// `{"ok":true,"supervisor":{...}}`: the answer to `info`.
+        case supervisor(SupervisorInfo)
     }
 
     /// The request's `id`, echoed.
@@ -240,6 +247,9 @@ public struct ControlReply: Sendable, Equatable {
         case .watching:
             w.key("ok"); w.bool(true)
             w.key("watching"); w.bool(true)
+        case let .supervisor(info):
+            w.key("ok"); w.bool(true)
+            w.key("supervisor"); info.write(into: &w)
         }
         w.endObject()
         w.raw("\n")
@@ -283,7 +293,132 @@ public struct ControlReply: Sendable, Equatable {
         }
         if value["watching"] == .bool(true) { return ControlReply(id: id, .watching) }
         if case let .string(result)? = value["result"] { return ControlReply(id: id, .done(result)) }
-        throw ProtocolError(.missingType, "a reply with \"ok\":true carries \"tasks\", \"watching\" or \"result\"")
+        if let supervisor = value["supervisor"] {
+            do {
+                return ControlReply(id: id, .supervisor(try SupervisorInfo(supervisor)))
+            } catch {
+                throw ProtocolError(error.kind, "\"supervisor\": \(error.message)")
+            }
+        }
+        throw ProtocolError(.missingType, "a reply with \"ok\":true carries \"tasks\", \"watching\", \"result\" or \"supervisor\"")
+    }
+}
+
+/// A supervisor as `info` describes it (docs/control.md, "Which supervisor"): enough for a
+/// person with several running to tell theirs apart.
+public struct SupervisorInfo: Sendable, Equatable {
+    public enum Kind: String, Sendable {
+        case run
+        case batch
+    }
+
+    public var run: String
+    public var kind: Kind
+    public var pid: Int32
+    public var uid: UInt32
+    /// The user's name where the supervisor could look it up.
+    public var user: String?
+    /// When the supervisor started, UTC ISO 8601 (`2026-12-01T17:48:14.120Z`).
+    public var started: String
+    /// The directory it was started in.
+    public var cwd: String
+    /// What `overtime run` runs: the command and its arguments.
+    public var command: [String]?
+    /// What `overtime batch` runs: its job file, as given, and its run directory.
+    public var jobFile: String?
+    public var runDirectory: String?
+    /// Tasks running now (starting, running, cancelling, exiting), and all it knows.
+    public var running: Int
+    public var total: Int
+
+    public init(run: String, kind: Kind, pid: Int32, uid: UInt32, user: String?, started: String, cwd: String,
+                command: [String]? = nil, jobFile: String? = nil, runDirectory: String? = nil, running: Int, total: Int) {
+        self.run = run
+        self.kind = kind
+        self.pid = pid
+        self.uid = uid
+        self.user = user
+        self.started = started
+        self.cwd = cwd
+        self.command = command
+        self.jobFile = jobFile
+        self.runDirectory = runDirectory
+        self.running = running
+        self.total = total
+    }
+
+    /// What it runs, in a few words: the command line, or the job file.
+    public var runs: String {
+        if let command { return command.joined(separator: " ") }
+        return jobFile ?? "-"
+    }
+
+    /// This description as a JSON object (the `supervisor` of an `info` reply).
+    public func write(into w: inout JSONWriter) {
+        w.beginObject()
+        w.key("run"); w.string(run)
+        w.key("kind"); w.string(kind.rawValue)
+        w.key("pid"); w.int(Int(pid))
+        w.key("uid"); w.int(Int(uid))
+        w.key("user"); if let user { w.string(user) } else { w.null() }
+        w.key("started"); w.string(started)
+        w.key("cwd"); w.string(cwd)
+        if let command {
+            w.key("command")
+            w.beginArray()
+            for word in command { w.string(word) }
+            w.endArray()
+        }
+        if let jobFile { w.key("job_file"); w.string(jobFile) }
+        if let runDirectory { w.key("run_dir"); w.string(runDirectory) }
+        w.key("tasks")
+        w.beginObject()
+        w.key("running"); w.int(running)
+        w.key("total"); w.int(total)
+        w.endObject()
+        w.endObject()
+    }
+
+    init(_ value: JSONValue) throws(ProtocolError) {
+        guard case .object = value else { throw ProtocolError(.wrongType, "must be a JSON object") }
+        func text(_ key: String) throws(ProtocolError) -> String {
+            guard case let .string(text)? = value[key] else { throw ProtocolError(.wrongType, "\"\(key)\" must be a string") }
+            return text
+        }
+        func optionalText(_ key: String) throws(ProtocolError) -> String? {
+            switch value[key] {
+            case nil, .null?: return nil
+            case let .string(text)?: return text
+            default: throw ProtocolError(.wrongType, "\"\(key)\" must be a string")
+            }
+        }
+        func count(_ container: JSONValue?, _ key: String) throws(ProtocolError) -> Int {
+            guard case let .number(n)? = container?[key], n >= 0, n <= Double(Int32.max), n == n.rounded() else {
+                throw ProtocolError(.wrongType, "\"\(key)\" must be a whole number ≥ 0")
+            }
+            return Int(n)
+        }
+        run = try text("run")
+        guard let kind = Kind(rawValue: try text("kind")) else { throw ProtocolError(.wrongType, "\"kind\" must be \"run\" or \"batch\"") }
+        self.kind = kind
+        pid = Int32(try count(value, "pid"))
+        uid = UInt32(try count(value, "uid"))
+        user = try optionalText("user")
+        started = try text("started")
+        cwd = try text("cwd")
+        switch value["command"] {
+        case nil, .null?: command = nil
+        case let .array(words)?:
+            command = try words.map { word throws(ProtocolError) -> String in
+                guard case let .string(text) = word else { throw ProtocolError(.wrongType, "\"command\" must be an array of strings") }
+                return text
+            }
+        default: throw ProtocolError(.wrongType, "\"command\" must be an array of strings")
+        }
+        jobFile = try optionalText("job_file")
+        runDirectory = try optionalText("run_dir")
+        running = try count(value["tasks"], "running")
+        total = try count(value["tasks"], "total")
     }
 }
 
@@ -305,6 +440,15 @@ public struct TaskStatus: Sendable, Equatable {
         case succeeded
         case failed
         case skipped
+
+        /// A process of the task is alive (or about to be): starting, running, being
+        /// cancelled or drained.
+        public var isRunning: Bool {
+            switch self {
+            case .running, .cancelling, .exiting, .starting: true
+            case .waiting, .retrying, .succeeded, .failed, .skipped: false
+            }
+        }
 
         /// The `state` word on the wire.
         public var word: String {

@@ -23,7 +23,7 @@ func text(_ line: [UInt8]) -> String {
 @Suite("Control requests")
 struct ControlRequestTests {
     static let requests: [ControlRequest] = [
-        ControlRequest(.status), ControlRequest(id: .number(1), .status),
+        ControlRequest(.status), ControlRequest(id: .number(1), .status), ControlRequest(id: .number(2), .info),
         ControlRequest(id: .string("w"), .watch),
         ControlRequest(id: .object([("nested", .array([.number(1), .bool(true), .null]))]), .cancel(task: "train")),
         ControlRequest(.cancel(task: "say \"hi\"\n日本")),
@@ -79,11 +79,11 @@ struct ControlRequestTests {
         ("", .notJSON, "not a JSON request", nil),
         ("[1,2,3]", .notJSON, "a request is a JSON object", nil),
         (#""status""#, .notJSON, "a request is a JSON object", nil),
-        ("{}", .missingType, #"no "op"; expected status, watch, cancel, extend, revoke or expiring"#, nil),
+        ("{}", .missingType, #"no "op"; expected status, info, watch, cancel, extend, revoke or expiring"#, nil),
         (#"{"id":1}"#, .missingType, #"no "op""#, .number(1)),
         (#"{"op":42,"id":2}"#, .missingType, #"no "op""#, .number(2)),
         (#"{"op":null,"id":2}"#, .missingType, #"no "op""#, .number(2)),
-        (#"{"op":"frobnicate","id":"x"}"#, .unknownType, #"unknown op "frobnicate"; expected status, watch, cancel, extend, revoke or expiring"#, .string("x")),
+        (#"{"op":"frobnicate","id":"x"}"#, .unknownType, #"unknown op "frobnicate"; expected status, info, watch, cancel, extend, revoke or expiring"#, .string("x")),
         (#"{"op":"Status"}"#, .unknownType, #"unknown op "Status""#, nil),
         (#"{"op":"cancel","id":3}"#, .wrongType, #""cancel" needs "task": the task's name"#, .number(3)),
         (#"{"op":"cancel","task":42,"id":4}"#, .wrongType, #""cancel" needs "task""#, .number(4)),
@@ -143,6 +143,9 @@ struct ControlReplyTests {
         ControlReply(id: .string("a"), .done("cancelling")), ControlReply(.done("clipped by max-runtime (add past_max), 4m00s left")),
         ControlReply(id: .null, .watching),
         ControlReply(.status([])),
+        ControlReply(id: .number(1), .supervisor(ControlReplyTests.runInfo)),
+        ControlReply(.supervisor(SupervisorInfo(run: "r", kind: .batch, pid: 1, uid: 0, user: nil, started: "x", cwd: "/",
+                                               jobFile: "jobs.json", runDirectory: "overtime-runs/r", running: 0, total: 5000))),
         ControlReply(id: .number(1), .status([
             train,
             TaskStatus(name: "idle", state: .running, live: TaskStatus.Live(pid: nil, elapsed: 0, remaining: nil, progress: nil)),
@@ -160,6 +163,28 @@ struct ControlReplyTests {
         ])),
     ] + CancelReason.allCases.map { reason in
         ControlReply(.status([TaskStatus(name: "t", state: .cancelling(reason), live: TaskStatus.Live(pid: 1, elapsed: 1, remaining: nil, progress: nil))]))
+    }
+
+    static let runInfo = SupervisorInfo(run: "20261201-074814-09c65d80", kind: .run, pid: 4242, uid: 1000, user: "ada",
+                                        started: "2026-12-01T07:48:14.120Z", cwd: "/home/ada/日本",
+                                        command: ["python3", "train.py", "--lr", "say \"hi\"\n"], running: 1, total: 1)
+
+    @Test("info's answer: its line, and a description that cannot be read is refused by name")
+    func supervisorInfo() {
+        #expect(text(ControlReply(id: .number(1), .supervisor(Self.runInfo)).encoded()) == #"""
+        {"id":1,"ok":true,"supervisor":{"run":"20261201-074814-09c65d80","kind":"run","pid":4242,"uid":1000,"user":"ada","started":"2026-12-01T07:48:14.120Z","cwd":"/home/ada/日本","command":["python3","train.py","--lr","say \"hi\"\n"],"tasks":{"running":1,"total":1}}}
+        """#)
+        #expect(Self.runInfo.runs == "python3 train.py --lr say \"hi\"\n")
+        for (line, phrase) in [
+            (#"{"ok":true,"supervisor":[]}"#, "must be a JSON object"),
+            (#"{"ok":true,"supervisor":{"run":"r","kind":"daemon","pid":1,"uid":0,"started":"x","cwd":"/","tasks":{"running":0,"total":0}}}"#, "\"kind\""),
+            (#"{"ok":true,"supervisor":{"run":"r","kind":"run","pid":-1,"uid":0,"started":"x","cwd":"/","tasks":{"running":0,"total":0}}}"#, "\"pid\""),
+            (#"{"ok":true,"supervisor":{"run":"r","kind":"run","pid":1,"uid":0,"started":"x","cwd":"/","command":[1],"tasks":{"running":0,"total":0}}}"#, "\"command\""),
+            (#"{"ok":true,"supervisor":{"run":"r","kind":"run","pid":1,"uid":0,"started":"x","cwd":"/"}}"#, "\"running\""),
+        ] {
+            guard case let .failure(error) = decodeReply(line) else { Issue.record("accepted: \(line)"); continue }
+            #expect(error.message.contains("\"supervisor\"") && error.message.contains(phrase), "\(line): \(error.message)")
+        }
     }
 
     @Test("encode → decode gives the same reply", arguments: replies)
@@ -218,7 +243,7 @@ struct ControlReplyTests {
         (#"{"ok":"yes"}"#, .missingType, #"a reply needs "ok""#),
         (#"{"ok":false}"#, .wrongType, #"a refusal needs "error""#),
         (#"{"ok":false,"error":1}"#, .wrongType, #"a refusal needs "error""#),
-        (#"{"ok":true}"#, .missingType, #"carries "tasks", "watching" or "result""#),
+        (#"{"ok":true}"#, .missingType, #"carries "tasks", "watching", "result" or "supervisor""#),
         (#"{"ok":true,"watching":false}"#, .missingType, #"carries "tasks""#),
         (#"{"ok":true,"result":1}"#, .missingType, #"carries "tasks""#),
         (#"{"ok":true,"tasks":{}}"#, .wrongType, #""tasks" must be an array"#),

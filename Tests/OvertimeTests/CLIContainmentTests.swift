@@ -371,7 +371,7 @@ struct CLIContainmentTests {
         block = bytearray(185 << 20)
         for j in range(0, len(block), 4096):
             block[j] = 1
-        time.sleep(1.0)   # four samples see it
+        time.sleep(2.0)   # eight samples at 4 Hz see it, even on a machine loaded enough to miss some
         os.kill(os.getpid(), signal.SIGKILL)
         """)
         let (r, report) = try await Self.run(["--cgroup", "off", "--memory-max", "200M", "--", Self.python, script], in: scratch)

@@ -27,10 +27,11 @@ final class CLICtlDefaultRun: @unchecked Sendable {
     }
 
     /// Starts task `name` with XDG_RUNTIME_DIR=`xdg` and waits until it has started.
-    static func start(_ name: String, xdg: String, in scratch: CLIScratch) async throws -> CLICtlDefaultRun {
+    /// - Parameter files: what its log and go files are named after (default: `name`).
+    static func start(_ name: String, xdg: String, in scratch: CLIScratch, files: String? = nil) async throws -> CLICtlDefaultRun {
         let recorder = try CLICtlRecorder.install(in: scratch)
-        let log = scratch.path("\(name).log")
-        let go = scratch.path("\(name).go")
+        let log = scratch.path("\(files ?? name).log")
+        let go = scratch.path("\(files ?? name).go")
         let p = CLIProcess(["run", "--name", name, "--budget", "30s", "--", CLIBatchWorker.python, recorder, log, go, "0"],
                            environment: CLICtl.environment(xdg: xdg), in: scratch)
         try await p.start()
@@ -69,7 +70,7 @@ struct CLICtlSocketTests {
         #expect(CLICtlFS.info(f.socket) == nil, "the socket was left behind")
     }
 
-    @Test("default place: $XDG_RUNTIME_DIR/overtime (0700) holds <run id>.sock (0600); ctl list and ctl without --socket find it; two make ctl ask (125, both listed); none is 125")
+    @Test("default place: $XDG_RUNTIME_DIR/overtime (0700) holds <run id>.sock (0600); ctl list and ctl without --socket find it; two make a script's status --json choose (125, both listed); none is 125")
     func defaultLocation() async throws {
         let scratch = try CLIScratch()
         let xdg = try CLICtlFS.directory("xdg", in: scratch, mode: 0o700)
@@ -93,20 +94,23 @@ struct CLICtlSocketTests {
 
         // A stale socket beside it (a supervisor that died) is neither listed nor chosen.
         try CLICtlFS.makeStaleSocket(dir + "/20000101-000000-dead.sock")
+        let runID = String(file.dropLast(".sock".count))
         let list = try await CLICtl.ctl(["list"], in: scratch, environment: env)
-        #expect(list.status == 0 && list.stdoutLines == [first], "\(list)")
+        #expect(list.status == 0 && list.stdoutLines.count == 2 && list.stdoutLines[1].hasPrefix(runID), "a header and its row: \(list)")
         let status = try await CLICtl.ctl(["status"], in: scratch, environment: env)
         #expect(status.status == 0 && status.stdout.contains("alpha"), "the only live supervisor is used: \(status)")
 
         let b = try await CLICtlDefaultRun.start("beta", xdg: xdg, in: scratch)
         #expect(await CLICtl.waitUntil { Self.liveSockets(dir).count == 2 }, "\(CLICtlFS.entries(dir))")
         let both = Self.liveSockets(dir)
+        let runIDs = both.map { String($0.split(separator: "/").last!.dropLast(".sock".count)) }
         let listed = try await CLICtl.ctl(["list"], in: scratch, environment: env)
-        #expect(listed.status == 0 && Set(listed.stdoutLines) == Set(both), "\(listed)")
-        let ambiguous = try await CLICtl.ctl(["status"], in: scratch, environment: env)
+        #expect(listed.status == 0 && Set(listed.stdoutLines.dropFirst().map { String($0.prefix(runID.count)) }) == Set(runIDs), "\(listed)")
+        // A script's `status --json` cannot be one reply for two supervisors: it must choose.
+        let ambiguous = try await CLICtl.ctl(["status", "--json"], in: scratch, environment: env)
         #expect(ambiguous.status == 125, "stdin is not a terminal, so ctl cannot ask: \(ambiguous)")
-        for path in both {
-            #expect(ambiguous.stderr.contains(path), "both supervisors are listed: \(ambiguous)")
+        for id in runIDs {
+            #expect(ambiguous.stderr.contains(id), "both supervisors are listed: \(ambiguous)")
         }
         #expect(ambiguous.stderr.contains("--socket"), "it says how to choose: \(ambiguous)")
         let chosen = try await CLICtl.ctl(["--socket", first, "status"], in: scratch, environment: env)

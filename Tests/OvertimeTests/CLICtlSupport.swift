@@ -442,6 +442,14 @@ enum CLICtlFS {
         guard rc == 0 else { throw CLIFailure("bind \(path): \(String(cString: strerror(e)))") }
     }
 
+    /// A stale socket made `age` ago (its modification time set back): one a supervisor
+    /// that died left, as `ctl` finds it later.
+    static func makeOldStaleSocket(_ path: String, age: Duration = .seconds(60)) throws {
+        try makeStaleSocket(path)
+        let then = Date().addingTimeInterval(-Double(age.components.seconds))
+        try FileManager.default.setAttributes([.modificationDate: then], ofItemAtPath: path)
+    }
+
     /// Permission bits, type and owner of `path` (not following a symlink).
     static func info(_ path: String) -> (mode: UInt32, type: UInt32, uid: UInt32)? {
         var s = stat()

@@ -201,8 +201,8 @@ struct CLICtlUserTests {
             try await batch.start()
             var socket = ""
             let listed = try await CLICtl.waitUntil {
-                let list = try await CLICtl.ctl(["list"], in: f.scratch, environment: user.environment, as: user)
-                socket = list.stdoutLines.first ?? ""
+                let list = try await CLICtl.ctl(["list", "--json"], in: f.scratch, environment: user.environment, as: user)
+                socket = list.stdoutLines.first.flatMap { try? CLIJSON.object($0)["socket"] as? String } ?? ""
                 return list.status == 0 && list.stdoutLines.count == 1
             }
             #expect(listed, "ctl list as \(user.name) never showed the batch")

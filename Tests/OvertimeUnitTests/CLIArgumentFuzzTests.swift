@@ -54,4 +54,23 @@ import Testing
         }
         #expect(outcomes[0] > 100 && outcomes[1] > 1000, "parsed, refused, help: \(outcomes)")
     }
+
+    @Test func reportParsesAnyCommandLine() {
+        var dice = TestDice(state: 15)
+        var parsed = 0
+        for round in 0..<2_000 {
+            let words = ArraySlice(Self.commandLine(options: ReportCommand.knownOptions, &dice))
+            do {
+                let command = try ReportCommand.parse(words)
+                #expect(!command.runDirectory.isEmpty || words.contains(""), "round \(round) \(Array(words))")
+                parsed += 1
+            } catch let error as UsageError {
+                #expect(error.message.hasPrefix("overtime report: "), "round \(round) \(Array(words)): \(error.message)")
+            } catch is HelpRequest {
+            } catch {
+                Issue.record("round \(round) \(Array(words)): an error of another kind: \(error)")
+            }
+        }
+        #expect(parsed > 50, "parsed \(parsed) of 2,000")
+    }
 }

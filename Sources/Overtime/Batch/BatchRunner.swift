@@ -169,9 +169,10 @@ public final class BatchRunner: Sendable {
 
     /// Listens on a control socket (docs/control.md) for `overtime ctl`; returns its path.
     /// - Throws: `ControlSocketError` when the path cannot be used.
-    public func serveControl(at path: String? = nil, onRefused: @escaping @Sendable (String) -> Void = { _ in }) throws(ControlSocketError) -> String {
+    public func serveControl(at path: String? = nil, describing description: SupervisorDescription? = nil,
+                             onRefused: @escaping @Sendable (String) -> Void = { _ in }) throws(ControlSocketError) -> String {
         let core = self.core
-        return try supervisor.startControlServer(at: path, onRefused: onRefused) {
+        return try supervisor.startControlServer(at: path, describing: description, onRefused: onRefused) {
             (core.value, { server in core.value.control = server })
         }
     }

@@ -19,9 +19,17 @@ public final class ControlClient {
     }
 
     /// Connects to the socket at `path`.
-    public init(path: String) throws(Failure) {
+    /// - Parameter replyLimit: how long a read may wait for the supervisor (nil: for ever);
+    ///   past it the reply counts as not come. For asking many supervisors at once
+    ///   (`ctl list`), where one that is stopped (SIGSTOP, a debugger) must not hang the rest.
+    public init(path: String, replyLimit: Duration? = nil) throws(Failure) {
         do {
             fd = try UnixListener.clientSocket(connectedTo: path)
+            if let replyLimit {
+                var limit = timeval(tv_sec: Int(replyLimit.components.seconds),
+                                    tv_usec: Int(replyLimit.components.attoseconds / 1_000_000_000_000))
+                setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+            }
         } catch {
             switch (error.errno, UnixListener.probe(path)) {
             case (ENAMETOOLONG, _): throw Failure(message: error.operation)

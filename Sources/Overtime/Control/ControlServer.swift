@@ -59,6 +59,8 @@ final class ControlServer {
     private weak var target: (any ControlTarget)?
     /// How the supervisor holds its tasks, for `status` replies (DESIGN §7).
     var containment: JSONValue?
+    /// Who the supervisor is, for `info` replies; its task counts are filled in when asked.
+    var identity: SupervisorInfo?
     private var clients: [ObjectIdentifier: Client] = [:]
     /// Clients that asked to `watch`: with none, events are not even encoded for them.
     private(set) var watcherCount = 0
@@ -162,6 +164,12 @@ final class ControlServer {
         switch op {
         case .status:
             return .status(target.controlStatus(now: TaskRunner.clock()), containment: containment)
+        case .info:
+            guard var info = identity else { return .failed("this supervisor does not describe itself") }
+            let tasks = target.controlStatus(now: TaskRunner.clock())
+            info.total = tasks.count
+            info.running = tasks.count { $0.state.isRunning }
+            return .supervisor(info)
         case .watch:
             if !client.watching { watcherCount += 1 }
             client.watching = true

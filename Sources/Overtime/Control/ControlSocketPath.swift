@@ -58,15 +58,47 @@ public enum ControlSocketPath {
         }
     }
 
-    /// The sockets in `directory` with a supervisor listening, oldest run first.
+    /// The sockets in `directory` with a supervisor listening, oldest run first. Sockets
+    /// left by supervisors that died (nobody listens) are removed as they are found.
     public static func live(in directory: String = defaultDirectory()) -> [String] {
-        var found: [String] = []
+        scan(directory).live
+    }
+
+    /// The live sockets in `directory`, oldest run first, and the stale ones it removed:
+    /// a socket nobody listens on, made more than a few seconds ago (a supervisor binds
+    /// and listens at once; the age keeps one caught in between from losing its socket).
+    public static func scan(_ directory: String = defaultDirectory()) -> (live: [String], removed: [String]) {
+        var live: [String] = []
+        var removed: [String] = []
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
         for name in Descriptors.directoryEntries(directory) ?? [] {
             guard name.hasSuffix(".sock") else { continue }
             let path = directory + "/" + name
-            if UnixListener.probe(path) == .live { found.append(path) }
+            switch UnixListener.probe(path) {
+            case .live:
+                live.append(path)
+            case .stale:
+                var info = stat()
+                if lstat(path, &info) == 0, now.tv_sec - info.st_mtim.tv_sec > staleAfterSeconds, unlink(path) == 0 {
+                    removed.append(path)
+                }
+            case .free, .notASocket:
+                break
+            }
         }
-        return found.sorted()
+        return (live.sorted(), removed.sorted())
+    }
+
+    /// How old a socket nobody listens on must be to count as left behind.
+    static let staleAfterSeconds = 2
+
+    /// `--socket`'s value: a path, or the run id of a supervisor in the default directory
+    /// (`ctl list` shows run ids).
+    public static func resolve(_ given: String) -> String {
+        guard !given.contains("/") else { return given }
+        let byRun = defaultPath(runID: given.hasSuffix(".sock") ? String(given.dropLast(5)) : given)
+        return UnixListener.probe(byRun) == .free ? given : byRun
     }
 }
 

@@ -1,0 +1,455 @@
+import OvertimeProtocol
+
+/// A batch run read back from its run directory: what `overtime report` draws.
+///
+/// The journal (`events.jsonl`) is the whole input; `summary.json` only says that the run
+/// ended (and when), and `job.json` only names the tasks the journal never reached. So a
+/// report can be made of a run that still goes on, or of one that was killed: a task with
+/// no end is drawn as running up to the journal's last line.
+public struct RunReport: Sendable {
+    /// How a task, or one attempt of it, came out: the report's colours (docs/report.md).
+    public enum Outcome: String, Sendable, CaseIterable {
+        case succeeded, failed, cancelled, killed, oom, skipped, running, waiting
+    }
+
+    /// Something that happened to an attempt at one instant, drawn where it happened.
+    public struct Mark: Sendable, Equatable {
+        public enum Kind: String, Sendable {
+            case cancel, kill, `operator`, memory
+        }
+        /// Milliseconds after the run's start.
+        public var time: Int64
+        public var kind: Kind
+        /// The cancel's reason, the operator's action, what the memory warning said.
+        public var text: String
+    }
+
+    public struct ProgressPoint: Sendable, Equatable {
+        public var time: Int64
+        /// 0…1.
+        public var fraction: Double
+    }
+
+    /// One attempt of a task: one bar on the timeline.
+    public struct Attempt: Sendable {
+        public var number: Int
+        /// Milliseconds after the run's start: when it was launched, and when it exited
+        /// (nil: no end in the journal; still running, or the supervisor was killed).
+        public var start: Int64
+        public var end: Int64?
+        public var outcome: Outcome = .running
+        /// The `exited` line's own word (`signal`, `failed-to-start`, …), finer than `outcome`.
+        public var exitedAs: String?
+        public var exitCode: Int?
+        public var cancelReason: String?
+        public var marks: [Mark] = []
+        public var progress: [ProgressPoint] = []
+        /// The last progress message's words.
+        public var title: String?
+        public var detail: String?
+        public var peakMemory: Int?
+        public var memorySource: String?
+        /// The GPU slots it held (`resources.gpu` of its `attempt` line).
+        public var gpus: [String] = []
+        /// The timeline lanes it is drawn in (`RunReport.lanes`): one per GPU it held, else one slot.
+        public var lanes: [Int] = []
+        /// Why another attempt followed it (the `retry` line's `because`).
+        public var retryBecause: String?
+    }
+
+    public struct Task: Sendable {
+        public var name: String
+        /// Its last `finished` line's state, else `running` (an attempt is open or a retry
+        /// is due) or `waiting` (nothing of it in the journal yet).
+        public var state: Outcome = .waiting
+        /// The colour it is counted under: a failed task's is its last attempt's
+        /// (`cancelled`, `killed`, `oom` or `failed`).
+        public var outcome: Outcome = .waiting
+        public var reason: String?
+        public var detail: String?
+        public var exitCode: Int?
+        public var attempts: [Attempt] = []
+        /// When its `finished` line was written (a skipped task's only instant).
+        public var finishedAt: Int64?
+        /// Its last `result`, as compact JSON, cut to `RunReport.resultLimit` characters.
+        public var result: String?
+        /// Succeeded in an earlier run this one resumed; not run again.
+        public var resumed = false
+        /// The highest peak of its attempts.
+        public var peakMemory: Int? { attempts.compactMap(\.peakMemory).max() }
+    }
+
+    public struct Lane: Sendable, Equatable {
+        public var label: String
+        /// The GPU id it stands for; nil for a concurrency slot.
+        public var gpu: String?
+    }
+
+    /// One run of the journal: a resumed run journals into the same directory under a
+    /// new id.
+    public struct Run: Sendable, Equatable {
+        public var id: String
+        /// Its first line, in milliseconds after the report's start.
+        public var start: Int64
+    }
+
+    /// The runs of the journal, in order.
+    public var runs: [Run] = []
+    /// The earliest journal line's time, in milliseconds since 1970 (UTC).
+    public var startedAt: Int64 = 0
+    /// Milliseconds after the start: `summary.json`'s end, else the journal's last line.
+    public var endedAt: Int64 = 0
+    /// `summary.json` was there: the run ended and wrote its record.
+    public var complete = false
+    /// The summary's `stopped_by` (SIGINT, SIGTERM).
+    public var stoppedBy: String?
+    /// The job file's `concurrency`, when `job.json` was read.
+    public var concurrency: Int?
+    public var tasks: [Task] = []
+    public var lanes: [Lane] = []
+    /// Journal lines that could not be read (a cut last line, garbage), passed over.
+    public var unreadableLines = 0
+    /// Journal lines read.
+    public var lines = 0
+
+    /// A `result` longer than this is cut (the task's log and summary.json keep it whole).
+    public static let resultLimit = 400
+    /// Progress points kept per attempt: enough for a line a few hundred pixels wide, few
+    /// enough that a page of 5,000 long tasks stays small.
+    public static let progressPointLimit = 160
+
+    public var runID: String? { runs.last?.id }
+
+    /// The tasks counted by outcome.
+    public var counts: [Outcome: Int] {
+        var counts: [Outcome: Int] = [:]
+        for task in tasks { counts[task.outcome, default: 0] += 1 }
+        return counts
+    }
+}
+
+/// A run directory's files could not be made into a report.
+public struct RunReportError: Error, Sendable, CustomStringConvertible {
+    public var message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+}
+
+extension RunReport {
+    /// Reads a run from its journal, and from its summary and job file when there.
+    /// - Parameters:
+    ///   - journal: `events.jsonl`'s bytes. Lines that are not journal records (a cut last
+    ///     line, garbage) are counted and passed over; unknown events and fields are ignored.
+    ///   - summary: `summary.json`'s bytes; nil for a run still going or killed.
+    ///   - jobFile: `job.json`'s bytes, for the order of the tasks and those not reached yet.
+    /// - Throws: `RunReportError` when no line of the journal is a record.
+    public static func read(journal: [UInt8], summary: [UInt8]? = nil, jobFile: [UInt8]? = nil) throws(RunReportError) -> RunReport {
+        var reader = JournalReader()
+        if let jobFile, let job = try? JSONValue.parse(jobFile) { reader.declare(job) }
+        for line in journal.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: true) {
+            reader.read(line)
+        }
+        guard reader.report.lines > 0 else {
+            if journal.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) {
+                throw RunReportError("the journal is empty: the run has not recorded anything yet")
+            }
+            throw RunReportError("no line of the journal is a journal record (JSON objects with time, task and event)")
+        }
+        if let summary, let value = try? JSONValue.parse(summary) { reader.conclude(value) }
+        return reader.finish()
+    }
+}
+
+/// Milliseconds since 1970 for a journal timestamp (`2026-11-30T05:03:15.123Z`, as
+/// `EventEncoder.timestamp` writes it); nil for anything else.
+public func journalTimeMilliseconds(_ text: String) -> Int64? {
+    let bytes = Array(text.utf8)
+    guard bytes.count == 24, bytes[4] == UInt8(ascii: "-"), bytes[7] == UInt8(ascii: "-"), bytes[10] == UInt8(ascii: "T"),
+          bytes[13] == UInt8(ascii: ":"), bytes[16] == UInt8(ascii: ":"), bytes[19] == UInt8(ascii: "."), bytes[23] == UInt8(ascii: "Z")
+    else { return nil }
+    func number(_ from: Int, _ count: Int) -> Int64? {
+        var n: Int64 = 0
+        for byte in bytes[from..<from + count] {
+            guard byte >= 0x30, byte <= 0x39 else { return nil }
+            n = n * 10 + Int64(byte - 0x30)
+        }
+        return n
+    }
+    guard let year = number(0, 4), let month = number(5, 2), let day = number(8, 2), let hour = number(11, 2),
+          let minute = number(14, 2), let second = number(17, 2), let millis = number(20, 3),
+          (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 61
+    else { return nil }
+    let days = CivilDate(year: year, month: month, day: day).daysSinceEpoch
+    return ((days * 86_400 + hour * 3600 + minute * 60 + second) * 1000) + millis
+}
+
+/// Builds a `RunReport` line by line.
+private struct JournalReader {
+    var report = RunReport()
+    private var indexByName: [String: Int] = [:]
+    /// Absolute times (ms since 1970) until `finish` makes them relative to the start: the
+    /// earliest line's, which need not be the first (a line's time is its event's, and a
+    /// line may be written a little after one that happened later).
+    private var firstTime: Int64?
+    private var lastTime: Int64 = .min
+    private var summaryEnd: Int64?
+
+    /// The job file's tasks, in its order: the report lists them so, reached or not.
+    mutating func declare(_ job: JSONValue) {
+        if case let .number(n)? = job["concurrency"] { report.concurrency = Int(exactly: n.rounded()) }
+        guard case let .array(tasks)? = job["tasks"] else { return }
+        for task in tasks {
+            if case let .string(name)? = task["name"] { _ = index(of: name) }
+        }
+    }
+
+    mutating func conclude(_ summary: JSONValue) {
+        report.complete = true
+        if case let .string(text)? = summary["finished"], let end = journalTimeMilliseconds(text) { summaryEnd = end }
+        if case let .string(reason)? = summary["stopped_by"] { report.stoppedBy = reason }
+    }
+
+    private mutating func index(of name: String) -> Int {
+        if let index = indexByName[name] { return index }
+        report.tasks.append(RunReport.Task(name: name))
+        indexByName[name] = report.tasks.count - 1
+        return report.tasks.count - 1
+    }
+
+    mutating func read(_ line: ArraySlice<UInt8>) {
+        guard let record = try? JSONValue.parse(Array(line)),
+              case let .string(timeText)? = record["time"], let time = journalTimeMilliseconds(timeText),
+              case let .string(task)? = record["task"],
+              case let .string(event)? = record["event"]
+        else {
+            report.unreadableLines += 1
+            return
+        }
+        report.lines += 1
+        firstTime = min(firstTime ?? time, time)
+        lastTime = max(lastTime, time)
+        if case let .string(run)? = record["run"], report.runs.last?.id != run, !report.runs.contains(where: { $0.id == run }) {
+            report.runs.append(RunReport.Run(id: run, start: time))
+        }
+        let index = index(of: task)
+        // Static: a method of self here would copy the report for every line.
+        Self.apply(event, record, at: time, to: &report.tasks[index])
+    }
+
+    private static func apply(_ event: String, _ record: JSONValue, at time: Int64, to task: inout RunReport.Task) {
+        switch event {
+        case "attempt":
+            closeOpenAttempt(of: &task, at: time)
+            var attempt = RunReport.Attempt(number: record["attempt"].int ?? task.attempts.count + 1, start: time)
+            if case let .array(ids)? = record["resources"]?["gpu"] {
+                attempt.gpus = ids.compactMap { if case let .string(id) = $0 { id } else { nil } }
+            }
+            task.attempts.append(attempt)
+            task.state = .running
+        case "started":
+            // A journal without `attempt` lines still has a bar for each start.
+            if task.attempts.last.map({ $0.end != nil }) ?? true {
+                task.attempts.append(RunReport.Attempt(number: task.attempts.count + 1, start: time))
+                task.state = .running
+            }
+        case "progress":
+            withOpenAttempt(of: &task) { attempt in
+                if let fraction = Self.fraction(record) { attempt.progress.append(.init(time: time, fraction: fraction)) }
+                if let title = record["title"].string { attempt.title = title }
+                if let detail = record["detail"].string { attempt.detail = detail }
+            }
+        case "cancel":
+            withOpenAttempt(of: &task) { attempt in
+                let reason = record["reason"].string ?? "cancel"
+                attempt.cancelReason = reason
+                attempt.marks.append(.init(time: time, kind: .cancel, text: reason))
+            }
+        case "kill":
+            withOpenAttempt(of: &task) { $0.marks.append(.init(time: time, kind: .kill, text: record["signal"].string ?? "SIGKILL")) }
+        case "operator":
+            withOpenAttempt(of: &task) { $0.marks.append(.init(time: time, kind: .operator, text: record["action"].string ?? "operator")) }
+        case "memory-warning":
+            withOpenAttempt(of: &task) { attempt in
+                let used = record["used"].int.map { " at \(ByteSize.text(UInt64(max(0, $0))))" } ?? ""
+                attempt.marks.append(.init(time: time, kind: .memory, text: "memory warning" + used))
+            }
+        case "result":
+            if let value = record["value"] { task.result = Self.cut(value.jsonText) }
+        case "exited":
+            withOpenAttempt(of: &task) { attempt in
+                attempt.end = time
+                let word = record["outcome"].string
+                attempt.exitedAs = word
+                attempt.outcome = Self.outcome(exited: word)
+                attempt.exitCode = record["exit_code"].int
+                if let reason = record["cancel_reason"].string { attempt.cancelReason = reason }
+                attempt.peakMemory = record["peak_memory"].int
+                attempt.memorySource = record["memory_source"].string
+                if let last = record["progress"], let fraction = Self.fraction(last) {
+                    attempt.progress.append(.init(time: time, fraction: fraction))
+                    if let title = last["title"].string { attempt.title = title }
+                    if let detail = last["detail"].string { attempt.detail = detail }
+                }
+            }
+        case "retry":
+            if let last = task.attempts.indices.last { task.attempts[last].retryBecause = record["because"].string ?? "retry" }
+        case "finished":
+            closeOpenAttempt(of: &task, at: time)
+            if case .bool(true)? = record["resumed"] {
+                // Succeeded in the run this one resumed: what that run said of it stands.
+                task.state = .succeeded
+                task.resumed = true
+                if task.finishedAt == nil { task.finishedAt = time }
+                return
+            }
+            task.finishedAt = time
+            switch record["state"].string {
+            case "succeeded": task.state = .succeeded
+            case "skipped": task.state = .skipped
+            default: task.state = .failed
+            }
+            task.reason = record["reason"].string
+            task.detail = record["detail"].string
+            task.exitCode = record["exit_code"].int
+        default:
+            // Budget changes, heartbeats, thinned counts, events of later versions: not drawn.
+            break
+        }
+    }
+
+    /// An attempt left open by a lost `exited` line ends where the next record of its
+    /// task begins: drawn as unfinished, never stretched over what followed.
+    private static func closeOpenAttempt(of task: inout RunReport.Task, at time: Int64) {
+        guard let last = task.attempts.indices.last, task.attempts[last].end == nil else { return }
+        task.attempts[last].end = time
+    }
+
+    private static func withOpenAttempt(of task: inout RunReport.Task, _ body: (inout RunReport.Attempt) -> Void) {
+        guard let last = task.attempts.indices.last, task.attempts[last].end == nil else { return }
+        body(&task.attempts[last])
+    }
+
+    static func fraction(_ progress: JSONValue) -> Double? {
+        if case let .number(f)? = progress["fraction"], f.isFinite { return min(1, max(0, f)) }
+        if case let .number(done)? = progress["completed"], case let .number(total)? = progress["total"], total > 0 {
+            return min(1, max(0, done / total))
+        }
+        return nil
+    }
+
+    static func outcome(exited word: String?) -> RunReport.Outcome {
+        switch word {
+        case "succeeded": .succeeded
+        case "cancelled": .cancelled
+        case "killed": .killed
+        case "oom": .oom
+        case nil: .running
+        default: .failed  // failed, signal, failed-to-start, and words of later versions
+        }
+    }
+
+    static func cut(_ text: String) -> String {
+        text.count <= RunReport.resultLimit ? text : String(text.prefix(RunReport.resultLimit)) + "…"
+    }
+
+    mutating func finish() -> RunReport {
+        let start = firstTime ?? 0
+        report.startedAt = start
+        report.endedAt = max(0, max(lastTime, summaryEnd ?? lastTime) - start)
+        report.runs = report.runs.map { RunReport.Run(id: $0.id, start: $0.start - start) }
+        for i in report.tasks.indices {
+            report.tasks[i].finishedAt = report.tasks[i].finishedAt.map { $0 - start }
+            for j in report.tasks[i].attempts.indices {
+                var attempt = report.tasks[i].attempts[j]
+                attempt.start -= start
+                attempt.end = attempt.end.map { $0 - start }
+                attempt.marks = attempt.marks.map { var m = $0; m.time -= start; return m }
+                attempt.progress = Self.thin(attempt.progress.map { var p = $0; p.time -= start; return p })
+                report.tasks[i].attempts[j] = attempt
+            }
+            report.tasks[i].outcome = Self.countedOutcome(report.tasks[i])
+        }
+        report.lanes = LanePacker.assign(&report.tasks, runEnd: report.endedAt)
+        return report
+    }
+
+    static func countedOutcome(_ task: RunReport.Task) -> RunReport.Outcome {
+        switch task.state {
+        case .failed:
+            let last = task.attempts.last?.outcome
+            return [.cancelled, .killed, .oom].contains(last) ? last! : .failed
+        case .running where task.attempts.isEmpty:
+            return .waiting
+        default:
+            return task.state
+        }
+    }
+
+    /// At most `progressPointLimit` points: the last of each equal slice of the attempt's
+    /// time, and the first point, so the line keeps its shape and its ends.
+    static func thin(_ points: [RunReport.ProgressPoint]) -> [RunReport.ProgressPoint] {
+        let limit = RunReport.progressPointLimit
+        guard points.count > limit, let first = points.first, let last = points.last else { return points }
+        let span = max(1, last.time - first.time)
+        var kept = [first]
+        var lastBucket = 0
+        for point in points.dropFirst() {
+            // limit - 1 slices (the last point falls in the last one), plus the first point.
+            let bucket = Int((point.time - first.time) * Int64(limit - 2) / span)
+            if bucket == lastBucket, kept.count > 1 { kept[kept.count - 1] = point } else { kept.append(point) }
+            lastBucket = bucket
+        }
+        return kept
+    }
+}
+
+/// The journal holds no slot numbers: the timeline's lanes are computed from the attempts'
+/// times. An attempt that held GPUs is drawn in the lane of each GPU id it held (so a lane
+/// shows what one GPU did); every other attempt goes into the lowest-numbered slot free at
+/// its start, packing them, by start time, into the fewest lanes that let no two overlap:
+/// what the batch's concurrency slots were, if not which one was which.
+enum LanePacker {
+    static func assign(_ tasks: inout [RunReport.Task], runEnd: Int64) -> [RunReport.Lane] {
+        var gpuIDs: [String] = []
+        var refs: [(task: Int, attempt: Int, start: Int64, end: Int64)] = []
+        for (i, task) in tasks.enumerated() {
+            for (j, attempt) in task.attempts.enumerated() {
+                for gpu in attempt.gpus where !gpuIDs.contains(gpu) { gpuIDs.append(gpu) }
+                refs.append((i, j, attempt.start, attempt.end ?? runEnd))
+            }
+        }
+        // GPU ids as numbers where they are (`2` before `10`).
+        gpuIDs.sort { a, b in
+            if let x = Int(a), let y = Int(b) { return x < y }
+            return a < b
+        }
+        var lanes = gpuIDs.map { RunReport.Lane(label: "GPU \($0)", gpu: $0) }
+        let gpuLane = Dictionary(uniqueKeysWithValues: gpuIDs.enumerated().map { ($1, $0) })
+        refs.sort { ($0.start, $0.end) < ($1.start, $1.end) }
+        var slotFreeAt: [Int64] = []
+        for ref in refs {
+            let gpus = tasks[ref.task].attempts[ref.attempt].gpus
+            if !gpus.isEmpty {
+                tasks[ref.task].attempts[ref.attempt].lanes = gpus.compactMap { gpuLane[$0] }
+                continue
+            }
+            let slot = slotFreeAt.firstIndex(where: { $0 <= ref.start }) ?? slotFreeAt.count
+            if slot == slotFreeAt.count { slotFreeAt.append(ref.end) } else { slotFreeAt[slot] = ref.end }
+            tasks[ref.task].attempts[ref.attempt].lanes = [gpuIDs.count + slot]
+        }
+        lanes += slotFreeAt.indices.map { RunReport.Lane(label: "slot \($0 + 1)", gpu: nil) }
+        return lanes
+    }
+}
+
+private extension Optional where Wrapped == JSONValue {
+    var string: String? {
+        if case let .string(s)? = self { return s }
+        return nil
+    }
+
+    var int: Int? {
+        if case let .number(n)? = self, n.isFinite, abs(n) < 9.0e15 { return Int(n.rounded()) }
+        return nil
+    }
+}
