@@ -87,7 +87,7 @@ let package = Package(
         // The loop module on its own: real descriptors and processes, no supervisor.
         .testTarget(
             name: "OvertimeLoopTests",
-            dependencies: ["OvertimeLoop", "OvertimeProtocol"]
+            dependencies: ["OvertimeLoop", "OvertimeProtocol", "OvertimeTestSupport"]
         ),
         // What the test targets share: a deterministic dice for the fuzz tests, a way off
         // the few shared test threads for blocking or heavy work.

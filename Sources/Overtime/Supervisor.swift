@@ -33,7 +33,7 @@ public final class Supervisor: Sendable {
     let loop: EventLoop
     private let nextTaskID = Atomic<Int>(1)
     /// Loop-thread state: the running tasks and the signal watchers.
-    private let core: LoopBound<SupervisorCore>
+    let core: LoopBound<SupervisorCore>
 
     /// Starts a supervisor with its own loop thread.
     /// - Parameters:
@@ -304,6 +304,8 @@ public final class Supervisor: Sendable {
         loop.execute {
             for runner in Array(core.value.runners.values) { runner.endForShutdown() }
             core.value.memoryWatch.stop()
+            // The tasks have ended: the metrics file gets its final values.
+            core.value.metrics?.finish()
         }
         loop.shutdown()
         // The task guard, closed with the loop, has emptied the run's cgroups (or it never
@@ -441,6 +443,23 @@ final class SupervisorCore {
     var cgroups: CgroupTree?
     /// The control stream on stdout, when the supervisor serves one there.
     var standardStreamsOutput: ByteStream?
+    /// The metrics endpoint and file (`Supervisor.serveMetrics`), when asked for.
+    var metrics: MetricsExporter?
+    /// Reads the tasks' memory and CPU off the loop while metrics are on; `status` then
+    /// takes its readings.
+    var usageSampler: UsageSampler?
+    /// The last pass over /proc for the tasks measured by their session (no cgroup), and when.
+    private var sessionMemory: (taken: MonotonicInstant, bySession: [Int32: UInt64])?
+
+    /// Each session's resident memory, from one pass over /proc shared for a moment by every
+    /// task that asks: `ctl status` or a metrics page of a thousand tasks asks for all of
+    /// them at once, and a pass each would read /proc a thousand times.
+    func residentBySession(at now: MonotonicInstant) -> [Int32: UInt64] {
+        if let sessionMemory, now - sessionMemory.taken < MemoryWatch.interval { return sessionMemory.bySession }
+        let bySession = ProcessMemory.residentBySession()
+        sessionMemory = (now, bySession)
+        return bySession
+    }
     /// Samples the memory of the tasks that have a `memory-max`.
     lazy var memoryWatch = MemoryWatch(core: self)
     /// Task cgroups whose last processes were still dying when the task ended: removed

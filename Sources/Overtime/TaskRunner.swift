@@ -587,7 +587,14 @@ final class TaskRunner {
 
     /// The task as `overtime ctl status` shows it.
     func status(now: MonotonicInstant) -> TaskStatus {
-        let cpu = cpuSoFar()
+        let usage: UsageSampler.Reading
+        if let sampler = core.usageSampler {
+            // Metrics are on: a page of a thousand tasks must not read their files here.
+            usage = sampler.reading(of: ref.id) ?? UsageSampler.Reading()
+        } else {
+            let cpu = cpuSoFar()
+            usage = UsageSampler.Reading(memory: currentMemory(), peakMemory: cgroup?.peakMemory(), cpuUser: cpu?.user, cpuSystem: cpu?.system)
+        }
         let state: TaskStatus.State = switch machine.phase {
         case .running: .running
         case let .cancelling(reason): .cancelling(reason)
@@ -595,10 +602,20 @@ final class TaskRunner {
         }
         let live = TaskStatus.Live(pid: process?.pid, elapsed: (now - machine.startedAt).seconds,
                                    remaining: machine.remaining(at: now)?.seconds, progress: machine.lastProgress,
-                                   reporters: machine.reporters.count, memory: currentMemory(),
-                                   peakMemory: cgroup?.peakMemory() ?? (machine.peakMemory > 0 ? machine.peakMemory : nil),
-                                   cpuUser: cpu?.user, cpuSystem: cpu?.system)
+                                   reporters: machine.reporters.count, memory: usage.memory,
+                                   peakMemory: usage.peakMemory ?? (machine.peakMemory > 0 ? machine.peakMemory : nil),
+                                   cpuUser: usage.cpuUser, cpuSystem: usage.cpuSystem)
         return TaskStatus(name: ref.name, state: state, live: live)
+    }
+
+    /// Where the metrics' sampler reads this task's memory and CPU (`memoryMeasure`'s
+    /// sources, off the loop); nil once nothing measures it.
+    var usageSource: UsageSampler.Source? {
+        switch memoryMeasure {
+        case let .cgroup(cgroup), let .processes(cgroup): .cgroup(cgroup.usageFiles)
+        case let .session(leader): .session(leader: leader)
+        case .none: nil
+        }
     }
 
     /// Records an operator's request in the event stream (and so in journals), with the uid
@@ -645,7 +662,7 @@ final class TaskRunner {
         switch memoryMeasure {
         case let .cgroup(cgroup): return cgroup.memoryInUse()
         case let .processes(cgroup): return ProcessMemory.residentSum(cgroup.processIDs())
-        case let .session(leader): return ProcessMemory.residentBySession()[leader]   // as the watchdog measures it
+        case let .session(leader): return core.residentBySession(at: Self.clock())[leader]   // as the watchdog measures it
         case .none: return nil
         }
     }

@@ -16,6 +16,8 @@ struct BatchCommand {
     var follow: String?
     /// `--warn-signal`, `--warn-lead`, `--shutdown-exit-code`, `--requeue`.
     var engine = EngineOptions()
+    /// `--metrics`, `--metrics-file`.
+    var metrics = MetricsOptions()
 
     static let help = """
     Usage: overtime batch FILE [options]
@@ -58,6 +60,8 @@ struct BatchCommand {
                            'overtime run' and heard here; the run directory must be on a
                            filesystem every node shares
 
+    \(MetricsOptions.help)
+
     \(EngineOptions.help)
                            (in a batch: N replaces 143 as the exit after SIGTERM)
 
@@ -69,7 +73,7 @@ struct BatchCommand {
     task's process group. A signal Overtime was started with ignored stays ignored.
     """
 
-    static let knownOptions = ["--concurrency", "--fail-fast", "--run-dir", "--resume", "--progress", "--control", "--help", "--follow", "--shutdown-grace", "--cgroup", "--executor"] + EngineOptions.names
+    static let knownOptions = ["--concurrency", "--fail-fast", "--run-dir", "--resume", "--progress", "--control", "--help", "--follow", "--shutdown-grace", "--cgroup", "--executor"] + EngineOptions.names + MetricsOptions.names
     /// The control socket's path (`--control`); nil for the per-user default.
     var controlPath: String?
     /// The orchestrator's time for the whole shutdown (`--shutdown-grace`).
@@ -133,6 +137,7 @@ struct BatchCommand {
                         if inline != nil { throw UsageError(message: "overtime batch: \(option) takes no value") }
                     }
                     if try command.engine.parse(option, command: "overtime batch", noValue: noValue, value: value) { continue }
+                    if try command.metrics.parse(option, command: "overtime batch", value: value) { continue }
                     throw UsageError(message: "overtime batch: unknown option '\(option)'\(suggestion(for: option, among: knownOptions)); see 'overtime batch --help'")
                 }
             }
@@ -213,6 +218,14 @@ struct BatchCommand {
         } catch {
             Terminal.error("overtime batch: \(error)")
             runner.abandon()  // its loop thread must not outlive exit()
+            return 125
+        }
+        // The job file's where the command line says nothing.
+        var metrics = self.metrics
+        metrics.address = metrics.address ?? job.metrics
+        metrics.file = metrics.file ?? job.metricsFile
+        guard metrics.start(command: "overtime batch", say: display.warn, runner.serveMetrics) else {
+            runner.abandon()
             return 125
         }
         runner.start()

@@ -30,6 +30,8 @@ struct RunCommand {
     var containment: Containment.Request = .automatic
     /// `--warn-signal`, `--warn-lead`, `--shutdown-exit-code`, `--requeue`.
     var engine = EngineOptions()
+    /// `--metrics`, `--metrics-file`.
+    var metrics = MetricsOptions()
 
     static let help = """
     Usage: overtime run [options] [--] CMD [ARG...]
@@ -122,6 +124,8 @@ struct RunCommand {
                            cancels CMD with reason 'shutdown'
       --output FILE        append CMD's stdout and stderr to FILE instead of passing them on
 
+    \(MetricsOptions.help)
+
     \(EngineOptions.help)
 
     Exit status (as GNU timeout):
@@ -146,7 +150,7 @@ struct RunCommand {
     static let knownOptions = ["--budget", "--window", "--max-runtime", "--grace", "--warn-before",
                                "--require-advance", "--name", "--progress", "--json", "--preserve-status", "--control", "--shutdown-grace", "--env", "--clean-env", "--user", "--group",
                                "--limit-as", "--limit-nofile", "--limit-cpu", "--limit-nproc", "--nice", "--notify-socket",
-                               "--notify-fd", "--cgroup", "--memory-max", "--memory-warn", "--diagnose", "--diagnose-limit", "--control-stdio", "--output", "--report", "--events", "--help"] + EngineOptions.names
+                               "--notify-fd", "--cgroup", "--memory-max", "--memory-warn", "--diagnose", "--diagnose-limit", "--control-stdio", "--output", "--report", "--events", "--help"] + EngineOptions.names + MetricsOptions.names
 
     /// The help, with the containment this machine gives (DESIGN §7: never a silent downgrade).
     static var helpWithContainment: String {
@@ -312,6 +316,7 @@ struct RunCommand {
                     readiness.notifyFD = fd
                 default:
                     if try command.engine.parse(option, command: "overtime run", noValue: noValue, value: value) { continue }
+                    if try command.metrics.parse(option, command: "overtime run", value: value) { continue }
                     throw UsageError(message: "overtime run: unknown option '\(option)'\(suggestion(for: option, among: knownOptions)); see 'overtime run --help'")
                 }
             }
@@ -404,6 +409,10 @@ struct RunCommand {
                 supervisor.shutdown()
                 return 125
             }
+        }
+        guard metrics.start(command: "overtime", say: output.warn, supervisor.serveMetrics) else {
+            supervisor.shutdown()
+            return 125
         }
         let task = supervisor.spawn(output.prepare(spec))
         let outcome = task.waitForOutcome()

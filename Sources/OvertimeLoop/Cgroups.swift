@@ -217,6 +217,53 @@ public final class CgroupTree {
     }
 }
 
+/// Where a task's cgroups keep the figures of its use, by path alone: what a reader on
+/// another thread needs (the metrics read every task's off the loop, since the kernel makes
+/// each file afresh, tens of microseconds apiece). `TaskCgroup`, the loop's, reads through it.
+public struct CgroupUsageFiles: Sendable, Hashable {
+    public let v2Directory: String?
+    public let memoryDirectory: String?
+    /// Whether `memoryDirectory` is in the v2 hierarchy (else v1).
+    public let memoryIsV2: Bool
+
+    /// The memory cgroup's usage file (v2 `memory.current`, v1 `memory.usage_in_bytes`).
+    public var usagePath: String? {
+        memoryDirectory.map { $0 + (memoryIsV2 ? "/memory.current" : "/memory.usage_in_bytes") }
+    }
+
+    /// The memory in use as the watchdog judges it (`TaskCgroup.memoryInUse`), from `usage`
+    /// when the caller has read it, else from the usage file.
+    public func memoryInUse(usage given: UInt64? = nil, exactFrom: UInt64 = 0) -> UInt64? {
+        guard let memoryDirectory, let usage = given ?? usagePath.flatMap({ TaskCgroup.number(Descriptors.readWholeFile($0)) }) else { return nil }
+        if usage < exactFrom { return usage }
+        let inactiveKey = memoryIsV2 ? "inactive_file" : "total_inactive_file"
+        let inactive = TaskCgroup.keyed(Descriptors.readWholeFile(memoryDirectory + "/memory.stat"), inactiveKey) ?? 0
+        return usage > inactive ? usage - inactive : 0
+    }
+
+    /// Every process in the task's cgroup (the v2 one where there is one: it holds the
+    /// same processes as the memory one).
+    public func processIDs() -> [Int32] {
+        guard let directory = v2Directory ?? memoryDirectory,
+              let bytes = Descriptors.readWholeFile(directory + "/cgroup.procs") else { return [] }
+        return bytes.split(separator: UInt8(ascii: "\n")).compactMap { Int32(String(decoding: $0, as: UTF8.self)) }
+    }
+
+    /// The high-water mark of memory use (`TaskCgroup.peakMemory`).
+    public func peakMemory() -> UInt64? {
+        guard let memoryDirectory else { return nil }
+        return TaskCgroup.number(Descriptors.readWholeFile(memoryDirectory + (memoryIsV2 ? "/memory.peak" : "/memory.max_usage_in_bytes")))
+    }
+
+    /// CPU time of everything that ran in it (`TaskCgroup.cpuMicroseconds`).
+    public func cpuMicroseconds() -> (user: UInt64, system: UInt64)? {
+        guard let v2Directory else { return nil }
+        let stat = Descriptors.readWholeFile(v2Directory + "/cpu.stat")
+        guard let user = TaskCgroup.keyed(stat, "user_usec"), let system = TaskCgroup.keyed(stat, "system_usec") else { return nil }
+        return (user, system)
+    }
+}
+
 /// One task's cgroups. Made before the spawn; the child enters them itself before exec
 /// (`procsDescriptors`). Loop-thread only.
 public final class TaskCgroup {
@@ -224,6 +271,8 @@ public final class TaskCgroup {
     public let memoryDirectory: String?
     /// Whether `memoryDirectory` is in the v2 hierarchy (else v1).
     public let memoryIsV2: Bool
+    /// The same directories, for reading its figures elsewhere.
+    public let usageFiles: CgroupUsageFiles
     /// `cgroup.procs` of each, open for writing, for the spawn (the v2 one first); closed by
     /// `spawned()`.
     public private(set) var procsDescriptors: [Int32] = []
@@ -249,6 +298,7 @@ public final class TaskCgroup {
         v2Directory = v2
         memoryIsV2 = tree.v2Memory
         memoryDirectory = tree.v2Memory ? v2 : v1
+        usageFiles = CgroupUsageFiles(v2Directory: v2, memoryDirectory: memoryDirectory, memoryIsV2: memoryIsV2)
         if let memoryLimit, let memoryDirectory {
             let file = memoryIsV2 ? "/memory.max" : "/memory.limit_in_bytes"
             let code = CgroupTree.write(String(memoryLimit), to: memoryDirectory + file)
@@ -279,12 +329,9 @@ public final class TaskCgroup {
         v2DirectoryDescriptor = -1
     }
 
-    /// Every process in the task's cgroup (the v2 one where there is one: it holds the
-    /// same processes as the memory one).
+    /// Every process in the task's cgroup (`CgroupUsageFiles.processIDs`).
     public func processIDs() -> [Int32] {
-        guard let directory = v2Directory ?? memoryDirectory,
-              let bytes = Descriptors.readWholeFile(directory + "/cgroup.procs") else { return [] }
-        return bytes.split(separator: UInt8(ascii: "\n")).compactMap { Int32(String(decoding: $0, as: UTF8.self)) }
+        usageFiles.processIDs()
     }
 
     /// Sends `signal` to every process in the cgroup, `setsid` or not. A process forked
@@ -316,11 +363,8 @@ public final class TaskCgroup {
     ///   working set, and enough to know no limit is near), sparing the read of memory.stat,
     ///   which the kernel computes afresh for every read (most of a sample's cost).
     public func memoryInUse(exactFrom: UInt64 = 0) -> UInt64? {
-        guard let memoryDirectory, let usage = readUsage() else { return nil }
-        if usage < exactFrom { return usage }
-        let inactiveKey = memoryIsV2 ? "inactive_file" : "total_inactive_file"
-        let inactive = Self.keyed(Descriptors.readWholeFile(memoryDirectory + "/memory.stat"), inactiveKey) ?? 0
-        return usage > inactive ? usage - inactive : 0
+        guard let usage = readUsage() else { return nil }
+        return usageFiles.memoryInUse(usage: usage, exactFrom: exactFrom)
     }
 
     /// The usage file, kept open and read again from its start (`pread`): the kernel makes
@@ -328,9 +372,9 @@ public final class TaskCgroup {
     private var usageDescriptor: Int32 = -1
 
     private func readUsage() -> UInt64? {
-        guard let memoryDirectory else { return nil }
+        guard let path = usageFiles.usagePath else { return nil }
         if usageDescriptor < 0 {
-            usageDescriptor = open(memoryDirectory + (memoryIsV2 ? "/memory.current" : "/memory.usage_in_bytes"), O_RDONLY | O_CLOEXEC)
+            usageDescriptor = open(path, O_RDONLY | O_CLOEXEC)
             guard usageDescriptor >= 0 else { return nil }
         }
         return withUnsafeTemporaryAllocation(byteCount: 32, alignment: 1) { buffer -> UInt64? in
@@ -353,8 +397,7 @@ public final class TaskCgroup {
     /// `memory.peak` from Linux 5.19): page cache the task caused included, as the kernel
     /// counts it.
     public func peakMemory() -> UInt64? {
-        guard let memoryDirectory else { return nil }
-        return Self.number(Descriptors.readWholeFile(memoryDirectory + (memoryIsV2 ? "/memory.peak" : "/memory.max_usage_in_bytes")))
+        usageFiles.peakMemory()
     }
 
     /// How many processes the kernel's OOM killer killed in it (v1 `memory.oom_control`,
@@ -367,10 +410,7 @@ public final class TaskCgroup {
 
     /// CPU time of everything that ran in it (v2 `cpu.stat`), in microseconds.
     public func cpuMicroseconds() -> (user: UInt64, system: UInt64)? {
-        guard let v2Directory else { return nil }
-        let stat = Descriptors.readWholeFile(v2Directory + "/cpu.stat")
-        guard let user = Self.keyed(stat, "user_usec"), let system = Self.keyed(stat, "system_usec") else { return nil }
-        return (user, system)
+        usageFiles.cpuMicroseconds()
     }
 
     /// Removes the task's cgroups; false while a process is still in one (it is dying:

@@ -110,6 +110,28 @@ public enum Descriptors {
         return result
     }
 
+    /// Writes `bytes` to `path` whole: into `temporary` first, then renamed over `path`, so
+    /// that a reader sees the old file or the new one, never half of one (a report, a
+    /// summary, a metrics page that node_exporter reads at any moment).
+    /// - Returns: nil when written; else the errno of the step that failed, the temporary
+    ///   file removed. A close that fails counts (some filesystems, NFS or a quota, say
+    ///   "no space" only then).
+    public static func replaceFile(_ path: String, with bytes: [UInt8], temporary: String) -> Int32? {
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { return errno }
+        var code: Int32 = 0
+        do throws(SystemError) {
+            try writeAll(fd, bytes)
+        } catch {
+            code = error.errno
+        }
+        if Glibc.close(fd) != 0, code == 0 { code = errno }
+        if code == 0, rename(temporary, path) != 0 { code = errno }
+        guard code != 0 else { return nil }
+        unlink(temporary)
+        return code
+    }
+
     public static func close(_ fd: Int32) {
         _ = Glibc.close(fd)  // after close, even EINTR leaves fd closed on Linux: never retry
     }

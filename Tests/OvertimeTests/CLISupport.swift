@@ -497,6 +497,12 @@ final class CLIProcess: @unchecked Sendable {
         _ = kill(pid, signal)
     }
 
+    /// What it has written on stderr so far (`.files` output only; empty otherwise).
+    var stderrSoFar: String {
+        guard case .files = output else { return "" }
+        return FileManager.default.contents(atPath: stderrPath).map { String(decoding: $0, as: UTF8.self) } ?? ""
+    }
+
     /// Reaps the process if it has exited; true once it has.
     private func poll() -> Bool {
         if waitStatus != nil { return true }

@@ -182,6 +182,15 @@ private let repositoryRoot = URL(fileURLWithPath: #filePath)
         #expect(job.tasks[0].policy.maxRuntime == nil)
     }
 
+    @Test func metricsAtTheTopLevel() throws {
+        let job = try JobFile.parse(Array(oneTask(top: #""metrics": "0.0.0.0:9464", "metrics-file": "out/overtime.prom""#).utf8),
+                                    origin: "/srv/jobs/j.json")
+        #expect(job.metrics == MetricsAddress(host: "0.0.0.0", port: 9464))
+        #expect(job.metricsFile == "/srv/jobs/out/overtime.prom")
+        let problems = jobFileProblems(oneTask(top: #""metrics": "nonsense", "metrics-file": """#))
+        #expect(problems.count == 2 && problems[0].contains("metrics") && problems[0].contains("expected PORT"), "\(problems)")
+    }
+
     @Test func zeroIsNoLimitAsWithGNUTimeout() throws {
         let job = try JobFile.parse(Array(oneTask(#""budget": "0s", "window": 0, "max-runtime": "0""#, top: #""deadline": 0"#).utf8),
                                     origin: "j.json")

@@ -177,6 +177,18 @@ public final class BatchRunner: Sendable {
         }
     }
 
+    /// Serves and/or writes the batch's metrics (`--metrics`, `--metrics-file`;
+    /// docs/metrics.md): every task of the job, its deadline. Call before `start()`. The file
+    /// gets its last page once every task has ended (`waitForSummary`).
+    /// - Returns: the address bound, when one was asked for.
+    /// - Throws: `MetricsError` when the address cannot be bound.
+    public func serveMetrics(_ settings: MetricsSettings, onProblem: @escaping @Sendable (String) -> Void = { _ in }) throws(MetricsError) -> MetricsAddress? {
+        let core = self.core
+        return try supervisor.startMetrics(settings, command: "batch", onProblem: onProblem) {
+            (core.value, core.value.machine.deadline)
+        }
+    }
+
     /// SIGINT stops the batch with reason `user`, SIGTERM with `shutdown`; a second one
     /// kills what still runs at once.
     /// - Parameter shutdownGrace: the time an orchestrator gives the whole shutdown; each

@@ -70,15 +70,7 @@ public final class RunJournal: @unchecked Sendable {
     @discardableResult
     public func writeFile(_ name: String, _ bytes: [UInt8]) -> String? {
         let path = directory + "/" + name
-        let temporary = path + ".tmp"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { return fail("cannot write \(path)", errno) }
-        var code = Self.writeAll(fd, bytes)
-        // Some filesystems (NFS, a quota) say "no space" only when the file is closed.
-        if close(fd) != 0, code == 0 { code = errno }
-        if code == 0, rename(temporary, path) != 0 { code = errno }
-        guard code != 0 else { return nil }
-        unlink(temporary)
+        guard let code = Descriptors.replaceFile(path, with: bytes, temporary: path + ".tmp") else { return nil }
         return fail("cannot write \(path)", code)
     }
 

@@ -1,4 +1,5 @@
 import Overtime
+import OvertimeLoop
 import OvertimeProtocol
 import Synchronization
 

@@ -1,4 +1,5 @@
 import Overtime
+import OvertimeLoop
 import Synchronization
 #if canImport(Glibc)
 import Glibc

@@ -24,6 +24,11 @@ public struct JobFile: Sendable, Equatable {
     /// command line's `--warn-signal` and `$OVERTIME_WARN_SIGNAL` come first.
     public var warnSignal: Signal?
     public var warnLead: Duration?
+    /// `metrics`, `metrics-file` (docs/metrics.md): the command line's `--metrics` and
+    /// `--metrics-file` come first. The file's path is resolved against the job file's
+    /// directory, as a `cwd` is.
+    public var metrics: MetricsAddress?
+    public var metricsFile: String?
 
     /// A way to start a supervised task somewhere and hear its events.
     public enum Executor: String, Sendable, Equatable, CaseIterable {

@@ -25,7 +25,7 @@ struct JobFileDecoder {
 
     // MARK: Field names
 
-    static let topFields = ["concurrency", "deadline", "defaults", "resources", "tasks", "executor", "warn-signal", "warn-lead"]
+    static let topFields = ["concurrency", "deadline", "defaults", "resources", "tasks", "executor", "warn-signal", "warn-lead", "metrics", "metrics-file"]
     static let taskFields = ["name", "command", "env", "cwd", "budget", "window", "max-runtime", "grace",
                              "warn-before", "require-advance", "min-start", "after", "resources", "retries",
                              "clean-env", "user", "group", "limits", "nice", "command-made-by", "notify-socket", "notify-fd",
@@ -142,6 +142,18 @@ struct JobFileDecoder {
                     } else {
                         top.problem(field, "'\(word)' is not an executor; expected \(words)")
                     }
+                }
+            case "metrics":
+                if let text = top.string(field, expected: "where to serve /metrics, as \"9464\" or \"0.0.0.0:9464\"") {
+                    do throws(MetricsAddressError) {
+                        file.metrics = try MetricsAddress.parse(text)
+                    } catch {
+                        top.problem(field, error.message)
+                    }
+                }
+            case "metrics-file":
+                if let path = top.string(field, expected: "a file for node_exporter's textfile collector") {
+                    if path.isEmpty { top.problem(field, "needs a file") } else { file.metricsFile = JobFilePath.resolve(path, against: baseDirectory) }
                 }
             case "defaults":
                 defaultsField = field

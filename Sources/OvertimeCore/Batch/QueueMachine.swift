@@ -79,7 +79,8 @@ public struct QueueMachine: Sendable {
     public private(set) var states: [State]
     public private(set) var attempts: [Int]
     private var ready: [Bool]
-    private let deadline: MonotonicInstant?
+    /// The batch deadline, when the job file has one.
+    public let deadline: MonotonicInstant?
     private let failFast: Bool
     private var stopping: CancelReason?
     private var freeSlots: [String: [String]] = [:]

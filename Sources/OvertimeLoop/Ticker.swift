@@ -8,9 +8,10 @@ import Musl
 /// A thread of its own that calls `body` every `interval` until stopped. `stop` wakes it
 /// at once and waits for the call in progress to end, so nothing runs after it returns.
 ///
-/// The display draws here rather than on the supervisor's loop thread: a slow terminal
-/// must never hold up budgets and signals.
-final class Ticker: Sendable {
+/// The CLI's display draws here rather than on the supervisor's loop thread (a slow
+/// terminal must never hold up budgets and signals), and the metrics read the tasks' cgroup
+/// files here (the kernel makes each afresh, slowly).
+public final class Ticker: Sendable {
     private let interval: Duration
     private let body: @Sendable () -> Void
     private let stopping = Atomic<Bool>(false)
@@ -18,15 +19,10 @@ final class Ticker: Sendable {
     private let wake: (read: Int32, write: Int32)?
     private let thread = Mutex<pthread_t?>(nil)
 
-    init(interval: Duration, _ body: @escaping @Sendable () -> Void) {
+    public init(interval: Duration, _ body: @escaping @Sendable () -> Void) {
         self.interval = interval
         self.body = body
-        var fds: [Int32] = [-1, -1]
-        if socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &fds) == 0 {
-            wake = (fds[0], fds[1])
-        } else {
-            wake = nil
-        }
+        wake = try? Descriptors.socketPair()
     }
 
     deinit {
@@ -38,7 +34,7 @@ final class Ticker: Sendable {
 
     /// Starts the thread; false if it could not be made (then nothing ticks).
     @discardableResult
-    func start() -> Bool {
+    public func start() -> Bool {
         let context = Unmanaged.passRetained(self).toOpaque()
         var id = pthread_t()
         let rc = pthread_create(&id, nil, { context in
@@ -63,9 +59,12 @@ final class Ticker: Sendable {
     }
 
     private func pause() {
-        let ms = Int32(max(1, interval.nanoseconds / 1_000_000))
+        // (OvertimeCore's `Duration.nanoseconds` is not this module's to use.)
+        let (seconds, attoseconds) = interval.components
+        let nanoseconds = seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+        let ms = Int32(max(1, nanoseconds / 1_000_000))
         guard let wake else {
-            var ts = timespec(tv_sec: 0, tv_nsec: Int(min(interval.nanoseconds, 999_999_999)))
+            var ts = timespec(tv_sec: 0, tv_nsec: Int(min(nanoseconds, 999_999_999)))
             nanosleep(&ts, nil)
             return
         }
@@ -79,14 +78,14 @@ final class Ticker: Sendable {
     }
 
     /// Makes the thread call `body` now rather than at the end of its pause.
-    func wakeNow() {
+    public func wakeNow() {
         guard let wake else { return }
         var byte: UInt8 = 1
         _ = write(wake.write, &byte, 1)
     }
 
     /// Stops the thread and waits for it. Idempotent.
-    func stop() {
+    public func stop() {
         stopping.store(true, ordering: .releasing)
         if let wake {
             var byte: UInt8 = 1

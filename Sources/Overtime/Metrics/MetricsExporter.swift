@@ -1,0 +1,276 @@
+import OvertimeLoop
+import OvertimeProtocol
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// What a supervisor's metrics are for (docs/metrics.md): where to serve them, where to
+/// write them, and what to call the software serving them.
+public struct MetricsSettings: Sendable {
+    /// `--metrics`: where `/metrics` is served; nil: not served.
+    public var address: MetricsAddress?
+    /// `--metrics-file`: rewritten whole every `fileInterval` and once at the end.
+    public var file: String?
+    public var fileInterval: Duration = .seconds(5)
+    /// The version `overtime_build_info` names.
+    public var version: String
+
+    public init(address: MetricsAddress? = nil, file: String? = nil, version: String) {
+        self.address = address
+        self.file = file
+        self.version = version
+    }
+}
+
+/// Metrics could not be set up: the address cannot be bound (in use, not an address).
+public struct MetricsError: Error, Sendable, CustomStringConvertible {
+    public var description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// A supervisor's metrics on its loop thread: the counting sink, the page rendered from
+/// live state on each request, the HTTP endpoint and the textfile. Loop-thread only.
+final class MetricsExporter {
+    /// Connections served at once; more are closed at accept. Each holds at most one
+    /// page in libuv's write queue, so a client that never reads costs a page until its
+    /// time is up, and never more than this many pages in all.
+    static let maxClients = 32
+    /// How long a client has to send its request, and then to take the answer.
+    static let clientTime = Duration.seconds(10)
+
+    let recorder = MetricsRecorder()
+    /// The tasks' memory and CPU, read off the loop.
+    let sampler = UsageSampler()
+    /// Where the sampler finds each running task's figures (asked every `UsageSampler.interval`).
+    private let usageSources: () -> [Int: UsageSampler.Source]
+    private var trackTimer: LoopTimer?
+    private var info: RunMetrics
+    private let target: any ControlTarget
+    private let loop: EventLoop
+    private var listener: TCPListener?
+    private var clients: [ObjectIdentifier: MetricsClient] = [:]
+    private let file: String?
+    private let fileInterval: Duration
+    private var fileTimer: LoopTimer?
+    private var fileFailed = false
+    private let onProblem: @Sendable (String) -> Void
+    private var finished = false
+
+    init(settings: MetricsSettings, info: RunMetrics, target: any ControlTarget, loop: EventLoop,
+         usageSources: @escaping () -> [Int: UsageSampler.Source], onProblem: @escaping @Sendable (String) -> Void) throws(MetricsError) {
+        self.info = info
+        self.target = target
+        self.usageSources = usageSources
+        self.loop = loop
+        self.onProblem = onProblem
+        file = settings.file
+        fileInterval = settings.fileInterval
+        if let file, info.lastSuccess == nil, let earlier = Descriptors.readWholeFile(file) {
+            // The file is the textfile collector's only memory: a failed run must not make it
+            // forget when the job last succeeded.
+            self.info.lastSuccess = RunMetrics.lastSuccess(inPage: earlier)
+        }
+        if let address = settings.address {
+            do {
+                listener = try TCPListener(loop: loop, host: address.host, port: address.port) { [weak self] connection in
+                    self?.accept(connection)
+                }
+            } catch {
+                let advice = error.errno == EADDRINUSE ? " (another program listens there; choose another port, or 0 for any free one)" : ""
+                throw MetricsError("cannot serve metrics on \(address): \(error.reason)\(advice)")
+            }
+        }
+        sampler.start()
+        trackUsage()
+        if file != nil {
+            writeFile()
+            scheduleFile()
+        }
+    }
+
+    /// Tells the sampler which tasks run now, and again every interval.
+    private func trackUsage() {
+        sampler.track(usageSources())
+        let timer = trackTimer ?? LoopTimer(loop: loop)
+        trackTimer = timer
+        timer.schedule(inNanoseconds: UsageSampler.interval.nanoseconds) { [weak self] in
+            guard let self, !self.finished else { return }
+            self.trackUsage()
+        }
+    }
+
+    /// The address bound, as `ADDR:PORT`.
+    var boundAddress: MetricsAddress? {
+        listener.map { MetricsAddress(host: $0.host, port: $0.port) }
+    }
+
+    /// The page now.
+    func page() -> [UInt8] {
+        info.render(target.controlStatus(now: .now()), recorder)
+    }
+
+    /// The run is over (every task has ended): the last page is written, with the run's
+    /// success time when it succeeded, and nothing is served any more.
+    func finish() {
+        guard !finished else { return }
+        finished = true
+        if info.allSucceeded(target.controlStatus(now: .now()), recorder) {
+            info.lastSuccess = info.unixSeconds(.now())
+        }
+        fileTimer?.close()
+        fileTimer = nil
+        trackTimer?.close()
+        trackTimer = nil
+        if file != nil { writeFile() }
+        sampler.stop()
+        listener?.close()
+        listener = nil
+        for client in Array(clients.values) { client.drop() }
+    }
+
+    private func scheduleFile() {
+        let timer = fileTimer ?? LoopTimer(loop: loop)
+        fileTimer = timer
+        timer.schedule(inNanoseconds: fileInterval.nanoseconds) { [weak self] in
+            guard let self, !self.finished else { return }
+            self.writeFile()
+            self.scheduleFile()
+        }
+    }
+
+    /// Replaces the file whole (node_exporter may read it at any moment); a failure is
+    /// said once, and the run goes on.
+    private func writeFile() {
+        guard let file else { return }
+        if let code = Descriptors.replaceFile(file, with: page(), temporary: file + ".tmp-\(getpid())") {
+            if !fileFailed { onProblem("--metrics-file: cannot write \(file): \(String(cString: strerror(code))); the run goes on") }
+            fileFailed = true
+        } else if fileFailed {
+            fileFailed = false
+            onProblem("--metrics-file: \(file) is written again")
+        }
+    }
+
+    private func accept(_ connection: TCPConnection) {
+        guard !finished, clients.count < Self.maxClients else {
+            connection.close()
+            return
+        }
+        let client = MetricsClient(connection: connection, loop: loop, respond: { [weak self] head in
+            guard let self, case let .complete(method, path) = head else { return MetricsHTTP.refusal(head) }
+            return MetricsHTTP.response(method: method, path: path, page: self.page)
+        }, onGone: { [weak self] client in
+            self?.clients[ObjectIdentifier(client)] = nil
+        })
+        clients[ObjectIdentifier(client)] = client
+        client.begin()
+    }
+}
+
+/// One HTTP client: what it sent so far, its time, its answer and its end. Loop-thread only.
+///
+/// It has `MetricsExporter.clientTime` to send its request head (then 408) and as long again
+/// to take the answer; it is dropped at the end of either, or once it has the answer and has
+/// closed its side, whichever comes first. A client that closes its side right after its
+/// request (`printf ... | nc`) still gets the whole answer.
+private final class MetricsClient {
+    let connection: TCPConnection
+    private let timer: LoopTimer
+    private let respond: (MetricsHTTP.Head) -> [UInt8]
+    private let onGone: (MetricsClient) -> Void
+    private var received: [UInt8] = []
+    private var answered = false
+    private var sent = false
+    private var peerEnded = false
+
+    init(connection: TCPConnection, loop: EventLoop, respond: @escaping (MetricsHTTP.Head) -> [UInt8],
+         onGone: @escaping (MetricsClient) -> Void) {
+        self.connection = connection
+        timer = LoopTimer(loop: loop)
+        self.respond = respond
+        self.onGone = onGone
+    }
+
+    func begin() {
+        timer.schedule(inNanoseconds: MetricsExporter.clientTime.nanoseconds) { [self] in answer(.incomplete) }
+        connection.startReading(onData: { [self] bytes in
+            guard !answered else { return }
+            received.append(contentsOf: bytes.prefix(MetricsHTTP.maxHeadBytes + 1 - received.count))
+            let head = MetricsHTTP.head(received)
+            if head != .incomplete { answer(head) }
+        }, onEnd: { [self] in
+            peerEnded = true
+            if !answered || sent { drop() }
+        })
+    }
+
+    /// Sends the answer to `head` (408 for a head that never came), then ends.
+    private func answer(_ head: MetricsHTTP.Head) {
+        guard !answered else { return }
+        answered = true
+        received = []
+        connection.sendAndFinish(respond(head)) { [weak self] in
+            guard let self else { return }
+            sent = true
+            if peerEnded { drop() }
+        }
+        // The rest of its time to take the answer; then it is dropped, taken or not.
+        timer.schedule(inNanoseconds: MetricsExporter.clientTime.nanoseconds) { [self] in drop() }
+    }
+
+    /// Closes the connection, taken or not. Idempotent.
+    func drop() {
+        timer.close()
+        connection.close()
+        onGone(self)
+    }
+}
+
+extension Supervisor {
+    /// Serves and/or writes the run's metrics (docs/metrics.md), counted from now on.
+    /// - Parameters:
+    ///   - command: `run` or `batch`, for `overtime_run_info`.
+    ///   - attach: run on the loop thread: what the metrics show (a control target) and
+    ///     the batch deadline, if any.
+    ///   - onProblem: told, on the loop thread, of a metrics file that cannot be written.
+    /// - Returns: the address bound, when one was asked for.
+    /// - Throws: `MetricsError` when the address cannot be bound.
+    func startMetrics(_ settings: MetricsSettings, command: String, onProblem: @escaping @Sendable (String) -> Void,
+                      attach: @escaping @Sendable () -> (target: any ControlTarget, deadline: MonotonicInstant?)) throws(MetricsError) -> MetricsAddress? {
+        let done = Completion<Result<MetricsAddress?, MetricsError>>()
+        let core = self.core
+        let runID = self.runID
+        let accepted = loop.execute { [loop] in
+            let (target, deadline) = attach()
+            let info = RunMetrics(version: settings.version, runID: runID, command: command, startedAt: .now(),
+                                  deadline: deadline, wallOffsetNanoseconds: core.value.encoder.wallOffsetNanoseconds)
+            do throws(MetricsError) {
+                let exporter = try MetricsExporter(settings: settings, info: info, target: target, loop: loop, usageSources: {
+                    core.value.runners.compactMapValues { ($0 as? TaskRunner)?.usageSource }
+                }, onProblem: onProblem)
+                core.value.metrics = exporter
+                core.value.usageSampler = exporter.sampler
+                core.value.sinks.append(exporter.recorder)
+                done.complete(.success(exporter.boundAddress))
+            } catch {
+                done.complete(.failure(error))
+            }
+        }
+        guard accepted else { throw MetricsError("the supervisor has shut down") }
+        return try done.waitBlocking().get()
+    }
+
+    /// Serves and/or writes the run's metrics (`--metrics`, `--metrics-file`;
+    /// docs/metrics.md). Call before the task is spawned, so that it counts from the start.
+    /// The file gets its last page when the supervisor shuts down. A program that serves
+    /// them ignores SIGPIPE (a scraper that resets its connection would raise it).
+    /// - Returns: the address bound, when one was asked for (its port the kernel's choice
+    ///   for port 0).
+    /// - Throws: `MetricsError` when the address cannot be bound.
+    public func serveMetrics(_ settings: MetricsSettings, onProblem: @escaping @Sendable (String) -> Void = { _ in }) throws(MetricsError) -> MetricsAddress? {
+        let core = self.core
+        return try startMetrics(settings, command: "run", onProblem: onProblem) { (core.value, nil) }
+    }
+}

@@ -1,0 +1,59 @@
+import Overtime
+
+/// `--metrics ADDR:PORT` and `--metrics-file PATH`, the same on `run` and `batch`
+/// (docs/metrics.md).
+struct MetricsOptions {
+    var address: MetricsAddress?
+    var file: String?
+
+    static let names = ["--metrics", "--metrics-file"]
+
+    static let help = """
+    Metrics (Prometheus; docs/metrics.md):
+      --metrics ADDR:PORT  serve /metrics over HTTP: PORT or :PORT listens on 127.0.0.1
+                           only; an address (0.0.0.0, ::, an IP of this machine) is used as
+                           given; port 0 takes any free one. The address is said on stderr
+      --metrics-file PATH  write the same page to PATH (temporary file, then rename) every
+                           5s and once at the end, for node_exporter's textfile collector
+    """
+
+    /// Takes `option` if it is one of these. - Returns: false when it is not.
+    mutating func parse(_ option: String, command: String, value: () throws(UsageError) -> String) throws(UsageError) -> Bool {
+        switch option {
+        case "--metrics":
+            let text = try value()
+            do throws(MetricsAddressError) {
+                address = try MetricsAddress.parse(text)
+            } catch {
+                throw UsageError(message: "\(command): --metrics: \(error.message)")
+            }
+        case "--metrics-file":
+            let path = try value()
+            guard !path.isEmpty else { throw UsageError(message: "\(command): --metrics-file needs a file") }
+            file = path
+        default:
+            return false
+        }
+        return true
+    }
+
+    var settings: MetricsSettings? {
+        address == nil && file == nil ? nil : MetricsSettings(address: address, file: file, version: OvertimeCommand.version)
+    }
+
+    /// Starts what was asked for (nothing when neither option was given) with `serve`, and
+    /// says through `say` where the page is served. Before any task starts: a port in use
+    /// stops the command there.
+    /// - Returns: false when it could not be started; the reason is said on stderr (exit 125).
+    func start(command: String, say: @escaping @Sendable (String) -> Void,
+               _ serve: (MetricsSettings, _ onProblem: @escaping @Sendable (String) -> Void) throws(MetricsError) -> MetricsAddress?) -> Bool {
+        guard let settings else { return true }
+        do {
+            if let address = try serve(settings, say) { say("metrics at http://\(address)/metrics") }
+            return true
+        } catch {
+            Terminal.error("\(command): \(error)")
+            return false
+        }
+    }
+}

@@ -1,0 +1,88 @@
+import OvertimeProtocol
+
+/// Counts what a supervisor's events say for its metrics (docs/metrics.md): attempts, cancels
+/// by reason, how attempts ended, bad lines, and each task's last progress. One of the
+/// supervisor's event sinks; loop-thread only, like every sink.
+///
+/// A task is known by its name, so that a batch's retries (a new runner each) add up to one
+/// task. What the supervisor can say of a task at any moment (its state, budget, memory)
+/// is not kept here: a scrape asks the supervisor for it (`TaskStatus`).
+public final class MetricsRecorder: EventSink {
+    /// What the events told of one task.
+    public struct TaskRecord: Sendable {
+        public let name: String
+        /// Spawns, a failed one included.
+        public var attempts = 0
+        public var cancels: [CancelReason: Int] = [:]
+        /// The progress it reported last (merged, as the events carry it) and when.
+        public var progress: Progress?
+        public var lastProgress: MonotonicInstant?
+        /// When an attempt of it last ended in success.
+        public var lastSuccess: MonotonicInstant?
+        /// How its last attempt ended, once one has.
+        public var lastOutcome: TaskOutcome?
+        /// Running now (started, not yet exited).
+        public var running = false
+
+        init(name: String) { self.name = name }
+    }
+
+    /// Every task seen, in the order it first started.
+    public private(set) var tasks: [TaskRecord] = []
+    public private(set) var cancels: [CancelReason: Int] = [:]
+    public private(set) var outcomes: [OutcomeKind: Int] = [:]
+    public private(set) var protocolErrors = 0
+    /// Runner ids (`TaskRef.id`, one per attempt) to their task's place in `tasks`: a
+    /// progress event costs one integer lookup.
+    private var indexByRunner: [Int: Int] = [:]
+    private var indexByName: [String: Int] = [:]
+
+    public init() {}
+
+    /// What was recorded of the task named `name`.
+    public func record(named name: String) -> TaskRecord? {
+        indexByName[name].map { tasks[$0] }
+    }
+
+    public func receive(_ encoded: inout EncodedEvent) {
+        let event = encoded.event
+        let index = self.index(of: event.task)
+        switch event.kind {
+        case .started:
+            tasks[index].attempts += 1
+            tasks[index].running = true
+        case let .progress(progress, _):
+            tasks[index].progress = progress
+            tasks[index].lastProgress = event.time
+        case let .cancelSent(reason, _):
+            tasks[index].cancels[reason, default: 0] += 1
+            cancels[reason, default: 0] += 1
+        case .protocolError:
+            protocolErrors += 1
+        case let .exited(outcome):
+            // A command that could not be started has no `started` event; it was tried.
+            if case .failedToStart = outcome.termination { tasks[index].attempts += 1 }
+            tasks[index].running = false
+            tasks[index].lastOutcome = outcome
+            if outcome.succeeded { tasks[index].lastSuccess = event.time }
+            outcomes[outcome.kind, default: 0] += 1
+            indexByRunner[event.task.id] = nil
+        default:
+            break
+        }
+    }
+
+    private func index(of task: TaskRef) -> Int {
+        if let index = indexByRunner[task.id] { return index }
+        let index: Int
+        if let known = indexByName[task.name] {
+            index = known
+        } else {
+            index = tasks.count
+            tasks.append(TaskRecord(name: task.name))
+            indexByName[task.name] = index
+        }
+        indexByRunner[task.id] = index
+        return index
+    }
+}

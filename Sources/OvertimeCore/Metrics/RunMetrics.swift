@@ -1,0 +1,181 @@
+import OvertimeProtocol
+
+/// What a supervisor's metrics page shows (docs/metrics.md), rendered from its live state
+/// on request: the tasks as the control socket's `status` sees them, and what the
+/// `MetricsRecorder` counted. Nothing is kept between renderings.
+///
+/// Every family a run can have is written even when it has no samples yet (its HELP and
+/// TYPE alone), and the aggregate counters have a sample for every reason and outcome from
+/// the start, so a query or an alert finds its series at zero rather than absent.
+public struct RunMetrics: Sendable {
+    /// Overtime's version (`overtime_build_info`).
+    public var version: String
+    public var runID: String
+    /// `run` or `batch`.
+    public var command: String
+    public var startedAt: MonotonicInstant
+    /// The batch's deadline (the job file's `deadline`), when it has one.
+    public var deadline: MonotonicInstant?
+    /// When the run (every task of it) last ended in success, in Unix seconds: this run's
+    /// end, or carried over from the metrics file an earlier run left.
+    public var lastSuccess: Double?
+    /// Wall clock minus monotonic clock, in nanoseconds (`EventEncoder.wallOffsetNanoseconds`).
+    public var wallOffsetNanoseconds: Int64
+
+    public init(version: String, runID: String, command: String, startedAt: MonotonicInstant,
+                deadline: MonotonicInstant? = nil, lastSuccess: Double? = nil, wallOffsetNanoseconds: Int64) {
+        self.version = version
+        self.runID = runID
+        self.command = command
+        self.startedAt = startedAt
+        self.deadline = deadline
+        self.lastSuccess = lastSuccess
+        self.wallOffsetNanoseconds = wallOffsetNanoseconds
+    }
+
+    /// Every state `overtime_tasks` counts, in the order written.
+    public static let states: [String] = ["waiting", "starting", "running", "cancelling", "exiting", "retrying", "succeeded", "failed", "skipped"]
+
+    /// A monotonic instant as Unix seconds.
+    public func unixSeconds(_ instant: MonotonicInstant) -> Double {
+        Double(instant.nanoseconds &+ wallOffsetNanoseconds) / 1e9
+    }
+
+    /// One task as a page shows it.
+    struct TaskRow {
+        var name: String
+        var state: String
+        var live: TaskStatus.Live?
+        var record: MetricsRecorder.TaskRecord?
+    }
+
+    /// The rows: every task `statuses` lists, then those the recorder saw end that the
+    /// supervisor no longer lists (`overtime run` forgets a task once it has exited).
+    func rows(_ statuses: [TaskStatus], _ recorder: MetricsRecorder) -> [TaskRow] {
+        var rows = statuses.map { TaskRow(name: $0.name, state: $0.state.word, live: $0.live, record: recorder.record(named: $0.name)) }
+        if recorder.tasks.count > 0 {
+            let listed = Set(statuses.map(\.name))
+            for record in recorder.tasks where !listed.contains(record.name) && !record.running {
+                guard let outcome = record.lastOutcome else { continue }
+                rows.append(TaskRow(name: record.name, state: outcome.succeeded ? "succeeded" : "failed", live: nil, record: record))
+            }
+        }
+        return rows
+    }
+
+    /// True when every task is known and has succeeded: the run ended in success.
+    public func allSucceeded(_ statuses: [TaskStatus], _ recorder: MetricsRecorder) -> Bool {
+        let rows = rows(statuses, recorder)
+        return !rows.isEmpty && rows.allSatisfy { $0.state == "succeeded" }
+    }
+
+    /// The page in the text exposition format.
+    public func render(_ statuses: [TaskStatus], _ recorder: MetricsRecorder) -> [UInt8] {
+        let rows = rows(statuses, recorder)
+        var text = ExpositionText(capacity: 2048 + rows.count * 600)
+
+        text.family("overtime_build_info", .gauge, help: "Always 1; the version of Overtime that serves these metrics.")
+        text.sample("overtime_build_info", ["version": version], 1)
+        text.family("overtime_run_info", .gauge, help: "Always 1; the run's id and whether it is a single task (run) or a queue (batch).")
+        text.sample("overtime_run_info", ["run": runID, "command": command], 1)
+        text.family("overtime_run_start_timestamp_seconds", .gauge, help: "When the supervisor started, in Unix seconds.")
+        text.sample("overtime_run_start_timestamp_seconds", unixSeconds(startedAt))
+        text.family("overtime_batch_deadline_timestamp_seconds", .gauge, help: "When the batch's deadline (its job file's deadline) falls, in Unix seconds; absent without one.")
+        if let deadline { text.sample("overtime_batch_deadline_timestamp_seconds", unixSeconds(deadline)) }
+        text.family("overtime_last_success_timestamp_seconds", .gauge, help: "When a run last ended with every task succeeded, in Unix seconds (kept across runs in a --metrics-file); absent before the first.")
+        if let lastSuccess { text.sample("overtime_last_success_timestamp_seconds", lastSuccess) }
+
+        var byState: [String: Int] = [:]
+        for row in rows { byState[row.state, default: 0] += 1 }
+        text.family("overtime_tasks", .gauge, help: "Tasks in each state.")
+        for state in Self.states { text.sample("overtime_tasks", ["state": state], Double(byState[state] ?? 0)) }
+        text.family("overtime_cancels_total", .counter, help: "Cancels sent to tasks, by reason.")
+        for reason in CancelReason.allCases {
+            text.sample("overtime_cancels_total", ["reason": reason.rawValue], Double(recorder.cancels[reason] ?? 0))
+        }
+        text.family("overtime_attempts_ended_total", .counter, help: "Task attempts that ended, by how they ended.")
+        for kind in OutcomeKind.allCases {
+            text.sample("overtime_attempts_ended_total", ["outcome": kind.rawValue], Double(recorder.outcomes[kind] ?? 0))
+        }
+        text.family("overtime_protocol_errors_total", .counter, help: "Bad lines tasks wrote on their channels (dropped; the tasks go on).")
+        text.sample("overtime_protocol_errors_total", Double(recorder.protocolErrors))
+
+        writeTaskFamilies(rows, into: &text)
+        return text.bytes
+    }
+
+    private func writeTaskFamilies(_ rows: [TaskRow], into text: inout ExpositionText) {
+        text.family("overtime_task_state", .gauge, help: "Always 1, for each task in its current state.")
+        for row in rows { text.sample("overtime_task_state", ["task": row.name, "state": row.state], 1) }
+
+        text.family("overtime_task_attempts_total", .counter, help: "Times the task was started (a batch retries).")
+        for row in rows { text.sample("overtime_task_attempts_total", ["task": row.name], Double(row.record?.attempts ?? 0)) }
+
+        text.family("overtime_task_cancels_total", .counter, help: "Cancels sent to the task, by reason; only reasons that happened.")
+        for row in rows {
+            guard let cancels = row.record?.cancels, !cancels.isEmpty else { continue }
+            for reason in CancelReason.allCases {
+                if let count = cancels[reason] { text.sample("overtime_task_cancels_total", ["task": row.name, "reason": reason.rawValue], Double(count)) }
+            }
+        }
+
+        text.family("overtime_task_progress_ratio", .gauge, help: "The share of its work the task reported done, 0 to 1; absent before its first progress with a fraction or a total.")
+        for row in rows {
+            if let ratio = (row.live?.progress ?? row.record?.progress)?.fractionCompleted {
+                text.sample("overtime_task_progress_ratio", ["task": row.name], ratio)
+            }
+        }
+
+        text.family("overtime_task_last_progress_timestamp_seconds", .gauge, help: "When the task last reported progress, in Unix seconds.")
+        for row in rows {
+            if let last = row.record?.lastProgress { text.sample("overtime_task_last_progress_timestamp_seconds", ["task": row.name], unixSeconds(last)) }
+        }
+
+        text.family("overtime_task_budget_remaining_seconds", .gauge, help: "Time left before the running task's deadline; +Inf when it has no limit.")
+        for row in rows {
+            if let live = row.live { text.sample("overtime_task_budget_remaining_seconds", ["task": row.name], live.remaining ?? .infinity) }
+        }
+
+        text.family("overtime_task_elapsed_seconds", .gauge, help: "Time since the running task's attempt started.")
+        for row in rows {
+            if let live = row.live { text.sample("overtime_task_elapsed_seconds", ["task": row.name], live.elapsed) }
+        }
+
+        text.family("overtime_task_memory_bytes", .gauge, help: "The running task's memory (all its processes), where something measures it.")
+        for row in rows {
+            if let memory = row.live?.memory { text.sample("overtime_task_memory_bytes", ["task": row.name], Double(memory)) }
+        }
+
+        text.family("overtime_task_memory_peak_bytes", .gauge, help: "The task's highest memory in its current or last attempt, where something measures it.")
+        for row in rows {
+            if let peak = row.live?.peakMemory ?? (row.live == nil ? row.record?.lastOutcome?.usage.peakMemory : nil) {
+                text.sample("overtime_task_memory_peak_bytes", ["task": row.name], Double(peak))
+            }
+        }
+
+        text.family("overtime_task_cpu_seconds_total", .counter, help: "CPU time of the task's current or last attempt, by mode (user, system), where something measures it.")
+        for row in rows {
+            let usage = row.record?.lastOutcome?.usage
+            let user = row.live.map { $0.cpuUser } ?? usage?.cpuUser?.seconds
+            let system = row.live.map { $0.cpuSystem } ?? usage?.cpuSystem?.seconds
+            if let user { text.sample("overtime_task_cpu_seconds_total", ["task": row.name, "mode": "user"], user) }
+            if let system { text.sample("overtime_task_cpu_seconds_total", ["task": row.name, "mode": "system"], system) }
+        }
+
+        text.family("overtime_task_last_success_timestamp_seconds", .gauge, help: "When an attempt of the task last ended in success, in Unix seconds.")
+        for row in rows {
+            if let success = row.record?.lastSuccess { text.sample("overtime_task_last_success_timestamp_seconds", ["task": row.name], unixSeconds(success)) }
+        }
+    }
+
+    /// The value of `overtime_last_success_timestamp_seconds` in a page an earlier run
+    /// wrote (a `--metrics-file`), so that the file keeps it across a failed run; nil when
+    /// the page has none.
+    public static func lastSuccess(inPage page: [UInt8]) -> Double? {
+        let prefix = Array("overtime_last_success_timestamp_seconds ".utf8)
+        for line in page.split(separator: UInt8(ascii: "\n")) where line.starts(with: prefix) {
+            return Double(String(decoding: line.dropFirst(prefix.count), as: UTF8.self))
+        }
+        return nil
+    }
+}

@@ -1,0 +1,168 @@
+import Testing
+@testable import OvertimeCore
+import OvertimeProtocol
+
+/// The metrics page (docs/metrics.md) without a process: the exposition format, the
+/// address and HTTP parsing, and what the recorder makes of events.
+@Suite struct MetricsTests {
+    @Test func valuesAsTheFormatSpellsThem() {
+        #expect(ExpositionText.format(.nan) == "NaN")
+        #expect(ExpositionText.format(.infinity) == "+Inf")
+        #expect(ExpositionText.format(-.infinity) == "-Inf")
+        #expect(ExpositionText.format(0) == "0")
+        #expect(ExpositionText.format(-0.0) == "0")
+        #expect(ExpositionText.format(1_073_741_824) == "1073741824")
+        #expect(ExpositionText.format(0.25) == "0.25")
+        #expect(ExpositionText.format(1e-5) == "1e-05")
+        #expect(ExpositionText.format(1_796_147_358.1765635) == "1796147358.1765635")
+        #expect(ExpositionText.format(1e300) == "1e+300")
+    }
+
+    @Test func labelValuesAndHelpAreEscaped() {
+        var text = ExpositionText()
+        text.family("overtime_x", .gauge, help: "a \\ b\nc \"quoted\"")
+        text.sample("overtime_x", ["task": "a\\b\"c\nd", "state": "running"], 1)
+        text.sample("overtime_x", 2)
+        #expect(String(decoding: text.bytes, as: UTF8.self) == """
+        # HELP overtime_x a \\\\ b\\nc "quoted"
+        # TYPE overtime_x gauge
+        overtime_x{task="a\\\\b\\"c\\nd",state="running"} 1
+        overtime_x 2
+
+        """)
+    }
+
+    @Test func addresses() throws {
+        #expect(try MetricsAddress.parse("9464") == MetricsAddress(host: "127.0.0.1", port: 9464))
+        #expect(try MetricsAddress.parse(":0") == MetricsAddress(host: "127.0.0.1", port: 0))
+        #expect(try MetricsAddress.parse("localhost:80") == MetricsAddress(host: "127.0.0.1", port: 80))
+        #expect(try MetricsAddress.parse("0.0.0.0:9464") == MetricsAddress(host: "0.0.0.0", port: 9464))
+        #expect(try MetricsAddress.parse("[::]:9464") == MetricsAddress(host: "::", port: 9464))
+        #expect(MetricsAddress(host: "::1", port: 1).description == "[::1]:1")
+        for bad in ["", "abc", "70000", "-1", ":", "1.2.3.4:", "::1:80", "[::1", "[::1]80", "١٢"] {
+            #expect(throws: MetricsAddressError.self, "\(bad)") { try MetricsAddress.parse(bad) }
+        }
+    }
+
+    @Test func requestHeads() {
+        func head(_ text: String) -> MetricsHTTP.Head { MetricsHTTP.head(Array(text.utf8)) }
+        #expect(head("GET /metrics HTTP/1.1\r\nHost: x\r\n") == .incomplete)
+        #expect(head("GET /metrics?x=1 HTTP/1.1\r\nHost: x\r\n\r\n") == .complete(method: "GET", path: "/metrics"))
+        #expect(head("HEAD / HTTP/1.0\n\n") == .complete(method: "HEAD", path: "/"))
+        #expect(head("\r\n") == .malformed)
+        #expect(head("hello\r\n\r\n") == .malformed)
+        #expect(head("GET metrics HTTP/1.1\r\n\r\n") == .malformed)
+        #expect(head("GET /metrics SPDY/3\r\n\r\n") == .malformed)
+        let big = "GET / HTTP/1.1\r\nX: " + String(repeating: "a", count: MetricsHTTP.maxHeadBytes) + "\r\n"
+        #expect(head(big) == .tooLarge)
+        #expect(head(big + "\r\n") == .tooLarge)
+    }
+
+    @Test func responses() {
+        func status(_ method: String, _ path: String) -> (String, String) {
+            let text = String(decoding: MetricsHTTP.response(method: method, path: path) { Array("page\n".utf8) }, as: UTF8.self)
+            let parts = text.components(separatedBy: "\r\n\r\n")
+            return (parts[0].components(separatedBy: "\r\n")[0], parts.count > 1 ? parts[1] : "")
+        }
+        #expect(status("GET", "/metrics") == ("HTTP/1.1 200 OK", "page\n"))
+        #expect(status("HEAD", "/metrics") == ("HTTP/1.1 200 OK", ""))
+        #expect(status("GET", "/").0 == "HTTP/1.1 200 OK" && status("GET", "/").1.contains("href=\"/metrics\""))
+        #expect(status("GET", "/nope").0 == "HTTP/1.1 404 Not Found")
+        #expect(status("POST", "/metrics").0 == "HTTP/1.1 405 Method Not Allowed")
+        let metrics = String(decoding: MetricsHTTP.response(method: "GET", path: "/metrics") { [] }, as: UTF8.self)
+        #expect(metrics.contains("Content-Type: text/plain; version=0.0.4; charset=utf-8\r\n") && metrics.contains("Connection: close\r\n"))
+        #expect(String(decoding: MetricsHTTP.refusal(.tooLarge), as: UTF8.self).hasPrefix("HTTP/1.1 431 "))
+    }
+
+    private func event(_ ref: TaskRef, _ seconds: Int64, _ kind: TaskEvent.Kind) -> EncodedEvent {
+        EncodedEvent(TaskEvent(task: ref, time: MonotonicInstant(nanoseconds: seconds * 1_000_000_000), kind: kind),
+                     encoder: EventEncoder(runID: "r", wallOffsetNanoseconds: 0))
+    }
+
+    private func outcome(_ ref: TaskRef, _ termination: Termination, cancel: CancelReason? = nil) -> TaskOutcome {
+        TaskOutcome(task: ref, pid: 1, termination: termination, cancelReason: cancel, killed: false, elapsed: .seconds(1),
+                    lastProgress: nil, result: nil, protocolErrors: 0, wasReady: false)
+    }
+
+    private func feed(_ recorder: MetricsRecorder, _ events: [EncodedEvent]) {
+        for var event in events { recorder.receive(&event) }
+    }
+
+    @Test func recorderCountsAttemptsCancelsAndOutcomesByTaskName() {
+        let recorder = MetricsRecorder()
+        let first = TaskRef(id: 1, name: "train"), retry = TaskRef(id: 2, name: "train"), other = TaskRef(id: 3, name: "eval")
+        feed(recorder, [
+            event(first, 1, .started(pid: 10)),
+            event(first, 2, .progress(Progress(completed: 1, total: 4), remaining: nil)),
+            event(first, 3, .cancelSent(reason: .timeout, grace: .seconds(1))),
+            event(first, 4, .exited(outcome(first, .signaled(.terminate), cancel: .timeout))),
+            event(retry, 5, .started(pid: 11)),
+            event(retry, 6, .progress(Progress(completed: 4, total: 4), remaining: nil)),
+            event(retry, 7, .exited(outcome(retry, .exited(0)))),
+            event(other, 8, .exited(outcome(other, .failedToStart(SpawnFailure(errno: 2, message: "no such file", beforeExec: false))))),
+        ])
+        let train = recorder.record(named: "train")
+        #expect(train?.attempts == 2 && train?.cancels == [.timeout: 1] && train?.lastSuccess?.nanoseconds == 7_000_000_000)
+        #expect(train?.progress?.fractionCompleted == 1 && train?.lastProgress?.nanoseconds == 6_000_000_000)
+        #expect(recorder.record(named: "eval")?.attempts == 1)
+        #expect(recorder.cancels == [.timeout: 1])
+        #expect(recorder.outcomes == [.cancelled: 1, .succeeded: 1, .failedToStart: 1])
+    }
+
+    @Test func pageOfARunWhoseTaskEnded() {
+        let recorder = MetricsRecorder()
+        let ref = TaskRef(id: 1, name: "job \"1\"")
+        feed(recorder, [
+            event(ref, 1, .started(pid: 10)),
+            event(ref, 2, .progress(Progress(fraction: 0.5), remaining: .seconds(3))),
+            event(ref, 3, .exited(outcome(ref, .exited(0)))),
+        ])
+        let info = RunMetrics(version: "9.9", runID: "r1", command: "run", startedAt: MonotonicInstant(nanoseconds: 0),
+                              wallOffsetNanoseconds: 1_000_000_000_000)
+        // `overtime run` no longer lists a task that ended: the recorder's row stands in.
+        let page = String(decoding: info.render([], recorder), as: UTF8.self)
+        #expect(page.contains("overtime_build_info{version=\"9.9\"} 1\n"))
+        #expect(page.contains("overtime_run_start_timestamp_seconds 1000\n"))
+        #expect(page.contains("overtime_tasks{state=\"succeeded\"} 1\n") && page.contains("overtime_tasks{state=\"running\"} 0\n"))
+        #expect(page.contains("overtime_task_state{task=\"job \\\"1\\\"\",state=\"succeeded\"} 1\n"))
+        #expect(page.contains("overtime_task_progress_ratio{task=\"job \\\"1\\\"\"} 0.5\n"))
+        #expect(page.contains("overtime_task_last_progress_timestamp_seconds{task=\"job \\\"1\\\"\"} 1002\n"))
+        #expect(page.contains("overtime_attempts_ended_total{outcome=\"succeeded\"} 1\n"))
+        #expect(!page.contains("overtime_task_budget_remaining_seconds{"), "an ended task has no budget")
+        #expect(info.allSucceeded([], recorder))
+        // Every family once, with HELP and TYPE before its samples.
+        let types = page.split(separator: "\n").filter { $0.hasPrefix("# TYPE ") }.map { $0.split(separator: " ")[2] }
+        #expect(Set(types).count == types.count && types.count == 20)
+    }
+
+    @Test func pageOfABatchFromItsStatuses() {
+        let recorder = MetricsRecorder()
+        let live = TaskStatus.Live(pid: 5, elapsed: 2, remaining: nil, progress: Progress(completed: 1, total: 4), memory: 4096, peakMemory: 8192,
+                                   cpuUser: 0.5, cpuSystem: 0.25)
+        let statuses = [TaskStatus(name: "a", attempts: 1, state: .running, live: live),
+                        TaskStatus(name: "b", attempts: 0, state: .waiting)]
+        let info = RunMetrics(version: "1", runID: "r", command: "batch", startedAt: MonotonicInstant(nanoseconds: 0),
+                              deadline: MonotonicInstant(nanoseconds: 60_000_000_000), wallOffsetNanoseconds: 0)
+        let page = String(decoding: info.render(statuses, recorder), as: UTF8.self)
+        #expect(page.contains("overtime_batch_deadline_timestamp_seconds 60\n"))
+        #expect(page.contains("overtime_tasks{state=\"running\"} 1\n") && page.contains("overtime_tasks{state=\"waiting\"} 1\n"))
+        #expect(page.contains("overtime_task_progress_ratio{task=\"a\"} 0.25\n") && !page.contains("overtime_task_progress_ratio{task=\"b\"}"))
+        #expect(page.contains("overtime_task_budget_remaining_seconds{task=\"a\"} +Inf\n"))
+        #expect(page.contains("overtime_task_memory_bytes{task=\"a\"} 4096\n") && page.contains("overtime_task_memory_peak_bytes{task=\"a\"} 8192\n"))
+        #expect(page.contains("overtime_task_cpu_seconds_total{task=\"a\",mode=\"system\"} 0.25\n"))
+        #expect(!info.allSucceeded(statuses, recorder))
+    }
+
+    @Test func everyStateOfAStatusIsCounted() {
+        let states: [TaskStatus.State] = [.running, .cancelling(.user), .exiting, .starting, .waiting, .retrying, .succeeded, .failed, .skipped]
+        #expect(Set(states.map(\.word)) == Set(RunMetrics.states) && RunMetrics.states.count == states.count)
+    }
+
+    @Test func lastSuccessIsReadBackFromAnEarlierPage() {
+        let info = RunMetrics(version: "1", runID: "r", command: "run", startedAt: MonotonicInstant(nanoseconds: 0),
+                              lastSuccess: 1_796_000_000.5, wallOffsetNanoseconds: 0)
+        let page = info.render([], MetricsRecorder())
+        #expect(RunMetrics.lastSuccess(inPage: page) == 1_796_000_000.5)
+        #expect(RunMetrics.lastSuccess(inPage: Array("# HELP overtime_last_success_timestamp_seconds x\n".utf8)) == nil)
+    }
+}
