@@ -166,7 +166,7 @@ final class CLIMetricsBatch: @unchecked Sendable {
                              environment: CLIBatchFixture.environment, in: scratch)
         try await process.start()
         guard let port = await CLIMetrics.port(of: process) else {
-            FileManager.default.createFile(atPath: scratch.path("stop"), contents: nil)
+            _ = FileManager.default.createFile(atPath: scratch.path("stop"), contents: nil)
             throw CLIFailure("no metrics address on stderr: \(process.stderrSoFar)")
         }
         self.port = port
@@ -174,11 +174,11 @@ final class CLIMetricsBatch: @unchecked Sendable {
 
     /// Lets `trainer` end and waits for the batch.
     func finish() async -> CLIResult {
-        FileManager.default.createFile(atPath: scratch.path("stop"), contents: nil)
+        _ = FileManager.default.createFile(atPath: scratch.path("stop"), contents: nil)
         return await process.finish(timeout: .seconds(40))
     }
 
-    deinit { FileManager.default.createFile(atPath: scratch.path("stop"), contents: nil) }
+    deinit { _ = FileManager.default.createFile(atPath: scratch.path("stop"), contents: nil) }
 }
 
 /// A Prometheus server of the test's own on loopback, scraping one target every second;
