@@ -126,7 +126,14 @@ struct CtlCommand {
             var worst: Int32 = 0
             for (index, supervisor) in supervisors.enumerated() {
                 Terminal.out((index == 0 ? "" : "\n") + "== " + Self.heading(supervisor))
-                worst = max(worst, request(at: supervisor.socket))
+                // One that did not say who it is (stopped, say) is not asked again: it
+                // would hold up the rest.
+                guard supervisor.info != nil else {
+                    Terminal.out("(\(supervisor.problem ?? "no answer"))")
+                    worst = max(worst, 125)
+                    continue
+                }
+                worst = max(worst, request(at: supervisor.socket, replyLimit: RunningSupervisor.replyLimit))
             }
             return worst
         case let .success(.one(path)):
@@ -135,10 +142,11 @@ struct CtlCommand {
     }
 
     /// Sends this command's request to the supervisor at `path` and shows its answer.
-    private func request(at path: String) -> Int32 {
+    /// - Parameter replyLimit: how long it may take to answer (nil: as long as it takes).
+    private func request(at path: String, replyLimit: Duration? = nil) -> Int32 {
         let connection: ControlClient
         do {
-            connection = try ControlClient(path: path)
+            connection = try ControlClient(path: path, replyLimit: replyLimit)
         } catch {
             Terminal.error("overtime ctl: cannot reach the supervisor at \(path): \(error.message)")
             return 125

@@ -116,8 +116,14 @@ public enum Descriptors {
     /// - Returns: nil when written; else the errno of the step that failed, the temporary
     ///   file removed. A close that fails counts (some filesystems, NFS or a quota, say
     ///   "no space" only then).
+    ///
+    /// The temporary file is made new (O_EXCL, O_NOFOLLOW): in a directory others may write
+    /// (a group-writable textfile collector directory), a file or symlink planted at its
+    /// predictable name is removed, never written through.
     public static func replaceFile(_ path: String, with bytes: [UInt8], temporary: String) -> Int32? {
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        let flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC
+        var fd = open(temporary, flags, 0o644)
+        if fd < 0, errno == EEXIST, unlink(temporary) == 0 { fd = open(temporary, flags, 0o644) }
         guard fd >= 0 else { return errno }
         var code: Int32 = 0
         do throws(SystemError) {

@@ -30,8 +30,10 @@ public final class TCPListener: LoopHandleOwner {
         var address = sockaddr_storage()
         let parsed = withUnsafeMutableBytes(of: &address) { raw -> Bool in
             let storage = raw.baseAddress!
-            if uv_ip4_addr(host, Int32(port), storage.assumingMemoryBound(to: sockaddr_in.self)) == 0 { return true }
-            return uv_ip6_addr(host, Int32(port), storage.assumingMemoryBound(to: sockaddr_in6.self)) == 0
+            // A port out of range is refused below; it must not trap here first.
+            let portNumber = Int32(clamping: port)
+            if uv_ip4_addr(host, portNumber, storage.assumingMemoryBound(to: sockaddr_in.self)) == 0 { return true }
+            return uv_ip6_addr(host, portNumber, storage.assumingMemoryBound(to: sockaddr_in6.self)) == 0
         }
         handle = .allocate(capacity: 1)
         uv_tcp_init(loop.uvLoop, handle)

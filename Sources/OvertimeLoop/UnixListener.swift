@@ -79,7 +79,7 @@ public final class UnixListener: LoopHandleOwner {
         guard lstat(path, &info) == 0 else { return .free }
         guard info.st_mode & S_IFMT == S_IFSOCK else { return .notASocket }
         do {
-            Descriptors.close(try clientSocket(connectedTo: path))
+            Descriptors.close(try clientSocket(connectedTo: path, within: .seconds(1)))
             return .live
         } catch {
             // Only a refusal proves nobody listens; anything else may be a busy listener.
@@ -88,12 +88,16 @@ public final class UnixListener: LoopHandleOwner {
     }
 
     /// Connects a blocking client socket (close-on-exec) to the listener at `path`.
+    /// - Parameter limit: how long the connect (and each later send) may wait. A listener
+    ///   that stopped accepting (SIGSTOP, a debugger) with its backlog full makes a connect
+    ///   wait for it; past the limit that is EAGAIN: busy, not gone.
     /// - Throws: `SystemError` when the path is too long or nobody listens there.
-    public static func clientSocket(connectedTo path: String) throws(SystemError) -> Int32 {
+    public static func clientSocket(connectedTo path: String, within limit: Duration = .seconds(5)) throws(SystemError) -> Int32 {
         guard path.utf8.count <= maxPathLength else {
             throw SystemError("the path is too long for a Unix socket", errno: ENAMETOOLONG)
         }
         let fd = try syscall("socket") { socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) }
+        setTimeout(fd, SO_SNDTIMEO, limit)
         var (address, length) = address(path)
         let rc = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, length) }
@@ -104,6 +108,12 @@ public final class UnixListener: LoopHandleOwner {
             throw SystemError("connect \(path)", errno: code)
         }
         return fd
+    }
+
+    /// Sets a socket's `SO_SNDTIMEO` or `SO_RCVTIMEO`: how long a blocking call may wait.
+    public static func setTimeout(_ fd: Int32, _ option: Int32, _ limit: Duration) {
+        var wait = timeval(tv_sec: Int(limit.components.seconds), tv_usec: Int(limit.components.attoseconds / 1_000_000_000_000))
+        setsockopt(fd, SOL_SOCKET, option, &wait, socklen_t(MemoryLayout<timeval>.size))
     }
 
     /// A path of the abstract namespace: `@name`.

@@ -392,8 +392,8 @@ public struct SupervisorInfo: Sendable, Equatable {
             default: throw ProtocolError(.wrongType, "\"\(key)\" must be a string")
             }
         }
-        func count(_ container: JSONValue?, _ key: String) throws(ProtocolError) -> Int {
-            guard case let .number(n)? = container?[key], n >= 0, n <= Double(Int32.max), n == n.rounded() else {
+        func count(_ container: JSONValue?, _ key: String, upTo limit: Double = Double(Int32.max)) throws(ProtocolError) -> Int {
+            guard case let .number(n)? = container?[key], n >= 0, n <= limit, n == n.rounded() else {
                 throw ProtocolError(.wrongType, "\"\(key)\" must be a whole number ≥ 0")
             }
             return Int(n)
@@ -402,7 +402,7 @@ public struct SupervisorInfo: Sendable, Equatable {
         guard let kind = Kind(rawValue: try text("kind")) else { throw ProtocolError(.wrongType, "\"kind\" must be \"run\" or \"batch\"") }
         self.kind = kind
         pid = Int32(try count(value, "pid"))
-        uid = UInt32(try count(value, "uid"))
+        uid = UInt32(try count(value, "uid", upTo: Double(UInt32.max)))
         user = try optionalText("user")
         started = try text("started")
         cwd = try text("cwd")

@@ -3,6 +3,28 @@ import OvertimeLoop
 import Testing
 
 @Suite struct DescriptorsTests {
+    @Test func aFileIsReplacedWholeAndNeverThroughAThingPlantedAtItsTemporaryName() throws {
+        var template = Array("/tmp/overtime-loop-test-XXXXXX".utf8CString)
+        let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
+        let directory = String(cString: try #require(made))
+        defer {
+            for name in Descriptors.directoryEntries(directory) ?? [] { unlink(directory + "/" + name) }
+            rmdir(directory)
+        }
+        let path = directory + "/metrics.prom", temporary = path + ".tmp-1"
+        let victim = directory + "/victim"
+        try Data("keep me".utf8).write(to: URL(fileURLWithPath: victim))
+        // Another user's symlink at the temporary name: written through, it would truncate
+        // the victim (a root supervisor, a shared collector directory).
+        #expect(symlink(victim, temporary) == 0)
+        #expect(Descriptors.replaceFile(path, with: Array("page 1\n".utf8), temporary: temporary) == nil)
+        #expect((try? String(contentsOfFile: victim, encoding: .utf8)) == "keep me")
+        #expect((try? String(contentsOfFile: path, encoding: .utf8)) == "page 1\n")
+        #expect(access(temporary, F_OK) != 0, "no temporary file is left")
+        #expect(Descriptors.replaceFile(path, with: Array("page 2\n".utf8), temporary: temporary) == nil)
+        #expect((try? String(contentsOfFile: path, encoding: .utf8)) == "page 2\n")
+    }
+
     @Test func directoryEntriesListNamesWithoutDotsAndHonourTheLimit() throws {
         var template = Array("/tmp/overtime-loop-test-XXXXXX".utf8CString)
         let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }

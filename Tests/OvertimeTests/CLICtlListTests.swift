@@ -153,20 +153,33 @@ struct CLICtlListTests {
         #expect(try await first.finish().status == 0)
     }
 
-    @Test("a stopped supervisor does not hang ctl list: its row says it did not answer")
+    @Test("a stopped supervisor, its backlog full, does not hang ctl list or ctl status: it is named as not answering")
     func stoppedSupervisor() async throws {
         let scratch = try CLIScratch()
         let xdg = try CLICtlFS.directory("xdg", in: scratch, mode: 0o700)
         let env = CLICtl.environment(xdg: xdg)
-        let running = try await CLICtlDefaultRun.start("awake", xdg: xdg, in: scratch)
-        let stopped = try await CLICtlDefaultRun.start("asleep", xdg: xdg, in: scratch)
+        let running = try await CLICtlDefaultRun.start("awake", xdg: xdg, in: scratch, files: "awake")
+        let stopped = try await CLICtlDefaultRun.start("asleep", xdg: xdg, in: scratch, files: "asleep")
+        let stoppedSocket = try await Self.socket(of: stopped.process.pid, in: scratch, environment: env)
         stopped.process.signal(SIGSTOP)
         defer { stopped.process.signal(SIGCONT) }
+        // Fill its accept queue (a listen backlog of 64), as clients of a long-stopped
+        // supervisor would: a further blocking connect then waits for it.
+        var held: [Int32] = []
+        defer { held.forEach { close($0) } }
+        for _ in 0..<80 {
+            let fd = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+            guard fd >= 0 else { break }
+            held.append(fd)
+            if CLICtlFS.connect(fd, stoppedSocket) != 0 { break }  // EAGAIN: the queue is full
+        }
         let list = try await CLICtl.ctl(["list"], in: scratch, environment: env, timeout: .seconds(30))
+        let status = try await CLICtl.ctl(["status"], in: scratch, environment: env, timeout: .seconds(30))
         stopped.process.signal(SIGCONT)
         #expect(!list.timedOut && list.status == 0, "\(list)")
-        #expect(list.stdoutLines.contains { $0.contains("no answer within") }, "\(list)")
+        #expect(list.stdoutLines.contains { $0.hasPrefix(CLICtlListTests.runID(stoppedSocket)) && $0.contains("(") }, "\(list)")
         #expect(list.stdoutLines.contains { $0.contains(String(running.process.pid)) }, "the one awake is described: \(list)")
+        #expect(!status.timedOut && status.status == 125 && status.stdout.contains("awake"), "the one awake shows its task; the other is named: \(status)")
         #expect(try await running.finish().status == 0)
         #expect(try await stopped.finish().status == 0)
     }

@@ -24,15 +24,12 @@ public final class ControlClient {
     ///   (`ctl list`), where one that is stopped (SIGSTOP, a debugger) must not hang the rest.
     public init(path: String, replyLimit: Duration? = nil) throws(Failure) {
         do {
-            fd = try UnixListener.clientSocket(connectedTo: path)
-            if let replyLimit {
-                var limit = timeval(tv_sec: Int(replyLimit.components.seconds),
-                                    tv_usec: Int(replyLimit.components.attoseconds / 1_000_000_000_000))
-                setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
-            }
+            fd = try UnixListener.clientSocket(connectedTo: path, within: replyLimit ?? .seconds(10))
+            if let replyLimit { UnixListener.setTimeout(fd, SO_RCVTIMEO, replyLimit) }
         } catch {
             switch (error.errno, UnixListener.probe(path)) {
             case (ENAMETOOLONG, _): throw Failure(message: error.operation)
+            case (EAGAIN, _): throw Failure(message: "it does not accept connections (a supervisor stopped, or too busy)")
             case (_, .notASocket): throw Failure(message: "it is not a socket")
             case (_, .stale): throw Failure(message: "nobody listens on it (left by a supervisor that has ended)")
             default: throw Failure(message: error.reason)

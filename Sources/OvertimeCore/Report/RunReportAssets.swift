@@ -820,7 +820,9 @@ enum RunReportAssets {
     applyFilter();
     draw();
     if (location.hash.indexOf("#task=") === 0) {
-      const wanted = decodeURIComponent(location.hash.slice(6));
+      // A hand-edited link (#task=%E0) must not stop the page: such a name is taken as written.
+      let wanted = location.hash.slice(6);
+      try { wanted = decodeURIComponent(wanted); } catch (e) {}
       const task = tasks.find(function (t) { return t.name === wanted; });
       if (task) { select(task); draw(); }
     }
