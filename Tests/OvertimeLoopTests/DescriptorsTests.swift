@@ -3,14 +3,20 @@ import OvertimeLoop
 import Testing
 
 @Suite struct DescriptorsTests {
-    @Test func aFileIsReplacedWholeAndNeverThroughAThingPlantedAtItsTemporaryName() throws {
+    static func makeDirectory() throws -> String {
         var template = Array("/tmp/overtime-loop-test-XXXXXX".utf8CString)
         let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
-        let directory = String(cString: try #require(made))
-        defer {
-            for name in Descriptors.directoryEntries(directory) ?? [] { unlink(directory + "/" + name) }
-            rmdir(directory)
-        }
+        return String(cString: try #require(made))
+    }
+
+    static func remove(_ directory: String) {
+        for name in Descriptors.directoryEntries(directory) ?? [] { unlink(directory + "/" + name) }
+        rmdir(directory)
+    }
+
+    @Test func aFileIsReplacedWholeAndNeverThroughAThingPlantedAtItsTemporaryName() throws {
+        let directory = try Self.makeDirectory()
+        defer { Self.remove(directory) }
         let path = directory + "/metrics.prom", temporary = path + ".tmp-1"
         let victim = directory + "/victim"
         try Data("keep me".utf8).write(to: URL(fileURLWithPath: victim))
@@ -26,13 +32,8 @@ import Testing
     }
 
     @Test func directoryEntriesListNamesWithoutDotsAndHonourTheLimit() throws {
-        var template = Array("/tmp/overtime-loop-test-XXXXXX".utf8CString)
-        let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
-        let directory = String(cString: try #require(made))
-        defer {
-            for name in Descriptors.directoryEntries(directory) ?? [] { unlink(directory + "/" + name) }
-            rmdir(directory)
-        }
+        let directory = try Self.makeDirectory()
+        defer { Self.remove(directory) }
         let names = ["alpha", "beta", ".hidden", "gamma"]
         for name in names {
             let fd = open(directory + "/" + name, O_CREAT | O_WRONLY | O_CLOEXEC, 0o644)
