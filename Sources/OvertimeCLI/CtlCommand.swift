@@ -249,7 +249,7 @@ struct CtlCommand {
             switch matches.count {
             case 0:
                 return .failure(ControlSocketError("none of the \(supervisors.count) supervisors running has a task named '\(task)'"
-                    + (Spelling.closest(to: task, among: names).map { "; did you mean '\($0)'?" } ?? "") + ":\n" + Self.supervisorTable(supervisors)))
+                    + (Spelling.closest(to: task, among: names).map { "; did you mean '\($0)'?" } ?? "") + ":\n" + Self.supervisorTable(supervisors).dropLast()))
             case 1:
                 return .success(.one(matches[0].socket))
             default:
@@ -264,7 +264,7 @@ struct CtlCommand {
     private func pick(among candidates: [RunningSupervisor], because why: String) -> Result<Choice, ControlSocketError> {
         let table = Self.supervisorTable(candidates, numbered: true)
         guard isatty(0) == 1 else {
-            return .failure(ControlSocketError("\(why); choose one with --socket RUN:\n" + table))
+            return .failure(ControlSocketError("\(why); choose one with --socket RUN:\n" + table.dropLast()))
         }
         Terminal.error("\(why):\n" + table.dropLast())
         write(2, "which one? ", 11)
