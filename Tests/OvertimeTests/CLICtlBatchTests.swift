@@ -21,8 +21,9 @@ struct CLICtlBatchTests {
     func statusUnderLoad() async throws {
         let f = try CLIBatchFixture()
         let names = (0..<50).map { String(format: "t%02d", $0) }
-        // Five waves of 1.2 s: long enough that even a loaded machine samples a waiting task.
-        try f.writeJob(["concurrency": 10, "tasks": names.map { f.task($0, ["sleep=1.2"]) }])
+        // Five waves of 2 s: long enough that even a loaded machine samples a waiting task
+        // (waves of 1.2 s gave one or two samples under the full parallel suite).
+        try f.writeJob(["concurrency": 10, "tasks": names.map { f.task($0, ["sleep=2"]) }])
         let socket = f.path("ctl.sock")
         let batch = try await f.start(["--control", socket])
         #expect(await CLICtl.waitForSocket(socket), "no control socket")

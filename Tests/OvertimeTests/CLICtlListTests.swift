@@ -180,7 +180,9 @@ struct CLICtlListTests {
         #expect(list.stdoutLines.contains { $0.hasPrefix(CLICtlListTests.runID(stoppedSocket)) && $0.contains("(") }, "\(list)")
         #expect(list.stdoutLines.contains { $0.contains(String(running.process.pid)) }, "the one awake is described: \(list)")
         #expect(!status.timedOut && status.status == 125 && status.stdout.contains("awake"), "the one awake shows its task; the other is named: \(status)")
-        #expect(try await running.finish().status == 0)
-        #expect(try await stopped.finish().status == 0)
+        let awakeEnd = try await running.finish()
+        #expect(awakeEnd.status == 0, "the one awake: \(awakeEnd)")
+        let stoppedEnd = try await stopped.finish()
+        #expect(stoppedEnd.status == 0, "the one stopped, then continued: \(stoppedEnd)")
     }
 }

@@ -14,7 +14,10 @@ import Glibc
 import Musl
 #endif
 
-/// A recorder task under `overtime run` with its socket in the default place.
+/// A recorder task under `overtime run` with its socket in the default place. Its budget is
+/// long (10 minutes): the tests end it with the go file, and a second supervisor a test
+/// starts may wait half a minute for a `CLIGate` permit under the full suite, which a 30 s
+/// budget did not outlast (the first then timed out and took its socket with it).
 final class CLICtlDefaultRun: @unchecked Sendable {
     let process: CLIProcess
     let log: String
@@ -32,7 +35,7 @@ final class CLICtlDefaultRun: @unchecked Sendable {
         let recorder = try CLICtlRecorder.install(in: scratch)
         let log = scratch.path("\(files ?? name).log")
         let go = scratch.path("\(files ?? name).go")
-        let p = CLIProcess(["run", "--name", name, "--budget", "30s", "--", CLIBatchWorker.python, recorder, log, go, "0"],
+        let p = CLIProcess(["run", "--name", name, "--budget", "10m", "--", CLIBatchWorker.python, recorder, log, go, "0"],
                            environment: CLICtl.environment(xdg: xdg), in: scratch)
         try await p.start()
         guard await CLICtl.waitUntil({ !CLICtlRecorder.messages(log, type: "started").isEmpty }) else {
@@ -57,7 +60,7 @@ struct CLICtlSocketTests {
     @Test("--control PATH: a socket of mode 0600, ours; removed when the supervisor ends")
     func controlPathModes() async throws {
         let f = try CLICtlRunFixture()
-        try await f.start(["--budget", "30s"], code: 0)
+        try await f.start(["--budget", "10m"], code: 0)
         let info = try #require(CLICtlFS.info(f.socket))
         #expect(info.type == UInt32(S_IFSOCK), "not a socket")
         #expect(info.mode == 0o600, "socket mode \(String(info.mode, radix: 8))")
@@ -164,7 +167,7 @@ struct CLICtlSocketTests {
         let notASocket = try await CLICtl.ctl(socket: "/etc/passwd", ["status"], in: f.scratch)
         #expect(notASocket.status == 125 && notASocket.stderr.contains("/etc/passwd: it is not a socket"), "\(notASocket)")
 
-        try await f.start(["--budget", "30s"], code: 2)
+        try await f.start(["--budget", "10m"], code: 2)
         let status = try await f.ctl(["status", "--json"])
         #expect(status.status == 0 && status.stdout.contains("\"job\""), "\(status)")
         #expect(CLICtlFS.info(f.socket)?.mode == 0o600)
@@ -192,7 +195,7 @@ struct CLICtlSocketTests {
         }
         #expect(probe == .stale, "a SIGKILLed supervisor cannot remove its socket; it is stale now")
 
-        try await f.start(["--budget", "30s"], code: 0)
+        try await f.start(["--budget", "10m"], code: 0)
         let status = try await f.ctl(["status"])
         #expect(status.status == 0 && status.stdout.contains("job"), "\(status)")
         try f.release()
@@ -202,7 +205,7 @@ struct CLICtlSocketTests {
     @Test("a live socket at --control: the second supervisor exits 125 and runs nothing; the first carries on")
     func liveSocketRefused() async throws {
         let f = try CLICtlRunFixture()
-        try await f.start(["--budget", "30s"], code: 6)
+        try await f.start(["--budget", "10m"], code: 6)
         let marker = f.scratch.path("second-ran")
         for command in ["run", "batch"] {
             var arguments = ["run", "--control", f.socket, "--", "/bin/sh", "-c", "touch '\(marker)'"]
@@ -263,7 +266,7 @@ struct CLICtlSocketTests {
     func pathOf107Bytes() async throws {
         let f = try CLICtlRunFixture { scratch in try CLICtlFS.path(length: 107, in: scratch.path("long")) }
         #expect(f.socket.utf8.count == 107)
-        try await f.start(["--budget", "30s"], code: 0)
+        try await f.start(["--budget", "10m"], code: 0)
         let status = try await f.ctl(["status"])
         #expect(status.status == 0 && status.stdout.contains("job"), "\(status)")
         try f.release()
