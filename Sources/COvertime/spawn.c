@@ -174,11 +174,12 @@ static int format_decimal(long value, char *buffer) {
 
 __attribute__((noreturn, noinline)) static void run_child(const struct overtime_spawn_request *request,
                                                           pid_t parent,
-                                                          volatile struct overtime_spawn_failure *failure) {
+                                                          volatile struct overtime_spawn_failure *failure,
+                                                          int born_in_cgroup) {
     // Into the task's cgroups first: from here on, everything the task starts is counted
     // and killed with it, however it detaches (setsid, a double fork).
     for (int i = 0; i < 2; i++) {
-        if (request->cgroup_procs[i] < 0) continue;
+        if (request->cgroup_procs[i] < 0 || (i == 0 && born_in_cgroup)) continue;
         char digits[12];
         int length = format_decimal(child_call(SYS_getpid, 0, 0, 0, 0), digits);
         if (child_call(SYS_write, request->cgroup_procs[i], (long)digits, length, 0) != length)
@@ -241,6 +242,82 @@ __attribute__((noreturn, noinline)) static void run_child(const struct overtime_
     child_fail(failure, OVERTIME_SPAWN_EXEC, exec_on_path(request), 0);
 }
 
+// Creating the child inside its v2 cgroup: clone3 with CLONE_INTO_CGROUP, as vfork
+// (CLONE_VM | CLONE_VFORK: the parent thread waits until the child execs or exits).
+//
+// Unlike vfork, clone3 has no library wrapper that lets a child share the parent's stack,
+// so the child gets a stack of its own (one per spawning thread, made on first use) and a
+// few instructions start it there: the system call, then in the child a call to
+// `clone_child_entry`, which never returns (it execs or exits). x86-64 only for now; other
+// machines, kernels before 5.7, and sandboxes that refuse clone3 (Docker's default
+// seccomp profile answers ENOSYS) take the vfork path, which moves the child in with a
+// write to cgroup.procs.
+struct clone_child_context {
+    const struct overtime_spawn_request *request;
+    pid_t parent;
+    volatile struct overtime_spawn_failure *failure;
+};
+
+__attribute__((noreturn)) static void clone_child_entry(struct clone_child_context *context) {
+    run_child(context->request, context->parent, context->failure, 1);
+}
+
+#if defined(__x86_64__) && defined(SYS_clone3)
+#include <linux/sched.h>
+#define OVERTIME_HAS_CLONE_INTO_CGROUP 1
+
+enum { CHILD_STACK_SIZE = 256 * 1024 };
+
+// The spawning thread's child stack, with a guard page below it; NULL until first needed.
+static __thread char *child_stack;
+
+static char *child_stack_top(void) {
+    if (!child_stack) {
+        char *mapped = mmap(NULL, CHILD_STACK_SIZE + 4096, PROT_READ | PROT_WRITE,
+                            MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+        if (mapped == MAP_FAILED) return NULL;
+        mprotect(mapped, 4096, PROT_NONE);
+        child_stack = mapped + 4096;
+    }
+    return child_stack;
+}
+
+// Returns the child's pid, or -1 with errno; the child runs `clone_child_entry(context)`.
+static long clone_into_cgroup(int cgroup, struct clone_child_context *context) {
+    char *stack = child_stack_top();
+    if (!stack) return -1;
+    struct clone_args args;
+    memset(&args, 0, sizeof args);
+    args.flags = CLONE_VM | CLONE_VFORK | CLONE_INTO_CGROUP;
+    args.exit_signal = SIGCHLD;
+    args.stack = (unsigned long)stack;
+    args.stack_size = CHILD_STACK_SIZE;
+    args.cgroup = (unsigned long)cgroup;
+    long result;
+    register void (*entry)(struct clone_child_context *) __asm__("r12") = clone_child_entry;
+    register struct clone_child_context *argument __asm__("r13") = context;
+    __asm__ volatile(
+        "syscall\n\t"
+        "test %%rax, %%rax\n\t"
+        "jnz 1f\n\t"
+        // The child, at the top of its own stack (16-byte aligned): the call below leaves it
+        // as a function expects it. r12 and r13 came through the system call unchanged.
+        "xor %%ebp, %%ebp\n\t"
+        "mov %%r13, %%rdi\n\t"
+        "call *%%r12\n\t"
+        "hlt\n\t"
+        "1:\n\t"
+        : "=a"(result)
+        : "a"((long)SYS_clone3), "D"(&args), "S"(sizeof args), "r"(entry), "r"(argument)
+        : "rcx", "r11", "memory");
+    if (result < 0) {
+        errno = (int)-result;
+        return -1;
+    }
+    return result;
+}
+#endif
+
 pid_t overtime_spawn(const struct overtime_spawn_request *request, struct overtime_spawn_failure *failure) {
     volatile struct overtime_spawn_failure child_failure = {OVERTIME_SPAWN_OK, 0, 0, 0, 0};
     bind_child_functions();
@@ -248,8 +325,20 @@ pid_t overtime_spawn(const struct overtime_spawn_request *request, struct overti
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &previous);
     pid_t parent = getpid();
-    pid_t pid = vfork();
-    if (pid == 0) run_child(request, parent, &child_failure);
+    pid_t pid = -1;
+#ifdef OVERTIME_HAS_CLONE_INTO_CGROUP
+    // Once refused (an old kernel, a seccomp filter), never tried again in this process.
+    static int clone_refused;
+    if (request->cgroup_directory >= 0 && !__atomic_load_n(&clone_refused, __ATOMIC_RELAXED)) {
+        struct clone_child_context context = {request, parent, &child_failure};
+        pid = (pid_t)clone_into_cgroup(request->cgroup_directory, &context);
+        if (pid < 0 && errno != EAGAIN && errno != ENOMEM) __atomic_store_n(&clone_refused, 1, __ATOMIC_RELAXED);
+    }
+#endif
+    if (pid < 0) {
+        pid = vfork();
+        if (pid == 0) run_child(request, parent, &child_failure, 0);
+    }
     int fork_error = errno;
     pthread_sigmask(SIG_SETMASK, &previous, NULL);
 

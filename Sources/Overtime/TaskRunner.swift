@@ -129,6 +129,7 @@ final class TaskRunner {
                 let made = try TaskCgroup(tree: tree, name: "task-\(ref.id)", memoryLimit: spec.memory.hardLimit)
                 cgroup = made
                 request.cgroupProcs = made.procsDescriptors
+                request.cgroupDirectory = made.v2DirectoryDescriptor
             }
             defer { cgroup?.spawned() }
             // Weak: a task ended by the supervisor's shutdown is gone before its reaping.

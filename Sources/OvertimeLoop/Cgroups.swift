@@ -273,8 +273,11 @@ public final class TaskCgroup {
     public let memoryIsV2: Bool
     /// The same directories, for reading its figures elsewhere.
     public let usageFiles: CgroupUsageFiles
-    /// `cgroup.procs` of each, open for writing, for the spawn; closed by `spawned()`.
+    /// `cgroup.procs` of each, open for writing, for the spawn (the v2 one first); closed by
+    /// `spawned()`.
     public private(set) var procsDescriptors: [Int32] = []
+    /// The v2 directory, open, for a child created inside it (-1: none); closed by `spawned()`.
+    public private(set) var v2DirectoryDescriptor: Int32 = -1
 
     /// Makes the task's cgroups, with the memory hard limit when given.
     /// - Throws: `SystemError` naming the directory or file that failed.
@@ -314,12 +317,16 @@ public final class TaskCgroup {
             }
             procsDescriptors.append(fd)
         }
+        // Without it the child writes cgroup.procs as before: not an error.
+        if let v2 { v2DirectoryDescriptor = open(v2, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
     }
 
     /// The spawn is over (the child entered, or failed): the descriptors go.
     public func spawned() {
         procsDescriptors.forEach(Descriptors.close)
         procsDescriptors.removeAll()
+        if v2DirectoryDescriptor >= 0 { Descriptors.close(v2DirectoryDescriptor) }
+        v2DirectoryDescriptor = -1
     }
 
     /// Every process in the task's cgroup (`CgroupUsageFiles.processIDs`).

@@ -46,6 +46,9 @@ public struct SpawnRequest {
     /// `cgroup.procs` files (open for writing, at most two) the child moves itself into
     /// before anything else (`TaskCgroup.procsDescriptors`).
     public var cgroupProcs: [Int32] = []
+    /// The v2 cgroup's directory (open), whose `cgroup.procs` is `cgroupProcs[0]`: the
+    /// child is created inside it where the kernel allows (`TaskCgroup.v2DirectoryDescriptor`).
+    public var cgroupDirectory: Int32 = -1
 
     /// Where a command without a slash is looked up when the child's environment has no
     /// `PATH` (as `env -i` would leave it).
@@ -201,7 +204,8 @@ public final class ChildProcess {
                             uid: request.userID ?? 0,
                             parent_death_signal: SIGKILL,
                             guard_channel: guardChannel,
-                            cgroup_procs: cgroups
+                            cgroup_procs: cgroups,
+                            cgroup_directory: request.cgroupDirectory
                         )
                         return overtime_spawn(&spawn, &failure)
                     }

@@ -82,6 +82,12 @@ struct overtime_spawn_request {
     /// into before anything else, so that nothing it will ever start is outside them; -1
     /// for none (a v2 cgroup, a v1 memory cgroup).
     int cgroup_procs[2];
+    /// The v2 cgroup's directory (open, O_DIRECTORY), or -1: where the kernel allows it the
+    /// child is created inside it (clone3's CLONE_INTO_CGROUP) and does not write
+    /// `cgroup_procs[0]`, which must then be that cgroup's. A move into a cgroup waits for
+    /// the kernel's cgroup lock and, when no move happened in the last few milliseconds,
+    /// for an RCU grace period (about 12 ms here); being born inside costs neither.
+    int cgroup_directory;
 };
 
 struct overtime_spawn_failure {
