@@ -52,9 +52,7 @@ struct CLICtlListTests {
     func runAndBatch() async throws {
         let f = try CLIBatchFixture()
         let scratch = f.scratch
-        let xdg = try CLICtlFS.directory("xdg", in: scratch, mode: 0o700)
-        let env = CLICtl.environment(xdg: xdg)
-        let dir = xdg + "/overtime"
+        let (xdg, env, dir) = try CLICtl.runtimeDirectory(in: scratch)
         let alpha = try await CLICtlDefaultRun.start("alpha", xdg: xdg, in: scratch)
         let batch = try await Self.startBatch(f, xdg: xdg, tasks: ["train", "eval"])
         defer { f.killLeftovers() }
@@ -128,9 +126,7 @@ struct CLICtlListTests {
     @Test("none running: list says so (exit 1); two with a task of the same name: cancel lists both (125); --socket RUN_ID picks one")
     func sameNameInTwo() async throws {
         let scratch = try CLIScratch()
-        let xdg = try CLICtlFS.directory("xdg", in: scratch, mode: 0o700)
-        let env = CLICtl.environment(xdg: xdg)
-        let dir = xdg + "/overtime"
+        let (xdg, env, dir) = try CLICtl.runtimeDirectory(in: scratch)
         let none = try await CLICtl.ctl(["list"], in: scratch, environment: env)
         #expect(none.status == 1 && none.stdout.isEmpty && none.stderr.contains("no supervisor is running for you"), "an empty list: \(none)")
         let first = try await CLICtlDefaultRun.start("job", xdg: xdg, in: scratch, files: "first")
@@ -156,8 +152,7 @@ struct CLICtlListTests {
     @Test("a stopped supervisor, its backlog full, does not hang ctl list or ctl status: it is named as not answering")
     func stoppedSupervisor() async throws {
         let scratch = try CLIScratch()
-        let xdg = try CLICtlFS.directory("xdg", in: scratch, mode: 0o700)
-        let env = CLICtl.environment(xdg: xdg)
+        let (xdg, env, _) = try CLICtl.runtimeDirectory(in: scratch)
         let running = try await CLICtlDefaultRun.start("awake", xdg: xdg, in: scratch, files: "awake")
         let stopped = try await CLICtlDefaultRun.start("asleep", xdg: xdg, in: scratch, files: "asleep")
         let stoppedSocket = try await Self.socket(of: stopped.process.pid, in: scratch, environment: env)

@@ -76,9 +76,7 @@ struct CLICtlSocketTests {
     @Test("default place: $XDG_RUNTIME_DIR/overtime (0700) holds <run id>.sock (0600); ctl list and ctl without --socket find it; two make a script's status --json choose (125, both listed); none is 125")
     func defaultLocation() async throws {
         let scratch = try CLIScratch()
-        let xdg = try CLICtlFS.directory("xdg", in: scratch, mode: 0o700)
-        let env = CLICtl.environment(xdg: xdg)
-        let dir = xdg + "/overtime"
+        let (xdg, env, dir) = try CLICtl.runtimeDirectory(in: scratch)
 
         let none = try await CLICtl.ctl(["status"], in: scratch, environment: env)
         #expect(none.status == 125, "\(none)")

@@ -160,6 +160,13 @@ enum CLICtl {
         return env
     }()
 
+    /// A runtime directory of the test's own (`XDG_RUNTIME_DIR`, mode 0700) in `scratch`:
+    /// the environment that points at it, and the socket directory supervisors make in it.
+    static func runtimeDirectory(in scratch: CLIScratch) throws -> (xdg: String, environment: [String: String], sockets: String) {
+        let xdg = try CLICtlFS.directory("xdg", in: scratch, mode: 0o700)
+        return (xdg, environment(xdg: xdg), xdg + "/overtime")
+    }
+
     /// The environment with `XDG_RUNTIME_DIR` set to `directory`.
     static func environment(xdg directory: String) -> [String: String] {
         var env = baseEnvironment

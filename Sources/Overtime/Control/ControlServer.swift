@@ -166,6 +166,10 @@ final class ControlServer {
             return .status(target.controlStatus(now: TaskRunner.clock()), containment: containment)
         case .info:
             guard var info = identity else { return .failed("this supervisor does not describe itself") }
+            if info.user == nil, let name = SupervisorDescription.nameOfUser(info.uid) {
+                info.user = name
+                identity = info
+            }
             let tasks = target.controlStatus(now: TaskRunner.clock())
             info.total = tasks.count
             info.running = tasks.count { $0.state.isRunning }

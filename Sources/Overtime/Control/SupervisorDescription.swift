@@ -13,6 +13,13 @@ public struct SupervisorDescription: Sendable {
     public var jobFile: String?
     public var runDirectory: String?
 
+    /// The login name of `uid`, from the account files or the C library; nil when unlisted.
+    /// Read on the first `info` request, not at start: every `overtime run` would pay for a
+    /// lookup that only `ctl list` needs.
+    static func nameOfUser(_ uid: UInt32) -> String? {
+        (try? Account.lookUp(String(uid)))?.name
+    }
+
     /// `overtime run`: the command it runs.
     public static func run(command: [String]) -> Self {
         Self(kind: .run, command: command)
@@ -23,8 +30,8 @@ public struct SupervisorDescription: Sendable {
         Self(kind: .batch, jobFile: jobFile, runDirectory: runDirectory)
     }
 
-    /// The whole answer but for the task counts, read now: this process, its user, the
-    /// time and its working directory.
+    /// The whole answer but for the task counts and the user's name (looked up when asked:
+    /// `nameOfUser`), read now: this process, its uid, the time and its working directory.
     func info(runID: String) -> SupervisorInfo {
         let uid = geteuid()
         var directory = "?"
@@ -32,7 +39,7 @@ public struct SupervisorDescription: Sendable {
             directory = String(cString: cwd)
             free(cwd)
         }
-        return SupervisorInfo(run: runID, kind: kind, pid: getpid(), uid: uid, user: (try? Account.lookUp(String(uid)))?.name,
+        return SupervisorInfo(run: runID, kind: kind, pid: getpid(), uid: uid, user: nil,
                               started: EventEncoder(runID: runID).timestamp(.now()), cwd: directory,
                               command: command, jobFile: jobFile, runDirectory: runDirectory, running: 0, total: 0)
     }
