@@ -48,6 +48,10 @@ public final class UnixListener: LoopHandleOwner {
             socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
         }
         self.fd = fd
+        // Set once bind made the file: only then is it ours to remove on failure. A bind that
+        // fails on a path that exists (EADDRINUSE: another supervisor got there first) must
+        // leave that one's socket alone.
+        var bound = false
         do throws(SystemError) {
             var (address, length) = Self.address(path)
             try syscall("bind \(path)") {
@@ -55,11 +59,12 @@ public final class UnixListener: LoopHandleOwner {
                     $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
                 }
             }
+            bound = true
             if !Self.isAbstract(path) { try syscall("chmod \(path)") { chmod(path, 0o600) } }
             try syscall("listen \(path)") { listen(fd, 64) }
         } catch {
             Descriptors.close(fd)
-            if !Self.isAbstract(path) { unlink(path) }
+            if bound, !Self.isAbstract(path) { unlink(path) }
             throw error
         }
         handle = .allocate(capacity: 1)
