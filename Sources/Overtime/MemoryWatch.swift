@@ -50,11 +50,13 @@ final class MemoryWatch {
             switch runner.memoryMeasure {
             case let .cgroup(cgroup):
                 used = cgroup.memoryInUse(exactFrom: runner.memoryCheckLevel)
+            // From /proc, 0 is no reading: a process past its exit's unmapping (killed, say,
+            // and not yet reaped) shows no resident set, and the sample before it stands.
             case let .processes(cgroup):
-                used = ProcessMemory.residentSum(cgroup.processIDs())
+                used = ProcessMemory.residentSum(cgroup.processIDs()).nonZero
             case let .session(leader):
                 if bySession == nil { bySession = ProcessMemory.residentBySession() }
-                used = bySession?[leader]
+                used = bySession?[leader]?.nonZero
             case .none:
                 used = nil
             }
@@ -105,4 +107,8 @@ final class CgroupRetirement {
         timer = nil
         pending.removeAll()
     }
+}
+
+private extension UInt64 {
+    var nonZero: UInt64? { self == 0 ? nil : self }
 }

@@ -38,6 +38,13 @@ final class TaskRunner {
     private var cgroup: TaskCgroup?
     /// The kernel's word when its memory crosses the max (v1).
     private var memoryLevels: MemoryLevelWatch?
+    /// When a task without a `memory-max` joins its v1 memory cgroup (hybrid machines,
+    /// `TaskCgroup.joinMemory`); nil once it has, or needs not.
+    private var memoryJoinTimer: LoopTimer?
+    /// How long a task without a `memory-max` runs before it joins its v1 memory cgroup.
+    /// The join may wait for a grace period (docs/containment.md); a task that ends sooner
+    /// is measured by the reaper instead, and the supervisor is never held by its join.
+    static let memoryJoinDelay = Duration.milliseconds(20)
     /// The signals Overtime sent the task, and those it passed on, to say who sent the one
     /// it died of.
     private var sentSignals: Set<Int32> = []
@@ -126,7 +133,8 @@ final class TaskRunner {
             )
             isolate(&request)
             if let tree = core.cgroups {
-                let made = try TaskCgroup(tree: tree, name: "task-\(ref.id)", memoryLimit: spec.memory.hardLimit)
+                let made = try TaskCgroup(tree: tree, name: "task-\(ref.id)", memoryLimit: spec.memory.hardLimit,
+                                          memoryBeforeExec: spec.memory.max != nil)
                 cgroup = made
                 request.cgroupProcs = made.procsDescriptors
                 request.cgroupDirectory = made.v2DirectoryDescriptor
@@ -141,6 +149,15 @@ final class TaskRunner {
             return
         }
         core.runners[ref.id] = self
+        if let cgroup, cgroup.memoryJoinPending {
+            let joinTimer = LoopTimer(loop: supervisor.loop)
+            memoryJoinTimer = joinTimer
+            joinTimer.schedule(inNanoseconds: Self.memoryJoinDelay.nanoseconds) { [unowned self] in
+                self.memoryJoinTimer?.close()
+                self.memoryJoinTimer = nil
+                if self.exit == nil { cgroup.joinMemory() }
+            }
+        }
         if let max = spec.memory.max {
             core.memoryWatch.watch(ref.id, loop: supervisor.loop)
             // The kernel says when the usage crosses the max (v1): a burst faster than the
@@ -540,6 +557,9 @@ final class TaskRunner {
         exit = status
         exitedAt = now
         heldSinceDrainArmed = false
+        memoryJoinTimer?.close()
+        memoryJoinTimer = nil
+        cgroup?.abandonMemoryJoin()
         // What is left on the channels is read to their end now, however bad.
         for reporter in [channel].compactMap({ $0 }) + Array(reporters.values) {
             reporter.paceTimer?.cancel()
@@ -612,7 +632,7 @@ final class TaskRunner {
     /// sources, off the loop); nil once nothing measures it.
     var usageSource: UsageSampler.Source? {
         switch memoryMeasure {
-        case let .cgroup(cgroup), let .processes(cgroup): .cgroup(cgroup.usageFiles)
+        case let .cgroup(cgroup), let .processes(cgroup): .cgroup(cgroup.usageFilesNow)
         case let .session(leader): .session(leader: leader)
         case .none: nil
         }
@@ -638,7 +658,7 @@ final class TaskRunner {
     }
 
     var memoryMeasure: MemoryMeasure {
-        if let cgroup, cgroup.memoryDirectory != nil { return .cgroup(cgroup) }
+        if let cgroup, cgroup.memoryCountsTask { return .cgroup(cgroup) }
         if let cgroup, cgroup.v2Directory != nil { return .processes(cgroup) }
         if let pid = process?.pid, exit == nil { return .session(pid) }
         return .none
@@ -685,7 +705,9 @@ final class TaskRunner {
             usage.cpuSystem = .microseconds(Int64(clamping: reaped.systemMicroseconds))
         }
         if let peak = cgroup?.peakMemory() {
-            usage.peakMemory = peak
+            // A late join leaves out what the task touched before it: the reaper's high-water
+            // mark of its biggest process may then be the larger.
+            usage.peakMemory = cgroup?.memoryJoinedLate == true ? max(peak, reaped?.maxResidentBytes ?? 0) : peak
             usage.memorySource = .cgroup
         } else if machine.peakMemory > 0 {
             usage.peakMemory = max(machine.peakMemory, reaped?.maxResidentBytes ?? 0)

@@ -1,5 +1,6 @@
 import CLibUV
 import COvertime
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -207,6 +208,11 @@ public final class CgroupTree {
         let fd = open(path, O_WRONLY | O_CLOEXEC)
         guard fd >= 0 else { return errno }
         defer { Descriptors.close(fd) }
+        return write(text, toDescriptor: fd)
+    }
+
+    /// Writes `text` to an open cgroup file (each write one record); 0, or the errno.
+    static func write(_ text: String, toDescriptor fd: Int32) -> Int32 {
         let bytes = Array(text.utf8)
         do throws(SystemError) {
             try Descriptors.writeAll(fd, bytes)
@@ -264,8 +270,9 @@ public struct CgroupUsageFiles: Sendable, Hashable {
     }
 }
 
-/// One task's cgroups. Made before the spawn; the child enters them itself before exec
-/// (`procsDescriptors`). Loop-thread only.
+/// One task's cgroups. Made before the spawn; the child is created inside the v2 one and
+/// enters the others itself before exec (`procsDescriptors`), except a v1 memory cgroup it
+/// may join after it started (`joinMemory()`). Loop-thread only.
 public final class TaskCgroup {
     public let v2Directory: String?
     public let memoryDirectory: String?
@@ -278,10 +285,21 @@ public final class TaskCgroup {
     public private(set) var procsDescriptors: [Int32] = []
     /// The v2 directory, open, for a child created inside it (-1: none); closed by `spawned()`.
     public private(set) var v2DirectoryDescriptor: Int32 = -1
+    /// The v1 memory cgroup's `cgroup.procs`, open, when the task joins it after its start
+    /// (`joinMemory()`); -1 when it joins before exec, or has joined.
+    private var lateMemoryProcs: Int32 = -1
+    /// Where a late join stands (`MemoryJoin`); nil when the task joins before exec.
+    private let lateJoin: MemoryJoin?
 
     /// Makes the task's cgroups, with the memory hard limit when given.
+    /// - Parameter memoryBeforeExec: whether the child must be in its memory cgroup before
+    ///   it execs. False lets a hybrid machine's task (v2 holds it, v1 counts its memory)
+    ///   join its v1 memory cgroup after it started (`joinMemory()`): the first move into a
+    ///   v1 cgroup after a quiet spell waits for an RCU grace period (about 12 ms here,
+    ///   docs/benchmarks.md), which a task with no memory limit need not wait for. A task
+    ///   with a `memory-max` always joins first: its limit counts from the first byte.
     /// - Throws: `SystemError` naming the directory or file that failed.
-    public init(tree: CgroupTree, name: String, memoryLimit: UInt64?) throws(SystemError) {
+    public init(tree: CgroupTree, name: String, memoryLimit: UInt64?, memoryBeforeExec: Bool = true) throws(SystemError) {
         var made: [String] = []
         func make(_ directory: String) throws(SystemError) {
             guard mkdir(directory, 0o755) == 0 || errno == EEXIST else {
@@ -307,15 +325,24 @@ public final class TaskCgroup {
                 throw SystemError("set the task's memory limit in \(memoryDirectory + file)", errno: code)
             }
         }
+        // Late only where the v2 cgroup lists every process to move (a child is born in
+        // it), and only for v1: a v2 memory cgroup is the one the child is born in.
+        let late = !memoryBeforeExec && v2 != nil && v1 != nil && !tree.v2Memory
+        lateJoin = late ? MemoryJoin() : nil
         for directory in made {
             let fd = open(directory + "/cgroup.procs", O_WRONLY | O_CLOEXEC)
             guard fd >= 0 else {
                 let error = SystemError("open \(directory)/cgroup.procs", errno: errno)
                 procsDescriptors.forEach(Descriptors.close)
+                if lateMemoryProcs >= 0 { Descriptors.close(lateMemoryProcs) }
                 made.forEach { _ = rmdir($0) }
                 throw error
             }
-            procsDescriptors.append(fd)
+            if late, directory == v1 {
+                lateMemoryProcs = fd
+            } else {
+                procsDescriptors.append(fd)
+            }
         }
         // Without it the child writes cgroup.procs as before: not an error.
         if let v2 { v2DirectoryDescriptor = open(v2, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
@@ -332,6 +359,68 @@ public final class TaskCgroup {
     /// Every process in the task's cgroup (`CgroupUsageFiles.processIDs`).
     public func processIDs() -> [Int32] {
         usageFiles.processIDs()
+    }
+
+    // MARK: Joining the memory cgroup late
+
+    /// Whether the memory cgroup counts the task: from before exec, or since its late join.
+    /// Until then its figures (usage, peak, OOM kills) are not the task's.
+    public var memoryCountsTask: Bool {
+        guard memoryDirectory != nil else { return false }
+        return lateJoin?.state == .joined || lateJoin == nil
+    }
+
+    /// Whether the task joined its memory cgroup after it started.
+    public var memoryJoinedLate: Bool {
+        lateJoin?.state == .joined
+    }
+
+    /// Whether the task joins its memory cgroup late and has not yet.
+    public var memoryJoinPending: Bool {
+        lateJoin.map { $0.state == .waiting } ?? false
+    }
+
+    /// The task's figures as far as they are its own: without the memory directory until
+    /// a late join is done (for readers on other threads, the metrics' sampler).
+    public var usageFilesNow: CgroupUsageFiles {
+        memoryCountsTask ? usageFiles : CgroupUsageFiles(v2Directory: v2Directory, memoryDirectory: nil, memoryIsV2: memoryIsV2)
+    }
+
+    /// Moves every process of the task (its v2 cgroup lists them all) into its v1 memory
+    /// cgroup, on a thread of its own: the move may wait for a grace period, which the loop
+    /// must not. Processes forked while the list is read are caught by reading it again
+    /// until a pass finds none new. Once only; nothing after the task ended.
+    public func joinMemory() {
+        guard let lateJoin, lateMemoryProcs >= 0, lateJoin.begin() else { return }
+        let procs = lateMemoryProcs
+        lateMemoryProcs = -1
+        let files = usageFiles
+        DetachedThread.run {
+            var moved = Set<Int32>()
+            var entered = 0
+            for _ in 0..<16 {
+                let fresh = files.processIDs().filter { !moved.contains($0) }
+                if fresh.isEmpty { break }
+                for pid in fresh {
+                    moved.insert(pid)
+                    // ESRCH: it ended meanwhile. Every other failure is the same to us: the
+                    // task is then not counted there, and says so (`memoryCountsTask`).
+                    if CgroupTree.write(String(pid), toDescriptor: procs) == 0 { entered += 1 }
+                }
+            }
+            Descriptors.close(procs)
+            lateJoin.finish(joined: entered > 0)
+        }
+    }
+
+    /// The task ended: a join not begun never will.
+    public func abandonMemoryJoin() {
+        guard let lateJoin else { return }
+        lateJoin.abandon()
+        if lateMemoryProcs >= 0 {
+            Descriptors.close(lateMemoryProcs)
+            lateMemoryProcs = -1
+        }
     }
 
     /// Sends `signal` to every process in the cgroup, `setsid` or not. A process forked
@@ -363,7 +452,7 @@ public final class TaskCgroup {
     ///   working set, and enough to know no limit is near), sparing the read of memory.stat,
     ///   which the kernel computes afresh for every read (most of a sample's cost).
     public func memoryInUse(exactFrom: UInt64 = 0) -> UInt64? {
-        guard let usage = readUsage() else { return nil }
+        guard memoryCountsTask, let usage = readUsage() else { return nil }
         return usageFiles.memoryInUse(usage: usage, exactFrom: exactFrom)
     }
 
@@ -391,19 +480,20 @@ public final class TaskCgroup {
 
     deinit {
         if usageDescriptor >= 0 { Descriptors.close(usageDescriptor) }
+        if lateMemoryProcs >= 0 { Descriptors.close(lateMemoryProcs) }
     }
 
     /// The cgroup's high-water mark of memory use (v1 `memory.max_usage_in_bytes`, v2
     /// `memory.peak` from Linux 5.19): page cache the task caused included, as the kernel
     /// counts it.
     public func peakMemory() -> UInt64? {
-        usageFiles.peakMemory()
+        memoryCountsTask ? usageFiles.peakMemory() : nil
     }
 
     /// How many processes the kernel's OOM killer killed in it (v1 `memory.oom_control`,
     /// v2 `memory.events`: `oom_kill`); nil without a memory cgroup or the counter.
     public func oomKills() -> Int? {
-        guard let memoryDirectory else { return nil }
+        guard memoryCountsTask, let memoryDirectory else { return nil }
         let file = memoryIsV2 ? "/memory.events" : "/memory.oom_control"
         return Self.keyed(Descriptors.readWholeFile(memoryDirectory + file), "oom_kill").map { Int(clamping: $0) }
     }
@@ -416,6 +506,7 @@ public final class TaskCgroup {
     /// Removes the task's cgroups; false while a process is still in one (it is dying:
     /// try again later).
     public func remove() -> Bool {
+        abandonMemoryJoin()
         if usageDescriptor >= 0 {
             Descriptors.close(usageDescriptor)
             usageDescriptor = -1
@@ -572,6 +663,28 @@ public final class MemoryLevelWatch: LoopHandleOwner {
     deinit {
         Descriptors.close(eventFD)
         Descriptors.close(usageFD)
+    }
+}
+
+/// Where a task's late join of its memory cgroup stands, shared by the loop and the thread
+/// that moves it.
+final class MemoryJoin: Sendable {
+    enum State: Int { case waiting, moving, joined, abandoned }
+    private let value = Atomic<Int>(State.waiting.rawValue)
+
+    var state: State { State(rawValue: value.load(ordering: .acquiring)) ?? .abandoned }
+
+    /// The move starts: true unless it started already or the task ended.
+    func begin() -> Bool {
+        value.compareExchange(expected: State.waiting.rawValue, desired: State.moving.rawValue, ordering: .acquiringAndReleasing).exchanged
+    }
+
+    func finish(joined: Bool) {
+        value.store((joined ? State.joined : State.abandoned).rawValue, ordering: .releasing)
+    }
+
+    func abandon() {
+        _ = value.compareExchange(expected: State.waiting.rawValue, desired: State.abandoned.rawValue, ordering: .acquiringAndReleasing)
     }
 }
 

@@ -73,6 +73,40 @@ struct CLIContainmentTests {
         }
     }
 
+    @Test("a task and a child it forked at once are both in the task's memory cgroup: from the start with a memory-max, after a moment without one", arguments: [true, false])
+    func memoryCgroupHoldsTask(withMax: Bool) async throws {
+        let scratch = try CLIScratch()
+        // The child is forked first thing, before a late join could have happened.
+        let script = try scratch.write("join.sh", """
+        sleep 30 &
+        child=$!
+        cat /proc/self/cgroup > \(scratch.path("early"))
+        sleep 0.5
+        cat /proc/self/cgroup > \(scratch.path("late"))
+        cat /proc/$child/cgroup > \(scratch.path("child"))
+        kill $child
+        """)
+        let (r, report) = try await Self.run((withMax ? ["--memory-max", "1G"] : []) + ["--", "sh", script], in: scratch)
+        #expect(r.status == 0, "\(r)")
+        let containment = Self.containment(report)
+        guard Self.machineAllowsCgroups, containment["memory"] as? String != "proc" else {
+            #expect(containment["kind"] as? String != "cgroup" || containment["memory"] as? String == "proc", "\(r)")
+            return
+        }
+        let run = try #require(report["run"] as? String)
+        // The memory controller's line: "N:memory:/PATH" (v1), or "0::/PATH" where v2 counts memory.
+        func memoryLine(_ file: String) throws -> String {
+            let text = try String(contentsOfFile: scratch.path(file), encoding: .utf8)
+            let v1 = text.split(separator: "\n").first { $0.split(separator: ":", omittingEmptySubsequences: false).dropFirst().first?.split(separator: ",").contains("memory") == true }
+            return String(v1 ?? text.split(separator: "\n").first { $0.hasPrefix("0::") } ?? "")
+        }
+        for file in ["late", "child"] + (withMax ? ["early"] : []) {
+            let line = try memoryLine(file)
+            #expect(line.contains("/overtime-\(run)/task-"), "\(file): the memory cgroup is not the task's: \(line) (\(r))")
+        }
+        #expect(CLIJSON.int(report["peak_memory"]) ?? 0 > 0, "\(r)")
+    }
+
     @Test("in a mount namespace where the cgroup hierarchies are read-only: process groups, and the report says why")
     func readOnlyHierarchies() async throws {
         let scratch = try CLIScratch()
