@@ -3,6 +3,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <string.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -107,4 +110,12 @@ long overtime_filesystem_type(const char *path) {
     struct statfs info;
     if (statfs(path, &info) != 0) return -1;
     return (long)info.f_type;
+}
+
+int overtime_use_one_malloc_arena(void) {
+#ifdef __GLIBC__
+    return mallopt(M_ARENA_MAX, 1);
+#else
+    return 0;
+#endif
 }

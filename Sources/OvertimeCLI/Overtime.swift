@@ -1,4 +1,5 @@
 import Overtime
+import OvertimeLoop
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -34,6 +35,12 @@ enum OvertimeCommand {
         // Writing a report to a closed pipe must end in an exit code, not a SIGPIPE death.
         // (Tasks start with every signal reset to its default.)
         signal(SIGPIPE, SIG_IGN)
+        // One malloc arena for the whole process. glibc gives each new thread an arena of
+        // its own (64 MiB reserved, its first pages touched at once): the loop thread's
+        // was a share of every start's page faults and of the resident memory a container
+        // pays for PID 1 (docs/benchmarks.md, "Issue 16"). The supervisor's few threads
+        // (the caller, the loop, the samplers) seldom allocate at the same moment.
+        ProcessMemoryUse.useOneMallocArena()
         openMissingStandardDescriptors()
         let arguments = CommandLine.arguments.dropFirst()
         let code = run(arguments)

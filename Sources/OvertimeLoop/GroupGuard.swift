@@ -147,6 +147,11 @@ final class GroupGuard {
         loop = nil  // no more retries: the loop is closing
         guard channel >= 0 else { return }
         flush()  // the last unlistings, if the guard takes them now
+        // The run's trees, removed here where they are empty already (every task ended and
+        // its cgroup gone): the guard then finds nothing to empty, and exits at once
+        // instead of walking them while the supervisor waits. One still holding a cgroup
+        // stays, for the guard.
+        for tree in cgroupTrees { _ = rmdir(tree) }
         Descriptors.close(channel)
         channel = -1
         _ = overtime_reap_within(guardPID, 100)
