@@ -138,7 +138,12 @@ public struct TaskMachine: Sendable {
         self.policy = policy
         self.memory = memory
         self.startedAt = startedAt
-        budget = Budget(deadline: policy.budget.map { startedAt + $0 }, hardLimit: policy.maxRuntime.map { startedAt + $0 })
+        let fromStart = policy.maxRuntime.map { startedAt + $0 }
+        let hardLimit = switch (fromStart, policy.endsBy) {
+        case let (a?, b?): Swift.min(a, b)
+        case let (a, b): a ?? b
+        }
+        budget = Budget(deadline: policy.budget.map { startedAt + $0 }, hardLimit: hardLimit)
     }
 
     // MARK: What it holds

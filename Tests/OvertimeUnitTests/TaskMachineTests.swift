@@ -143,6 +143,26 @@ import Testing
         #expect(h.machine.cancelReason == .deadline)
     }
 
+    /// A batch deadline is an instant: a task started late (its spawn queued behind a
+    /// thousand others) is cancelled at that instant, not its max-runtime after its start.
+    @Test func anInstantToEndByCutsTheHardLimitWhateverTheStart() {
+        let start = MonotonicInstant(nanoseconds: 1_000_000_000_000)
+        var policy = BudgetPolicy(budget: nil, maxRuntime: .seconds(10))
+        policy.endsBy = start + .seconds(3)
+        var machine = TaskMachine(policy: policy, startedAt: start + .seconds(1))
+        var actions: [TaskMachine.Action] = []
+        machine.start(pid: 7, now: start + .seconds(1), into: &actions)
+        #expect(machine.hardLimit == start + .seconds(3))
+        machine.tick(now: start + .milliseconds(2999), into: &actions)
+        #expect(machine.phase == .running)
+        machine.tick(now: start + .seconds(3), into: &actions)
+        #expect(machine.phase == .cancelling(.deadline))
+        // And the earlier of the two wins the other way round.
+        policy.endsBy = start + .seconds(60)
+        let later = TaskMachine(policy: policy, startedAt: start)
+        #expect(later.hardLimit == start + .seconds(10))
+    }
+
     @Test func requireAdvanceIgnoresRepeatedProgress() {
         var h = Harness(BudgetPolicy(budget: .seconds(2), requireAdvance: true))
         h.send(.progress(Progress(completed: 5)))

@@ -420,6 +420,7 @@ final class BatchCore: EventSink {
         }
         var policy = task.policy
         policy.maxRuntime = maxRuntime
+        policy.endsBy = machine.deadline
         if let failure = journal.markAttempt(task.name, attempt: attempt) { onUpdate(.recordFailed(failure)) }
         let log = journal.logPath(for: task.name)
         var spec = TaskSpec(name: task.name, arguments: task.command, environment: environment,
