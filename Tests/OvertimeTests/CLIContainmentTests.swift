@@ -60,7 +60,7 @@ struct CLIContainmentTests {
         let run = try #require(report["run"] as? String)
         if Self.machineAllowsCgroups {
             #expect(containment["kind"] as? String == "cgroup", "\(r)")
-            #expect(r.stdout.contains("/overtime-\(run)/task-"), "the task's /proc/self/cgroup does not name its own cgroup: \(r)")
+            #expect(r.stdout.contains("/overtime-\(run)/slot-"), "the task's /proc/self/cgroup does not name its own cgroup: \(r)")
             let help = try await cliRun(["run", "--help"], in: scratch)
             #expect(help.stdout.contains("On this machine: a cgroup per task"), "\(help)")
         } else {
