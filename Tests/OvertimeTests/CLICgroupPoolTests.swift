@@ -74,6 +74,32 @@ struct CLICgroupPoolTests {
         #expect(Self.cpu(hungry) >= 0.45, "\(String(describing: hungry))")
     }
 
+    // Linux kills a child created inside a cgroup whose cgroup.kill was ever written
+    // (CLONE_INTO_CGROUP, since the fork/kill race fix): such a cgroup must not be reused.
+    @Test("a task killed through cgroup.kill does not pass its cgroup on; the next task runs")
+    func aKilledCgroupIsNotReused() async throws {
+        try #require(CLIContainmentTests.machineAllowsCgroups, "this machine offers no writable cgroup hierarchy")
+        let f = try CLIBatchFixture()
+        try f.writeJob(["concurrency": 1, "tasks": [
+            Self.warmUp,
+            // Deaf to the cancel: the SIGKILL after grace goes through cgroup.kill.
+            Self.task("deaf", "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(30)",
+                      ["budget": "1s", "grace": "300ms"]),
+            Self.task("after", "pass"),
+            Self.task("later", "pass"),
+        ]])
+        let r = try await f.run(["--progress", "none"])
+        let rows = try f.summaryTasks()
+        #expect(rows["deaf"]?["reason"] as? String == "timeout", "\(rows)")
+        for name in ["after", "later"] {
+            #expect(rows[name]?["outcome"] as? String == "succeeded", "\(name): \(rows)")
+        }
+        let deaf = try #require(Self.cgroupSeen(f, "deaf"), "\(r)")
+        #expect(Self.cgroupSeen(f, "after") != deaf, "the killed cgroup was given to the next task: \(r)")
+        // The next one's, killed in nothing, is reused.
+        #expect(Self.cgroupSeen(f, "later") == Self.cgroupSeen(f, "after"), "\(r)")
+    }
+
     @Test("the metrics' CPU of a running task in a reused cgroup is its own")
     func metricsStartAfresh() async throws {
         try #require(CLIContainmentTests.machineAllowsCgroups, "this machine offers no writable cgroup hierarchy")
