@@ -31,7 +31,7 @@ struct CLICgroupPoolTests {
     }
 
     /// A first task that reads what Python reads at start, so its page cache is charged to
-    /// a cgroup of its own (removed, it holds over 1 MiB of it) and not to the cgroup the
+    /// a cgroup of its own (removed when that is over 1 MiB) and not to the cgroup the
     /// tasks under test share, on a machine where no Python ran yet.
     static var warmUp: [String: Any] { task("warm-up", "import signal, time") }
 
