@@ -67,18 +67,21 @@ final class MemoryWatch {
 }
 
 /// Task cgroups whose last processes were still dying when the task ended (a SIGKILL takes
-/// a moment): retried until they are removed, for a while, then left to the task guard,
-/// which empties the run's tree when the supervisor exits. Loop-thread only.
+/// a moment): retried until they are empty and back in the run's pool or removed
+/// (`CgroupTree.release`), for a while, then left to the task guard, which empties the
+/// run's tree when the supervisor exits. Loop-thread only.
 final class CgroupRetirement {
-    private var pending: [(cgroup: TaskCgroup, tries: Int)] = []
+    private var pending: [(cgroup: TaskCgroup, tree: CgroupTree, tries: Int)] = []
     private var timer: LoopTimer?
     /// 50 tries 100 ms apart: five seconds for a process to finish dying.
     static let tries = 50
 
-    func retire(_ cgroup: TaskCgroup, loop: EventLoop) {
-        if cgroup.remove() { return }
+    /// A task is done with `cgroup`: released to `tree` now when it is empty, else killed
+    /// and retried.
+    func retire(_ cgroup: TaskCgroup, from tree: CgroupTree, loop: EventLoop) {
+        if tree.release(cgroup) { return }
         cgroup.killAll()
-        pending.append((cgroup, 0))
+        pending.append((cgroup, tree, 0))
         if timer == nil {
             timer = LoopTimer(loop: loop)
             arm()
@@ -91,8 +94,8 @@ final class CgroupRetirement {
 
     private func retry() {
         pending = pending.compactMap { entry in
-            if entry.cgroup.remove() || entry.tries + 1 >= Self.tries { return nil }
-            return (entry.cgroup, entry.tries + 1)
+            if entry.tree.release(entry.cgroup) || entry.tries + 1 >= Self.tries { return nil }
+            return (entry.cgroup, entry.tree, entry.tries + 1)
         }
         if pending.isEmpty {
             timer?.close()

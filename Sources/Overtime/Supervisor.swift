@@ -303,6 +303,9 @@ public final class Supervisor: Sendable {
         // Queued before the loop's own shutdown, so it runs first, while handles are open.
         loop.execute {
             for runner in Array(core.value.runners.values) { runner.endForShutdown() }
+            // The emptied cgroups waiting for a task go now; those still emptying are the
+            // task guard's (it removes every cgroup in the run's directories).
+            core.value.cgroups?.removeFreeSlots()
             core.value.memoryWatch.stop()
             // The tasks have ended: the metrics file gets its final values.
             core.value.metrics?.finish()

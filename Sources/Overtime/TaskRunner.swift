@@ -133,10 +133,9 @@ final class TaskRunner {
             )
             isolate(&request)
             if let tree = core.cgroups {
-                let made = try TaskCgroup(tree: tree, name: "task-\(ref.id)", memoryLimit: spec.memory.hardLimit,
-                                          memoryBeforeExec: spec.memory.max != nil)
+                let made = try tree.taskCgroup(memoryLimit: spec.memory.hardLimit, memoryBeforeExec: spec.memory.max != nil)
                 cgroup = made
-                request.cgroupProcs = made.procsDescriptors
+                request.cgroupProcs = made.procsForSpawn
                 request.cgroupDirectory = made.v2DirectoryDescriptor
             }
             defer { cgroup?.spawned() }
@@ -277,7 +276,7 @@ final class TaskRunner {
     }
 
     private func failToStart(_ error: any Error) {
-        if let cgroup, !cgroup.remove() { core.retiredCgroups.retire(cgroup, loop: supervisor.loop) }
+        if let cgroup, let tree = core.cgroups { core.retiredCgroups.retire(cgroup, from: tree, loop: supervisor.loop) }
         cgroup = nil
         channel?.close()
         channel = nil
@@ -1017,9 +1016,9 @@ final class TaskRunner {
                 outcome.likelyOOM = true
             }
         }
-        if let cgroup {
+        if let cgroup, let tree = core.cgroups {
             self.cgroup = nil
-            core.retiredCgroups.retire(cgroup, loop: supervisor.loop)
+            core.retiredCgroups.retire(cgroup, from: tree, loop: supervisor.loop)
         }
         supervisor.emit(TaskEvent(task: ref, time: Self.clock(), kind: .exited(outcome)))
         handle.complete(outcome)

@@ -139,7 +139,9 @@ public struct CgroupProbe: Sendable, Equatable {
 }
 
 /// The run's own cgroups: `overtime-<run>` under the supervisor's directory in each
-/// hierarchy the probe found, with a cgroup per task below. Loop-thread only.
+/// hierarchy the probe found, with a cgroup per task below (`slot-<n>`), reused from task
+/// to task once emptied: a batch of short tasks would otherwise spend a good part of its
+/// supervisor's time in the kernel making and removing cgroups. Loop-thread only.
 public final class CgroupTree {
     /// The run's v2 directory: containment (every process of a task, `cgroup.kill`) and
     /// CPU time (`cpu.stat`, kept whether or not the cpu controller is on).
@@ -150,6 +152,29 @@ public final class CgroupTree {
     public let v1MemoryDirectory: String?
     /// Why a hierarchy the probe found could not be used after all.
     public let problems: [String]
+
+    /// Emptied slots waiting for a task, the most recently emptied last.
+    private var free: [TaskCgroup] = []
+    /// How many pooled slots exist, free or in use: at most `poolCapacity`, so the
+    /// descriptors they keep open stay bounded however many tasks run at once.
+    private var pooledSlots = 0
+    private var nextSlot = 1
+    /// How many slots may be pooled. Each keeps up to 8 descriptors open (its two
+    /// `cgroup.procs`, the v2 directory, `cgroup.kill`, `cpu.stat`, and v1's usage, peak and
+    /// OOM counter): 32 of them hold 256, a quarter of the common soft limit of 1024,
+    /// while a batch at concurrency 8 uses 9 or so.
+    public static let poolCapacity = 32
+    /// The most memory an emptied v1 cgroup may still have charged to go back to the pool,
+    /// since the next task's usage and peak would count it (charged, it is not the next
+    /// task's to give back). Measured here (Linux 6.18, 2 CPUs): a cgroup that ran
+    /// `/bin/true` or `sleep` keeps 120–560 KiB, not growing from task to task — kernel
+    /// objects freed a moment later and the kernel's per-CPU charge batch (64 pages), which
+    /// a fresh cgroup's first charge shows as well (a fresh `/bin/true` peaks at 256 KiB).
+    /// One that read files keeps their page cache: removed, its charges stay with the parent.
+    public static let reusableLeftover: UInt64 = 1 << 20
+    /// Whether slots are reused at all: not where memory is v2's, whose `memory.peak` a
+    /// reader by path cannot reset (Linux 6.12+ resets it for one open file only).
+    private var pools: Bool { !v2Memory }
 
     /// Makes the run's directories: the tree (nil when neither could be made) and why it is
     /// not more than it is.
@@ -193,6 +218,57 @@ public final class CgroupTree {
         self.problems = problems
     }
 
+    /// A cgroup for a task: an emptied one from the pool, its figures started afresh
+    /// (`TaskCgroup.begin`), else a new slot.
+    /// - Throws: `SystemError` naming the directory or file that failed.
+    /// - Parameter memoryBeforeExec: whether the task enters its memory cgroup before exec
+    ///   (`TaskCgroup.planMemoryJoin`).
+    public func taskCgroup(memoryLimit: UInt64?, memoryBeforeExec: Bool = true) throws(SystemError) -> TaskCgroup {
+        while let slot = free.popLast() {
+            do throws(SystemError) {
+                try slot.begin(memoryLimit: memoryLimit)
+                slot.planMemoryJoin(memoryBeforeExec: memoryBeforeExec)
+                return slot
+            } catch {
+                // A file of it failed: a new one instead (and this one, if it cannot be
+                // removed now, is left to the task guard, its descriptors closed).
+                if !forget(slot) { pooledSlots -= 1 }
+            }
+        }
+        let pooled = pools && pooledSlots < Self.poolCapacity
+        let slot = try TaskCgroup(tree: self, name: "slot-\(nextSlot)", memoryLimit: memoryLimit, pooled: pooled)
+        slot.planMemoryJoin(memoryBeforeExec: memoryBeforeExec)
+        nextSlot += 1
+        if pooled { pooledSlots += 1 }
+        return slot
+    }
+
+    /// A task is done with its cgroup: back to the pool when nothing of the task is left
+    /// in it (no process, at most `reusableLeftover` of memory charged), else removed.
+    /// - Returns: false while a process is still in it (dying: call again later).
+    public func release(_ slot: TaskCgroup) -> Bool {
+        guard slot.isEmpty else { return false }
+        if slot.pooled, !slot.killWritten, (slot.leftoverMemory ?? 0) <= Self.reusableLeftover {
+            free.append(slot)
+            return true
+        }
+        return forget(slot)
+    }
+
+    /// Removes a slot for good; false while a process is in it.
+    @discardableResult
+    private func forget(_ slot: TaskCgroup) -> Bool {
+        guard slot.remove() else { return false }
+        if slot.pooled { pooledSlots -= 1 }
+        return true
+    }
+
+    /// Removes the free slots (at the end of the run, before the run's directories).
+    public func removeFreeSlots() {
+        for slot in free { forget(slot) }
+        free.removeAll()
+    }
+
     /// The run's directories, for the group guard to empty if the supervisor dies.
     public var directories: [String] { [v2Directory, v1MemoryDirectory].compactMap { $0 } }
 
@@ -231,6 +307,28 @@ public struct CgroupUsageFiles: Sendable, Hashable {
     public let memoryDirectory: String?
     /// Whether `memoryDirectory` is in the v2 hierarchy (else v1).
     public let memoryIsV2: Bool
+    /// `cpu.stat`'s user and system microseconds when the task got the cgroup: the cgroup
+    /// may have served earlier tasks (the run's pool), and the counters only ever grow.
+    public let cpuBaseline: (user: UInt64, system: UInt64)
+
+    public init(v2Directory: String?, memoryDirectory: String?, memoryIsV2: Bool, cpuBaseline: (user: UInt64, system: UInt64) = (0, 0)) {
+        self.v2Directory = v2Directory
+        self.memoryDirectory = memoryDirectory
+        self.memoryIsV2 = memoryIsV2
+        self.cpuBaseline = cpuBaseline
+    }
+
+    public static func == (a: Self, b: Self) -> Bool {
+        a.v2Directory == b.v2Directory && a.memoryDirectory == b.memoryDirectory && a.memoryIsV2 == b.memoryIsV2
+            && a.cpuBaseline == b.cpuBaseline
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(v2Directory)
+        hasher.combine(memoryDirectory)
+        hasher.combine(cpuBaseline.user)
+        hasher.combine(cpuBaseline.system)
+    }
 
     /// The memory cgroup's usage file (v2 `memory.current`, v1 `memory.usage_in_bytes`).
     public var usagePath: String? {
@@ -252,54 +350,82 @@ public struct CgroupUsageFiles: Sendable, Hashable {
     public func processIDs() -> [Int32] {
         guard let directory = v2Directory ?? memoryDirectory,
               let bytes = Descriptors.readWholeFile(directory + "/cgroup.procs") else { return [] }
-        return bytes.split(separator: UInt8(ascii: "\n")).compactMap { Int32(String(decoding: $0, as: UTF8.self)) }
+        return TaskCgroup.processIDs(bytes)
     }
 
-    /// The high-water mark of memory use (`TaskCgroup.peakMemory`).
+    /// The high-water mark of memory use (`TaskCgroup.peakMemory`). A pooled cgroup's is
+    /// reset when a task gets it (v1; a v2 memory cgroup is never pooled).
     public func peakMemory() -> UInt64? {
         guard let memoryDirectory else { return nil }
         return TaskCgroup.number(Descriptors.readWholeFile(memoryDirectory + (memoryIsV2 ? "/memory.peak" : "/memory.max_usage_in_bytes")))
     }
 
-    /// CPU time of everything that ran in it (`TaskCgroup.cpuMicroseconds`).
+    /// CPU time of everything that ran in it for this task (`TaskCgroup.cpuMicroseconds`).
     public func cpuMicroseconds() -> (user: UInt64, system: UInt64)? {
         guard let v2Directory else { return nil }
-        let stat = Descriptors.readWholeFile(v2Directory + "/cpu.stat")
-        guard let user = TaskCgroup.keyed(stat, "user_usec"), let system = TaskCgroup.keyed(stat, "system_usec") else { return nil }
-        return (user, system)
+        return since(cpuBaseline, TaskCgroup.cpu(Descriptors.readWholeFile(v2Directory + "/cpu.stat")))
+    }
+
+    func since(_ baseline: (user: UInt64, system: UInt64), _ now: (user: UInt64, system: UInt64)?) -> (user: UInt64, system: UInt64)? {
+        guard let now else { return nil }
+        return (now.user >= baseline.user ? now.user - baseline.user : 0, now.system >= baseline.system ? now.system - baseline.system : 0)
     }
 }
 
-/// One task's cgroups. Made before the spawn; the child is created inside the v2 one and
-/// enters the others itself before exec (`procsDescriptors`), except a v1 memory cgroup it
-/// may join after it started (`joinMemory()`). Loop-thread only.
+/// A task's cgroups: a slot of the run's tree (`slot-<n>` in each hierarchy), made for the
+/// task or taken from the run's pool of emptied ones (`CgroupTree.taskCgroup`), where it
+/// goes back when the task has ended and nothing of it is left (`CgroupTree.release`).
+/// The child is created inside the v2 one and enters the others itself before exec
+/// (`procsForSpawn`), except a v1 memory cgroup it may join after it started
+/// (`joinMemory()`). Loop-thread only.
+///
+/// Each task's figures start from zero: CPU from a baseline of the cumulative `cpu.stat`,
+/// OOM kills from one of `oom_kill`, the v1 peak reset by the kernel, the limit set again.
 public final class TaskCgroup {
     public let v2Directory: String?
     public let memoryDirectory: String?
     /// Whether `memoryDirectory` is in the v2 hierarchy (else v1).
     public let memoryIsV2: Bool
-    /// The same directories, for reading its figures elsewhere.
-    public let usageFiles: CgroupUsageFiles
-    /// `cgroup.procs` of each, open for writing, for the spawn (the v2 one first); closed by
-    /// `spawned()`.
+    /// The same directories, for reading the present task's figures elsewhere.
+    public private(set) var usageFiles: CgroupUsageFiles
+    /// Whether it may go back to the run's pool, and so keeps the descriptors it is read
+    /// and written through open (the pool's slots only: a batch may run thousands of tasks
+    /// at once, and a descriptor each for every file would be thousands more).
+    let pooled: Bool
+    /// `cgroup.procs` of each, open, for the spawn (the v2 one first); closed by `spawned()`
+    /// unless the slot is pooled (the v2 one is read through too: whether it is empty).
     public private(set) var procsDescriptors: [Int32] = []
-    /// The v2 directory, open, for a child created inside it (-1: none); closed by `spawned()`.
+    /// The v2 directory, open, for a child created inside it (-1: none); closed by
+    /// `spawned()` unless the slot is pooled.
     public private(set) var v2DirectoryDescriptor: Int32 = -1
-    /// The v1 memory cgroup's `cgroup.procs`, open, when the task joins it after its start
-    /// (`joinMemory()`); -1 when it joins before exec, or has joined.
-    private var lateMemoryProcs: Int32 = -1
-    /// Where a late join stands (`MemoryJoin`); nil when the task joins before exec.
-    private let lateJoin: MemoryJoin?
+    /// The memory hard limit in force (nil: none), so a reuse writes it only when it changes.
+    private var memoryLimit: UInt64?
+    /// `oom_kill` when the task got the cgroup.
+    private var oomBaseline: UInt64 = 0
+    /// Whether `cgroup.kill` was written: such a cgroup is not reused. Since the fix of the
+    /// fork/kill race (Linux 6.14, and stable kernels after), a clone compares the target
+    /// cgroup's kill count with one read, for CLONE_INTO_CGROUP, from the parent's cgroup
+    /// (the target is not known yet where it is read): every child created inside a cgroup
+    /// that was ever killed is SIGKILLed at birth (seen on 6.18).
+    private(set) var killWritten = false
+    /// Where the present task's late join of its v1 memory cgroup stands (`MemoryJoin`);
+    /// nil when it joined before exec.
+    private var lateJoin: MemoryJoin?
+    /// The files read or written once or more per task, open while the slot is pooled.
+    private var kept: [KeptFile: Int32] = [:]
 
-    /// Makes the task's cgroups, with the memory hard limit when given.
-    /// - Parameter memoryBeforeExec: whether the child must be in its memory cgroup before
-    ///   it execs. False lets a hybrid machine's task (v2 holds it, v1 counts its memory)
-    ///   join its v1 memory cgroup after it started (`joinMemory()`): the first move into a
-    ///   v1 cgroup after a quiet spell waits for an RCU grace period (about 12 ms here,
-    ///   docs/benchmarks.md), which a task with no memory limit need not wait for. A task
-    ///   with a `memory-max` always joins first: its limit counts from the first byte.
+    enum KeptFile: Hashable {
+        case usage, peak, oomCounter, cpuStat, kill
+    }
+
+    /// Makes a task's cgroups, with the memory hard limit when given: a one-off (removed
+    /// when the task ends, as a cgroup that would not go back to the pool is).
     /// - Throws: `SystemError` naming the directory or file that failed.
-    public init(tree: CgroupTree, name: String, memoryLimit: UInt64?, memoryBeforeExec: Bool = true) throws(SystemError) {
+    public convenience init(tree: CgroupTree, name: String, memoryLimit: UInt64?) throws(SystemError) {
+        try self.init(tree: tree, name: name, memoryLimit: memoryLimit, pooled: false)
+    }
+
+    init(tree: CgroupTree, name: String, memoryLimit: UInt64?, pooled: Bool) throws(SystemError) {
         var made: [String] = []
         func make(_ directory: String) throws(SystemError) {
             guard mkdir(directory, 0o755) == 0 || errno == EEXIST else {
@@ -317,6 +443,7 @@ public final class TaskCgroup {
         memoryIsV2 = tree.v2Memory
         memoryDirectory = tree.v2Memory ? v2 : v1
         usageFiles = CgroupUsageFiles(v2Directory: v2, memoryDirectory: memoryDirectory, memoryIsV2: memoryIsV2)
+        self.pooled = pooled
         if let memoryLimit, let memoryDirectory {
             let file = memoryIsV2 ? "/memory.max" : "/memory.limit_in_bytes"
             let code = CgroupTree.write(String(memoryLimit), to: memoryDirectory + file)
@@ -325,35 +452,54 @@ public final class TaskCgroup {
                 throw SystemError("set the task's memory limit in \(memoryDirectory + file)", errno: code)
             }
         }
-        // Late only where the v2 cgroup lists every process to move (a child is born in
-        // it), and only for v1: a v2 memory cgroup is the one the child is born in.
-        let late = !memoryBeforeExec && v2 != nil && v1 != nil && !tree.v2Memory
-        lateJoin = late ? MemoryJoin() : nil
+        self.memoryLimit = memoryLimit
         for directory in made {
-            let fd = open(directory + "/cgroup.procs", O_WRONLY | O_CLOEXEC)
+            // Read and write: the pool reads the v2 one to know the cgroup is empty.
+            let fd = open(directory + "/cgroup.procs", O_RDWR | O_CLOEXEC)
             guard fd >= 0 else {
                 let error = SystemError("open \(directory)/cgroup.procs", errno: errno)
                 procsDescriptors.forEach(Descriptors.close)
-                if lateMemoryProcs >= 0 { Descriptors.close(lateMemoryProcs) }
                 made.forEach { _ = rmdir($0) }
                 throw error
             }
-            if late, directory == v1 {
-                lateMemoryProcs = fd
-            } else {
-                procsDescriptors.append(fd)
-            }
+            procsDescriptors.append(fd)
         }
         // Without it the child writes cgroup.procs as before: not an error.
         if let v2 { v2DirectoryDescriptor = open(v2, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
     }
 
-    /// The spawn is over (the child entered, or failed): the descriptors go.
+    /// The spawn is over (the child entered, or failed): the descriptors go, unless the
+    /// slot is pooled (its next task spawns through them).
     public func spawned() {
+        guard !pooled else { return }
+        closeSpawnDescriptors()
+    }
+
+    private func closeSpawnDescriptors() {
         procsDescriptors.forEach(Descriptors.close)
         procsDescriptors.removeAll()
         if v2DirectoryDescriptor >= 0 { Descriptors.close(v2DirectoryDescriptor) }
         v2DirectoryDescriptor = -1
+    }
+
+    /// A task takes the slot from the pool (empty: `CgroupTree.release` saw to it): its
+    /// figures start from here. The kernel's peak is reset to the usage now (v1: a write
+    /// of 0 to `memory.max_usage_in_bytes`), which the pool keeps small (`leftoverMemory`).
+    /// - Throws: `SystemError` when a file cannot be written; the slot is then not used.
+    func begin(memoryLimit limit: UInt64?) throws(SystemError) {
+        if let memoryDirectory, limit != memoryLimit {
+            let file = memoryIsV2 ? "/memory.max" : "/memory.limit_in_bytes"
+            let code = CgroupTree.write(limit.map(String.init) ?? (memoryIsV2 ? "max" : "-1"), to: memoryDirectory + file)
+            guard code == 0 else { throw SystemError("set the task's memory limit in \(memoryDirectory + file)", errno: code) }
+            memoryLimit = limit
+        }
+        if memoryDirectory != nil, !memoryIsV2 {
+            let code = write(.peak, "0")
+            guard code == 0 else { throw SystemError("reset the peak in \(memoryDirectory!)/memory.max_usage_in_bytes", errno: code) }
+        }
+        oomBaseline = readOOMCounter() ?? 0
+        usageFiles = CgroupUsageFiles(v2Directory: v2Directory, memoryDirectory: memoryDirectory, memoryIsV2: memoryIsV2,
+                                      cpuBaseline: readCPU() ?? (0, 0))
     }
 
     /// Every process in the task's cgroup (`CgroupUsageFiles.processIDs`).
@@ -362,6 +508,26 @@ public final class TaskCgroup {
     }
 
     // MARK: Joining the memory cgroup late
+
+    /// Says how the present task enters its memory cgroup (before each task, new slot or
+    /// reused). Late only where the v2 cgroup lists every process to move (a child is born
+    /// in it), and only for v1: a v2 memory cgroup is the one the child is born in.
+    /// - Parameter memoryBeforeExec: whether the child must be in its memory cgroup before
+    ///   it execs. False lets a hybrid machine's task (v2 holds it, v1 counts its memory)
+    ///   join its v1 memory cgroup after it started (`joinMemory()`): the first move into a
+    ///   v1 cgroup after a quiet spell waits for an RCU grace period (about 12 ms here,
+    ///   docs/benchmarks.md), which a task with no memory limit need not wait for. A task
+    ///   with a `memory-max` always joins first: its limit counts from the first byte.
+    func planMemoryJoin(memoryBeforeExec: Bool) {
+        let late = !memoryBeforeExec && v2Directory != nil && memoryDirectory != nil && !memoryIsV2
+        lateJoin = late ? MemoryJoin() : nil
+    }
+
+    /// The `cgroup.procs` the child writes itself into before exec: every one but a v1
+    /// memory cgroup it joins late (`procsDescriptors`: the v2 one first, then v1).
+    public var procsForSpawn: [Int32] {
+        lateJoin == nil ? procsDescriptors : Array(procsDescriptors.prefix(1))
+    }
 
     /// Whether the memory cgroup counts the task: from before exec, or since its late join.
     /// Until then its figures (usage, peak, OOM kills) are not the task's.
@@ -383,19 +549,24 @@ public final class TaskCgroup {
     /// The task's figures as far as they are its own: without the memory directory until
     /// a late join is done (for readers on other threads, the metrics' sampler).
     public var usageFilesNow: CgroupUsageFiles {
-        memoryCountsTask ? usageFiles : CgroupUsageFiles(v2Directory: v2Directory, memoryDirectory: nil, memoryIsV2: memoryIsV2)
+        memoryCountsTask ? usageFiles
+            : CgroupUsageFiles(v2Directory: v2Directory, memoryDirectory: nil, memoryIsV2: memoryIsV2, cpuBaseline: usageFiles.cpuBaseline)
     }
 
     /// Moves every process of the task (its v2 cgroup lists them all) into its v1 memory
     /// cgroup, on a thread of its own: the move may wait for a grace period, which the loop
     /// must not. Processes forked while the list is read are caught by reading it again
-    /// until a pass finds none new. Once only; nothing after the task ended.
+    /// until a pass finds none new. Once only; nothing after the task ended. (Should the
+    /// slot pass to the next task while the thread waits, it moves that task's processes
+    /// into the same slot's v1 cgroup: where they belong, if early.)
     public func joinMemory() {
-        guard let lateJoin, lateMemoryProcs >= 0, lateJoin.begin() else { return }
-        let procs = lateMemoryProcs
-        lateMemoryProcs = -1
+        guard let lateJoin, let memoryDirectory, lateJoin.begin() else { return }
         let files = usageFiles
         DetachedThread.run {
+            // Opened here, off the loop: the slot's own descriptor is closed after the spawn
+            // unless the slot is pooled.
+            let procs = open(memoryDirectory + "/cgroup.procs", O_WRONLY | O_CLOEXEC)
+            guard procs >= 0 else { return lateJoin.finish(joined: false) }
             var moved = Set<Int32>()
             var entered = 0
             for _ in 0..<16 {
@@ -415,12 +586,7 @@ public final class TaskCgroup {
 
     /// The task ended: a join not begun never will.
     public func abandonMemoryJoin() {
-        guard let lateJoin else { return }
-        lateJoin.abandon()
-        if lateMemoryProcs >= 0 {
-            Descriptors.close(lateMemoryProcs)
-            lateMemoryProcs = -1
-        }
+        lateJoin?.abandon()
     }
 
     /// Sends `signal` to every process in the cgroup, `setsid` or not. A process forked
@@ -435,15 +601,28 @@ public final class TaskCgroup {
 
     /// SIGKILL to everything in it: `cgroup.kill` (v2, Linux 5.14+), which no fork escapes;
     /// else the list, again until it is empty (bounded: a fork bomb is killed as it forks).
+    /// Nothing when it is empty already: only the supervisor puts a process in it.
     public func killAll() {
-        if let v2Directory, CgroupTree.write("1", to: v2Directory + "/cgroup.kill") == 0 { return }
+        guard !isEmpty else { return }
+        if v2Directory != nil, write(.kill, "1") == 0 {
+            killWritten = true
+            return
+        }
         for _ in 0..<100 {
             if signalAll(SIGKILL) == 0 { break }
         }
     }
 
-    /// Whether a process is left in it.
-    public var isEmpty: Bool { processIDs().isEmpty }
+    /// Whether a process is left in it: the v2 `cgroup.procs` read through the open
+    /// descriptor where there is one (a byte says it is not empty).
+    public var isEmpty: Bool {
+        if v2Directory != nil, let procs = procsDescriptors.first {
+            var byte: UInt8 = 0
+            let n = pread(procs, &byte, 1, 0)
+            if n >= 0 { return n == 0 }
+        }
+        return processIDs().isEmpty
+    }
 
     /// The memory the task uses now, as the watchdog judges it: the cgroup's usage less its
     /// inactive file cache (the kernel's "working set", what Kubernetes evicts on), since
@@ -456,18 +635,14 @@ public final class TaskCgroup {
         return usageFiles.memoryInUse(usage: usage, exactFrom: exactFrom)
     }
 
-    /// The usage file, kept open and read again from its start (`pread`): the kernel makes
-    /// its text afresh for each read, and an open and a close per sample cost more than it.
-    private var usageDescriptor: Int32 = -1
-
+    /// The usage file, kept open and read again from its start (`pread`) while the task
+    /// runs (and while the slot is pooled): the kernel makes its text afresh for each read,
+    /// and an open and a close per sample cost more than it.
     private func readUsage() -> UInt64? {
-        guard let path = usageFiles.usagePath else { return nil }
-        if usageDescriptor < 0 {
-            usageDescriptor = open(path, O_RDONLY | O_CLOEXEC)
-            guard usageDescriptor >= 0 else { return nil }
-        }
+        guard let fd = descriptor(.usage, keptEvenOneOff: true) else { return nil }
+        // Digits read in place: the watchdog reads it 4 times a second for every task.
         return withUnsafeTemporaryAllocation(byteCount: 32, alignment: 1) { buffer -> UInt64? in
-            let n = pread(usageDescriptor, buffer.baseAddress, buffer.count, 0)
+            let n = pread(fd, buffer.baseAddress, buffer.count, 0)
             guard n > 0 else { return nil }
             var value: UInt64 = 0
             for byte in buffer.prefix(n) {
@@ -478,39 +653,96 @@ public final class TaskCgroup {
         }
     }
 
+    /// What the cgroup's memory still holds with no process in it (page cache, kernel
+    /// objects freed late, the kernel's per-CPU charge batch): what the next task would
+    /// inherit in its usage and peak. nil without a memory cgroup.
+    var leftoverMemory: UInt64? { readUsage() }
+
     deinit {
-        if usageDescriptor >= 0 { Descriptors.close(usageDescriptor) }
-        if lateMemoryProcs >= 0 { Descriptors.close(lateMemoryProcs) }
+        closeDescriptors()
     }
 
-    /// The cgroup's high-water mark of memory use (v1 `memory.max_usage_in_bytes`, v2
-    /// `memory.peak` from Linux 5.19): page cache the task caused included, as the kernel
-    /// counts it.
+    private func closeDescriptors() {
+        closeSpawnDescriptors()
+        kept.values.forEach(Descriptors.close)
+        kept.removeAll()
+    }
+
+    /// The cgroup's high-water mark of memory use since the task got it (v1
+    /// `memory.max_usage_in_bytes`, v2 `memory.peak` from Linux 5.19): page cache the task
+    /// caused included, as the kernel counts it.
     public func peakMemory() -> UInt64? {
-        memoryCountsTask ? usageFiles.peakMemory() : nil
+        memoryCountsTask ? Self.number(read(.peak)) : nil
     }
 
-    /// How many processes the kernel's OOM killer killed in it (v1 `memory.oom_control`,
-    /// v2 `memory.events`: `oom_kill`); nil without a memory cgroup or the counter.
+    /// How many processes the kernel's OOM killer killed in it for this task (v1
+    /// `memory.oom_control`, v2 `memory.events`: `oom_kill`); nil without a memory cgroup
+    /// or the counter.
     public func oomKills() -> Int? {
-        guard memoryCountsTask, let memoryDirectory else { return nil }
-        let file = memoryIsV2 ? "/memory.events" : "/memory.oom_control"
-        return Self.keyed(Descriptors.readWholeFile(memoryDirectory + file), "oom_kill").map { Int(clamping: $0) }
+        guard memoryCountsTask, let count = readOOMCounter() else { return nil }
+        return Int(clamping: count >= oomBaseline ? count - oomBaseline : 0)
     }
 
-    /// CPU time of everything that ran in it (v2 `cpu.stat`), in microseconds.
+    private func readOOMCounter() -> UInt64? {
+        Self.keyed(read(.oomCounter), "oom_kill")
+    }
+
+    /// CPU time of everything that ran in it for this task (v2 `cpu.stat`), in microseconds.
     public func cpuMicroseconds() -> (user: UInt64, system: UInt64)? {
-        usageFiles.cpuMicroseconds()
+        usageFiles.since(usageFiles.cpuBaseline, readCPU())
+    }
+
+    private func readCPU() -> (user: UInt64, system: UInt64)? {
+        Self.cpu(read(.cpuStat))
+    }
+
+    /// The file's path, and how it is opened (nil: the slot has no such file).
+    private func place(of file: KeptFile) -> (path: String, flags: Int32)? {
+        switch file {
+        case .usage: usageFiles.usagePath.map { ($0, O_RDONLY) }
+        // Read and written (reset) through the same descriptor.
+        case .peak: memoryDirectory.map { ($0 + (memoryIsV2 ? "/memory.peak" : "/memory.max_usage_in_bytes"), O_RDWR) }
+        case .oomCounter: memoryDirectory.map { ($0 + (memoryIsV2 ? "/memory.events" : "/memory.oom_control"), O_RDONLY) }
+        case .cpuStat: v2Directory.map { ($0 + "/cpu.stat", O_RDONLY) }
+        case .kill: v2Directory.map { ($0 + "/cgroup.kill", O_WRONLY) }
+        }
+    }
+
+    /// The file's kept descriptor, opened the first time; nil when it cannot be, or when
+    /// the slot is a one-off (then the caller opens and closes it), unless `keptEvenOneOff`.
+    private func descriptor(_ file: KeptFile, keptEvenOneOff: Bool = false) -> Int32? {
+        if let fd = kept[file] { return fd }
+        guard pooled || keptEvenOneOff, let (path, flags) = place(of: file) else { return nil }
+        let fd = open(path, flags | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        kept[file] = fd
+        return fd
+    }
+
+    /// A cgroup file's text: through its kept descriptor when the slot is pooled, else
+    /// opened and closed.
+    private func read(_ file: KeptFile) -> [UInt8]? {
+        if let fd = descriptor(file) { return Self.readFromStart(fd) }
+        return place(of: file).flatMap { Descriptors.readWholeFile($0.path) }
+    }
+
+    /// Writes `text` to one of the slot's files (`memory.max_usage_in_bytes`,
+    /// `cgroup.kill`); 0, or the errno.
+    private func write(_ file: KeptFile, _ text: String) -> Int32 {
+        guard let fd = descriptor(file) else {
+            guard let (path, _) = place(of: file) else { return ENOENT }
+            return CgroupTree.write(text, to: path)
+        }
+        let bytes = Array(text.utf8)
+        let n = bytes.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
+        return n == bytes.count ? 0 : n < 0 ? errno : EIO
     }
 
     /// Removes the task's cgroups; false while a process is still in one (it is dying:
-    /// try again later).
+    /// try again later). Its descriptors close first.
     public func remove() -> Bool {
         abandonMemoryJoin()
-        if usageDescriptor >= 0 {
-            Descriptors.close(usageDescriptor)
-            usageDescriptor = -1
-        }
+        closeDescriptors()
         var removed = true
         for directory in [v2Directory, memoryDirectory == v2Directory ? nil : memoryDirectory].compactMap({ $0 }) {
             if rmdir(directory) != 0, errno != ENOENT { removed = false }
@@ -518,9 +750,27 @@ public final class TaskCgroup {
         return removed
     }
 
+    /// A cgroup file's whole text, read again from its start (the kernel makes it afresh).
+    static func readFromStart(_ fd: Int32) -> [UInt8]? {
+        withUnsafeTemporaryAllocation(byteCount: 1024, alignment: 1) { buffer -> [UInt8]? in
+            let n = pread(fd, buffer.baseAddress, buffer.count, 0)
+            guard n >= 0 else { return nil }
+            return Array(buffer.prefix(n))
+        }
+    }
+
     static func number(_ bytes: [UInt8]?) -> UInt64? {
         guard let bytes else { return nil }
         return UInt64(String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: " \n"))
+    }
+
+    static func processIDs(_ bytes: [UInt8]) -> [Int32] {
+        bytes.split(separator: UInt8(ascii: "\n")).compactMap { Int32(String(decoding: $0, as: UTF8.self)) }
+    }
+
+    static func cpu(_ stat: [UInt8]?) -> (user: UInt64, system: UInt64)? {
+        guard let user = keyed(stat, "user_usec"), let system = keyed(stat, "system_usec") else { return nil }
+        return (user, system)
     }
 
     /// The value of `key` in a flat-keyed file ("key value" lines).

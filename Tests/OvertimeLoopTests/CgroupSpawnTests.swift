@@ -16,7 +16,8 @@ import Testing
         let (madeTree, notes) = CgroupTree.make(probe: probe, runID: "spawn-test-\(getpid())-\(name)")
         let tree = try #require(madeTree, "no cgroup tree: \(notes)")
         defer { CgroupTree.remove(tree.directories) }
-        let cgroup = try TaskCgroup(tree: tree, name: "task-1", memoryLimit: nil)
+        let cgroup = try TaskCgroup(tree: tree, name: "slot-1", memoryLimit: nil)
+        defer { _ = cgroup.remove() }
         let file = NSTemporaryDirectory() + "cgroup-seen-\(getpid())-\(name)"
         defer { unlink(file) }
         let loop = try EventLoop()

@@ -60,7 +60,7 @@ struct CLIContainmentTests {
         let run = try #require(report["run"] as? String)
         if Self.machineAllowsCgroups {
             #expect(containment["kind"] as? String == "cgroup", "\(r)")
-            #expect(r.stdout.contains("/overtime-\(run)/task-"), "the task's /proc/self/cgroup does not name its own cgroup: \(r)")
+            #expect(r.stdout.contains("/overtime-\(run)/slot-"), "the task's /proc/self/cgroup does not name its own cgroup: \(r)")
             let help = try await cliRun(["run", "--help"], in: scratch)
             #expect(help.stdout.contains("On this machine: a cgroup per task"), "\(help)")
         } else {
@@ -102,7 +102,7 @@ struct CLIContainmentTests {
         }
         for file in ["late", "child"] + (withMax ? ["early"] : []) {
             let line = try memoryLine(file)
-            #expect(line.contains("/overtime-\(run)/task-"), "\(file): the memory cgroup is not the task's: \(line) (\(r))")
+            #expect(line.contains("/overtime-\(run)/slot-"), "\(file): the memory cgroup is not the task's: \(line) (\(r))")
         }
         #expect(CLIJSON.int(report["peak_memory"]) ?? 0 > 0, "\(r)")
     }
