@@ -79,7 +79,7 @@ public struct CgroupProbe: Sendable, Equatable {
         var v1Memory: String?
         var v2Subtree = false
         var v1MemorySubtree = false
-        for line in mountinfo.split(separator: "\n") {
+        for line in mountinfo.split(separator: "\n") where Self.isCgroupMount(line) {
             let fields = line.split(separator: " ").map(String.init)
             guard let dash = fields.firstIndex(of: "-"), fields.count > dash + 3, fields.count > 4 else { continue }
             let root = fields[3]
@@ -96,6 +96,24 @@ public struct CgroupProbe: Sendable, Equatable {
             if memory, v1Memory == nil { v1Memory = mountPoint }
         }
         return (v2, v1Memory, v2Subtree, v1MemorySubtree)
+    }
+
+    /// Whether a mountinfo line's filesystem type (after " - ") starts with "cgroup", found
+    /// in its bytes: every `overtime run` reads mountinfo, most of whose lines are other
+    /// filesystems, and splitting each into strings was a share of the start's CPU.
+    static func isCgroupMount(_ line: Substring) -> Bool {
+        let marker = Array(" - cgroup".utf8)
+        let bytes = line.utf8
+        var matched = 0
+        for byte in bytes {
+            if byte == marker[matched] {
+                matched += 1
+                if matched == marker.count { return true }
+            } else {
+                matched = byte == marker[0] ? 1 : 0
+            }
+        }
+        return false
     }
 
     /// This process's path in the v2 hierarchy ("0::/path") and in the v1 memory one
