@@ -41,6 +41,9 @@ enum OvertimeCommand {
         // pays for PID 1 (docs/benchmarks.md, "Issue 16"). The supervisor's few threads
         // (the caller, the loop, the samplers) seldom allocate at the same moment.
         ProcessMemoryUse.useOneMallocArena()
+        // The task guard is this binary run again rather than a fork of the supervisor
+        // (docs/benchmarks.md, "Issue 16"): it knows to become the guard when so run.
+        EventLoop.startTaskGuardsAsThisProgram()
         openMissingStandardDescriptors()
         let arguments = CommandLine.arguments.dropFirst()
         let code = run(arguments)

@@ -81,6 +81,15 @@ public final class EventLoop: @unchecked Sendable {
         return getpid() == 1 || overtime_become_subreaper() == 0
     }
 
+    /// Has every loop's task guard started as this program run again, not forked: for
+    /// Overtime's own CLI, whose binary becomes the guard when run so (the C constructor in
+    /// COvertime's spawn.c), cheaper than copying a multi-threaded supervisor. Call once,
+    /// before the first loop spawns. A program that embeds the library must not: run
+    /// again, it would start as itself.
+    public static func startTaskGuardsAsThisProgram() {
+        GroupGuard.startsAsOwnProgram.store(true, ordering: .relaxed)
+    }
+
     /// The run's cgroup trees, for the group guard to empty if the supervisor dies; set
     /// before the first spawn.
     public func guardCgroupTrees(_ directories: [String]) {

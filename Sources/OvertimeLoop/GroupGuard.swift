@@ -1,5 +1,6 @@
 import CLibUV
 import COvertime
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -32,6 +33,12 @@ final class GroupGuard {
     /// supervisor is gone (set before the first spawn).
     var cgroupTrees: [String] = []
 
+    /// Whether the guard is this program run again (`overtime_start_group_guard`'s
+    /// `as_own_program`), not a fork: for Overtime's CLI only, whose binary knows to become
+    /// the guard before anything else of it runs. A program that embeds the library keeps
+    /// the fork: run again, it would start as itself. (`EventLoop.startTaskGuardsAsThisProgram`.)
+    static let startsAsOwnProgram = Atomic<Bool>(false)
+
     /// Starts the guard, once; call before the first guarded spawn. Without a guard (the
     /// fork failed) tasks still get their parent-death signal.
     func start(loop: EventLoop) {
@@ -41,7 +48,7 @@ final class GroupGuard {
         var fd: Int32 = -1
         let trees = CStringArray(cgroupTrees)
         let pid = trees.base.withMemoryRebound(to: UnsafePointer<CChar>?.self, capacity: cgroupTrees.count + 1) {
-            overtime_start_group_guard(&fd, $0, Int32(cgroupTrees.count))
+            overtime_start_group_guard(&fd, $0, Int32(cgroupTrees.count), Self.startsAsOwnProgram.load(ordering: .relaxed) ? 1 : 0)
         }
         if pid > 0 {
             channel = fd

@@ -49,32 +49,45 @@ struct CLISupervisorDeathTests {
         try await p.start()
         #expect(Self.pids(await scratch.waitForFile("pids")).count == 2, "the task never reported its pids")
         // The children of overtime, from each of its threads' lists, with their names and
-        // command lines, read while it runs.
+        // command lines, read while it runs: from its exec the guard's command line is its
+        // own, and each look must find nothing named like the supervisor; its name is
+        // task-guard once it has set itself up (the CLI's guard is the binary run again, not
+        // waited for), which the looks wait for, 2 s at most.
         var found: [(pid: Int32, comm: String, words: [String])] = []
-        for thread in (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(p.pid)/task")) ?? [] {
-            let list = (try? String(contentsOfFile: "/proc/\(p.pid)/task/\(thread)/children", encoding: .utf8)) ?? ""
-            for pid in list.split(separator: " ").compactMap({ Int32($0) }) {
-                let comm = (try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8)) ?? ""
-                let line = (try? Data(contentsOf: URL(fileURLWithPath: "/proc/\(pid)/cmdline"))) ?? Data()
-                found.append((pid, comm, String(decoding: line, as: UTF8.self).split(separator: "\0").map(String.init)))
+        for _ in 0..<100 {
+            found = []
+            for thread in (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(p.pid)/task")) ?? [] {
+                let list = (try? String(contentsOfFile: "/proc/\(p.pid)/task/\(thread)/children", encoding: .utf8)) ?? ""
+                for pid in list.split(separator: " ").compactMap({ Int32($0) }) {
+                    let comm = (try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8)) ?? ""
+                    let line = (try? Data(contentsOf: URL(fileURLWithPath: "/proc/\(pid)/cmdline"))) ?? Data()
+                    found.append((pid, comm, String(decoding: line, as: UTF8.self).split(separator: "\0").map(String.init)))
+                }
             }
+            #expect(!found.contains { $0.comm.hasPrefix("overtime") || $0.words.first?.contains("overtime") == true },
+                    "nothing else of overtime's is named like it: \(found)")
+            if found.contains(where: { $0.comm == "task-guard\n" }) { break }
+            try await Task.sleep(for: .milliseconds(20))
         }
         p.signal(SIGTERM)
         _ = await p.finish(timeout: .seconds(20))
         let guards = found.filter { $0.comm == "task-guard\n" }
         #expect(guards.count == 1, "overtime's children: \(found)")
         #expect(guards.first?.words == ["task-guard \(p.pid)"], "the guard's command line: \(guards)")
-        #expect(!found.contains { $0.comm.hasPrefix("overtime") }, "nothing else of overtime's is named like it: \(found)")
     }
 
-    /// The pid of `supervisor`'s child named task-guard, if it has one.
-    static func guardPID(of supervisor: Int32) -> Int32? {
-        for thread in (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(supervisor)/task")) ?? [] {
-            let list = (try? String(contentsOfFile: "/proc/\(supervisor)/task/\(thread)/children", encoding: .utf8)) ?? ""
-            for pid in list.split(separator: " ").compactMap({ Int32($0) })
-            where (try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8)) == "task-guard\n" && !CLIProcessTable.isDead(pid) {
-                return pid
+    /// The pid of `supervisor`'s child named task-guard, if it has one within 2 s (a guard
+    /// takes that name as it sets itself up).
+    static func guardPID(of supervisor: Int32) async -> Int32? {
+        for _ in 0..<100 {
+            for thread in (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(supervisor)/task")) ?? [] {
+                let list = (try? String(contentsOfFile: "/proc/\(supervisor)/task/\(thread)/children", encoding: .utf8)) ?? ""
+                for pid in list.split(separator: " ").compactMap({ Int32($0) })
+                where (try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8)) == "task-guard\n" && !CLIProcessTable.isDead(pid) {
+                    return pid
+                }
             }
+            try? await Task.sleep(for: .milliseconds(20))
         }
         return nil
     }
@@ -86,12 +99,12 @@ struct CLISupervisorDeathTests {
         try await p.start()
         let pids = Self.pids(await scratch.waitForFile("pids"))
         #expect(pids.count == 2, "the task never reported its pids")
-        let first = try #require(Self.guardPID(of: p.pid), "no guard")
+        let first = try #require(await Self.guardPID(of: p.pid), "no guard")
         kill(first, SIGKILL)
         // A new one, with another pid.
         var second: Int32?
         for _ in 0..<100 {
-            if let pid = Self.guardPID(of: p.pid), pid != first { second = pid; break }
+            if let pid = await Self.guardPID(of: p.pid), pid != first { second = pid; break }
             try await Task.sleep(for: .milliseconds(50))
         }
         #expect(second != nil, "no new guard after the first was killed")
@@ -129,7 +142,9 @@ struct CLISupervisorDeathTests {
         let scratch = try CLIScratch()
         // The task lists its supervisor's children (each thread's list: the loop thread
         // spawned both), and their names.
-        let script = "for c in $(cat /proc/$PPID/task/*/children); do echo \"$c $(cat /proc/$c/comm)\"; done"
+        // (Looked at again for up to 2 s, until the guard has named itself.)
+        let script = "for i in $(seq 100); do grep -qx task-guard $(for c in $(cat /proc/$PPID/task/*/children); do echo /proc/$c/comm; done) && break; sleep 0.02; done; "
+            + "for c in $(cat /proc/$PPID/task/*/children); do echo \"$c $(cat /proc/$c/comm)\"; done"
         let r = try await cliRun(["run", "--progress", "none", "--", "sh", "-c", script], in: scratch)
         #expect(r.status == 0, "\(r)")
         let guardLine = r.stdout.split(separator: "\n").first { $0.hasSuffix(" task-guard") }

@@ -118,7 +118,13 @@ pid_t overtime_spawn(const struct overtime_spawn_request *request, struct overti
 /// else SIGKILL to every pid in the `cgroup.procs` of each directory below, until they are
 /// empty; then it removes the directories below and the tree itself.
 /// Returns once the guard is set up: the guard's pid, or -1 with errno set.
-pid_t overtime_start_group_guard(int *channel, const char *_Nullable const *_Nullable cgroup_trees, int count);
+///
+/// With `as_own_program` (Overtime's own CLI, a static binary) the guard is the program run
+/// again from `/proc/self/exe` instead of a fork, and is not waited for: it sets itself up
+/// with every signal blocked until ignored. Where the exec fails it is forked as above.
+/// At most two trees then.
+pid_t overtime_start_group_guard(int *channel, const char *_Nullable const *_Nullable cgroup_trees, int count,
+                                 int as_own_program);
 
 /// Opens a pseudo-terminal for a task's output: the task gets `*terminal` (its side, so it
 /// sees a terminal: line-buffered output, colours, a window size), the supervisor reads
