@@ -613,13 +613,18 @@ static pid_t exec_group_guard(int guard_end, pid_t supervisor, const char *_Null
     char *trees[2] = {NULL, NULL};
     char *argv[] = {title, NULL};
     char *envp[4] = {of, NULL, NULL, NULL};
+    int entries = 1;
     for (int i = 0; i < count; i++) {
         if (!cgroup_trees || !cgroup_trees[i]) continue;
         size_t length = sizeof GUARD_TREE + strlen(cgroup_trees[i]);
         trees[i] = malloc(length);
-        if (!trees[i]) break;
+        if (!trees[i]) {
+            for (int j = 0; j < i; j++) free(trees[j]);
+            errno = ENOMEM;
+            return -1;
+        }
         snprintf(trees[i], length, GUARD_TREE "%s", cgroup_trees[i]);
-        envp[1 + i] = trees[i];
+        envp[entries++] = trees[i];
     }
     volatile int exec_error = 0;
     pid_t pid = vfork();
