@@ -66,6 +66,60 @@ final class MemoryWatch {
     }
 }
 
+/// When tasks without a `memory-max` join their v1 memory cgroup on a hybrid machine
+/// (`TaskCgroup.joinMemory`, docs/containment.md): `delay` after their start, by one timer
+/// for all of them, since every task waits the same time and so they fall due in the order
+/// they started (a timer per task was an allocation and a close on every spawn).
+/// Loop-thread only.
+final class MemoryJoins {
+    /// How long a task runs before it joins. The join may wait for a grace period on a
+    /// thread of its own; a task that ends sooner is measured by the reaper instead.
+    static let delay = Duration.milliseconds(20)
+
+    private unowned let core: SupervisorCore
+    /// (when, which runner), oldest first from `next`.
+    private var due: [(at: Int64, id: Int)] = []
+    private var next = 0
+    private var timer: LoopTimer?
+
+    init(core: SupervisorCore) {
+        self.core = core
+    }
+
+    func schedule(_ id: Int, loop: EventLoop) {
+        due.append((EventLoop.now() + Self.delay.nanoseconds, id))
+        guard timer == nil else { return }
+        timer = LoopTimer(loop: loop)
+        arm()
+    }
+
+    private func arm() {
+        guard next < due.count else { return stop() }
+        timer?.schedule(inNanoseconds: due[next].at - EventLoop.now()) { [unowned self] in self.fire() }
+    }
+
+    private func fire() {
+        let now = EventLoop.now()
+        while next < due.count, due[next].at <= now {
+            // A runner gone, or ended, joins nothing (its join was abandoned at its exit).
+            (core.runners[due[next].id] as? TaskRunner)?.joinMemoryCgroup()
+            next += 1
+        }
+        if next == due.count {
+            due.removeAll(keepingCapacity: true)
+            next = 0
+        }
+        arm()
+    }
+
+    func stop() {
+        timer?.close()
+        timer = nil
+        due.removeAll()
+        next = 0
+    }
+}
+
 /// Task cgroups whose last processes were still dying when the task ended (a SIGKILL takes
 /// a moment): retried until they are empty and back in the run's pool or removed
 /// (`CgroupTree.release`), for a while, then left to the task guard, which empties the

@@ -307,6 +307,7 @@ public final class Supervisor: Sendable {
             // task guard's (it removes every cgroup in the run's directories).
             core.value.cgroups?.removeFreeSlots()
             core.value.memoryWatch.stop()
+            core.value.memoryJoins.stop()
             // The tasks have ended: the metrics file gets its final values.
             core.value.metrics?.finish()
         }
@@ -465,6 +466,7 @@ final class SupervisorCore {
     }
     /// Samples the memory of the tasks that have a `memory-max`.
     lazy var memoryWatch = MemoryWatch(core: self)
+    lazy var memoryJoins = MemoryJoins(core: self)
     /// Task cgroups whose last processes were still dying when the task ended: removed
     /// as they empty.
     lazy var retiredCgroups = CgroupRetirement()

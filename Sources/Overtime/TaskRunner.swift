@@ -38,13 +38,6 @@ final class TaskRunner {
     private var cgroup: TaskCgroup?
     /// The kernel's word when its memory crosses the max (v1).
     private var memoryLevels: MemoryLevelWatch?
-    /// When a task without a `memory-max` joins its v1 memory cgroup (hybrid machines,
-    /// `TaskCgroup.joinMemory`); nil once it has, or needs not.
-    private var memoryJoinTimer: LoopTimer?
-    /// How long a task without a `memory-max` runs before it joins its v1 memory cgroup.
-    /// The join may wait for a grace period (docs/containment.md); a task that ends sooner
-    /// is measured by the reaper instead, and the supervisor is never held by its join.
-    static let memoryJoinDelay = Duration.milliseconds(20)
     /// The signals Overtime sent the task, and those it passed on, to say who sent the one
     /// it died of.
     private var sentSignals: Set<Int32> = []
@@ -148,15 +141,7 @@ final class TaskRunner {
             return
         }
         core.runners[ref.id] = self
-        if let cgroup, cgroup.memoryJoinPending {
-            let joinTimer = LoopTimer(loop: supervisor.loop)
-            memoryJoinTimer = joinTimer
-            joinTimer.schedule(inNanoseconds: Self.memoryJoinDelay.nanoseconds) { [unowned self] in
-                self.memoryJoinTimer?.close()
-                self.memoryJoinTimer = nil
-                if self.exit == nil { cgroup.joinMemory() }
-            }
-        }
+        if let cgroup, cgroup.memoryJoinPending { core.memoryJoins.schedule(ref.id, loop: supervisor.loop) }
         if let max = spec.memory.max {
             core.memoryWatch.watch(ref.id, loop: supervisor.loop)
             // The kernel says when the usage crosses the max (v1): a burst faster than the
@@ -556,8 +541,6 @@ final class TaskRunner {
         exit = status
         exitedAt = now
         heldSinceDrainArmed = false
-        memoryJoinTimer?.close()
-        memoryJoinTimer = nil
         cgroup?.abandonMemoryJoin()
         // What is left on the channels is read to their end now, however bad.
         for reporter in [channel].compactMap({ $0 }) + Array(reporters.values) {
@@ -661,6 +644,11 @@ final class TaskRunner {
         if let cgroup, cgroup.v2Directory != nil { return .processes(cgroup) }
         if let pid = process?.pid, exit == nil { return .session(pid) }
         return .none
+    }
+
+    /// Its time to join its v1 memory cgroup has come (`MemoryJoins`): while it runs.
+    func joinMemoryCgroup() {
+        if exit == nil { cgroup?.joinMemory() }
     }
 
     /// The level from which a sample must be exact: the warning level (or the max).

@@ -240,12 +240,11 @@ public final class CgroupTree {
     /// (`TaskCgroup.begin`), else a new slot.
     /// - Throws: `SystemError` naming the directory or file that failed.
     /// - Parameter memoryBeforeExec: whether the task enters its memory cgroup before exec
-    ///   (`TaskCgroup.planMemoryJoin`).
+    ///   (`TaskCgroup.planMemoryJoin`); false for one without a memory limit.
     public func taskCgroup(memoryLimit: UInt64?, memoryBeforeExec: Bool = true) throws(SystemError) -> TaskCgroup {
         while let slot = free.popLast() {
             do throws(SystemError) {
                 try slot.begin(memoryLimit: memoryLimit, memoryBeforeExec: memoryBeforeExec)
-                slot.planMemoryJoin(memoryBeforeExec: memoryBeforeExec)
                 return slot
             } catch {
                 // A file of it failed: a new one instead (and this one, if it cannot be
@@ -256,7 +255,6 @@ public final class CgroupTree {
         let pooled = pools && pooledSlots < Self.poolCapacity
         let slot = try TaskCgroup(tree: self, name: "slot-\(nextSlot)", memoryLimit: memoryLimit, pooled: pooled,
                                   memoryBeforeExec: memoryBeforeExec)
-        slot.planMemoryJoin(memoryBeforeExec: memoryBeforeExec)
         nextSlot += 1
         if pooled { pooledSlots += 1 }
         return slot
@@ -430,6 +428,9 @@ public final class TaskCgroup {
     /// Where the present task's late join of its v1 memory cgroup stands (`MemoryJoin`);
     /// nil when it joined before exec.
     private var lateJoin: MemoryJoin?
+    /// Whether a task may join its memory cgroup after it started: a hybrid's v1 memory
+    /// cgroup, beside a v2 one that lists every process to move (a child is born in it).
+    private let canJoinMemoryLate: Bool
     /// Whether the v1 memory directory exists (made with the slot, or later: by a join's
     /// thread, or for a task that enters before exec). True without one to make.
     private let memoryDirectoryMade: SharedFlag
@@ -464,9 +465,9 @@ public final class TaskCgroup {
         }
         let v2 = tree.v2Directory.map { $0 + "/" + name }
         let v1 = tree.v1MemoryDirectory.map { $0 + "/" + name }
-        let joinsLateIfAsked = v2 != nil && v1 != nil && !tree.v2Memory
+        canJoinMemoryLate = v2 != nil && v1 != nil && !tree.v2Memory
         if let v2 { try make(v2) }
-        if let v1, memoryBeforeExec || !joinsLateIfAsked { try make(v1) }
+        if let v1, memoryBeforeExec || !canJoinMemoryLate { try make(v1) }
         memoryDirectoryMade = SharedFlag(v1 == nil || made.contains(v1!))
         v2Directory = v2
         memoryIsV2 = tree.v2Memory
@@ -495,6 +496,7 @@ public final class TaskCgroup {
         }
         // Without it the child writes cgroup.procs as before: not an error.
         if let v2 { v2DirectoryDescriptor = open(v2, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
+        planMemoryJoin(memoryBeforeExec: memoryBeforeExec)
     }
 
     /// The spawn is over (the child entered, or failed): the descriptors go, unless the
@@ -531,6 +533,7 @@ public final class TaskCgroup {
         oomBaseline = readOOMCounter() ?? 0
         usageFiles = CgroupUsageFiles(v2Directory: v2Directory, memoryDirectory: memoryDirectory, memoryIsV2: memoryIsV2,
                                       cpuBaseline: readCPU() ?? (0, 0))
+        planMemoryJoin(memoryBeforeExec: memoryBeforeExec)
     }
 
     /// Makes the v1 memory directory of a slot made without it, and opens its
@@ -553,18 +556,16 @@ public final class TaskCgroup {
 
     // MARK: Joining the memory cgroup late
 
-    /// Says how the present task enters its memory cgroup (before each task, new slot or
-    /// reused). Late only where the v2 cgroup lists every process to move (a child is born
-    /// in it), and only for v1: a v2 memory cgroup is the one the child is born in.
+    /// Says how the present task enters its memory cgroup (each task, new slot or reused):
+    /// late only where it can (`canJoinMemoryLate`).
     /// - Parameter memoryBeforeExec: whether the child must be in its memory cgroup before
     ///   it execs. False lets a hybrid machine's task (v2 holds it, v1 counts its memory)
     ///   join its v1 memory cgroup after it started (`joinMemory()`): the first move into a
     ///   v1 cgroup after a quiet spell waits for an RCU grace period (about 12 ms here,
     ///   docs/benchmarks.md), which a task with no memory limit need not wait for. A task
     ///   with a `memory-max` always joins first: its limit counts from the first byte.
-    func planMemoryJoin(memoryBeforeExec: Bool) {
-        let late = !memoryBeforeExec && v2Directory != nil && memoryDirectory != nil && !memoryIsV2
-        lateJoin = late ? MemoryJoin() : nil
+    private func planMemoryJoin(memoryBeforeExec: Bool) {
+        lateJoin = !memoryBeforeExec && canJoinMemoryLate ? MemoryJoin() : nil
     }
 
     /// The `cgroup.procs` the child writes itself into before exec: every one but a v1
