@@ -11,10 +11,10 @@ public struct BudgetPolicy: Sendable, Equatable {
     /// A hard ceiling from start that no progress and no child request passes.
     public var maxRuntime: Duration?
     /// An instant the task must end by, whenever it started: a batch's deadline. The hard
-    /// limit is the earlier of this and start + `maxRuntime`. (A duration handed over when
-    /// the queue decides to start a task would count from its spawn, later by however long
-    /// the spawns before it took: a thousand tasks started together missed a common deadline
-    /// by up to seconds.)
+    /// limit is the earlier of this and start + `maxRuntime`. (What was left of the
+    /// deadline when the queue decided to start a task, made its max-runtime, counted from
+    /// its spawn, later by however long the spawns before it took: a thousand tasks started
+    /// together missed a common deadline by up to seconds.)
     public var endsBy: MonotonicInstant?
     /// Time between SIGTERM and SIGKILL.
     public var grace: Duration

@@ -141,11 +141,11 @@ import Testing
         #expect(h.machine.isDone)
     }
 
-    @Test func batchDeadlineSkipsLateStartsAndClipsMaxRuntime() {
+    @Test func batchDeadlineSkipsLateStartsAndEndsTasksByIt() {
         let job = JobFile(concurrency: 1, deadline: .seconds(60), tasks: [Self.task("first"), Self.task("second", minStart: .seconds(10))])
         var h = Harness(job)
-        let clip = h.actions.compactMap { if case let .start(_, _, _, _, max) = $0 { max } else { nil } }
-        #expect(clip == [.seconds(60)])
+        let endsBy = h.actions.compactMap { if case let .start(_, _, _, _, instant) = $0 { instant } else { nil } }
+        #expect(endsBy == [h.now + .seconds(60)], "the deadline itself, an instant, whenever the task starts")
         _ = h.started()
         h.advance(.seconds(55))
         h.end("first", ok: true)

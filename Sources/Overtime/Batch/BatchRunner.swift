@@ -376,8 +376,8 @@ final class BatchCore: EventSink {
 
     private func carryOut(_ action: QueueMachine.Action, at now: MonotonicInstant) {
         switch action {
-        case let .start(index, attempt, slots, amounts, maxRuntime):
-            launch(index, attempt: attempt, slots: slots, amounts: amounts, maxRuntime: maxRuntime)
+        case let .start(index, attempt, slots, amounts, endsBy):
+            launch(index, attempt: attempt, slots: slots, amounts: amounts, endsBy: endsBy)
         case let .cancel(index, reason):
             let grace = stopGrace.map { min(job.tasks[index].policy.grace, $0) }
             handles[index]?.syncOperations.cancel(reason: reason, grace: grace)
@@ -406,7 +406,7 @@ final class BatchCore: EventSink {
         }
     }
 
-    private func launch(_ index: Int, attempt: Int, slots: [String: [String]], amounts: [String: Int], maxRuntime: Duration?) {
+    private func launch(_ index: Int, attempt: Int, slots: [String: [String]], amounts: [String: Int], endsBy: MonotonicInstant?) {
         let task = job.tasks[index]
         var environment = task.environment
         environment["OVERTIME_ATTEMPT"] = String(attempt)
@@ -419,8 +419,7 @@ final class BatchCore: EventSink {
             environment[JobFile.resourceVariable(forPool: pool)] = String(amount)
         }
         var policy = task.policy
-        policy.maxRuntime = maxRuntime
-        policy.endsBy = machine.deadline
+        policy.endsBy = endsBy
         if let failure = journal.markAttempt(task.name, attempt: attempt) { onUpdate(.recordFailed(failure)) }
         let log = journal.logPath(for: task.name)
         var spec = TaskSpec(name: task.name, arguments: task.command, environment: environment,

@@ -65,8 +65,9 @@ public struct QueueMachine: Sendable {
 
     public enum Action: Sendable, Equatable {
         /// Start attempt `attempt` of task `index` with these resources: slot ids per slot
-        /// pool, amounts per counted pool. `maxRuntime` clips the task to the batch deadline.
-        case start(index: Int, attempt: Int, slots: [String: [String]], amounts: [String: Int], maxRuntime: Duration?)
+        /// pool, amounts per counted pool. `endsBy` is the batch deadline, the instant the
+        /// task must end by whenever it starts (`BudgetPolicy.endsBy`).
+        case start(index: Int, attempt: Int, slots: [String: [String]], amounts: [String: Int], endsBy: MonotonicInstant?)
         /// Cancel the running task `index` with this reason.
         case cancel(index: Int, reason: CancelReason)
         /// Task `index` failed an attempt and will be retried at `at`.
@@ -425,16 +426,11 @@ public struct QueueMachine: Sendable {
                 continue
             }
             let i = lanes[lane].tasks.popMin()!
-            var maxRuntime = job.tasks[i].policy.maxRuntime
-            if let deadline {
-                let left = deadline - now
-                maxRuntime = min(maxRuntime ?? left, left)
-            }
             held[i] = grant
             attempts[i] += 1
             states[i] = .running(attempt: attempts[i])
             runningCount += 1
-            actions.append(.start(index: i, attempt: attempts[i], slots: grant.slots, amounts: grant.amounts, maxRuntime: maxRuntime))
+            actions.append(.start(index: i, attempt: attempts[i], slots: grant.slots, amounts: grant.amounts, endsBy: deadline))
         }
     }
 
