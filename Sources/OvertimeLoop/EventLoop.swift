@@ -16,6 +16,12 @@ import Musl
 ///
 /// `@unchecked Sendable`: the only state touched off the loop thread is the job queue
 /// (behind a mutex) and the async handle (`uv_async_send` is thread-safe).
+///
+/// Every `uv_async_send` is made holding `state`'s lock, and the loop thread takes that lock
+/// before closing the async handle. Without it, a send racing the shutdown could reach the
+/// handle after the loop thread had closed it and its loop: libuv then writes to a closed
+/// (or reused) descriptor and aborts the process, which happened once in a dozen full test
+/// runs of `overtime run` giving up on a bad `--control`.
 public final class EventLoop: @unchecked Sendable {
     let uvLoop: UnsafeMutablePointer<uv_loop_t>
     private let wakeup: UnsafeMutablePointer<uv_async_t>
@@ -65,11 +71,12 @@ public final class EventLoop: @unchecked Sendable {
     ///   caller awaiting its result must answer itself).
     @discardableResult
     public func execute(_ job: @escaping @Sendable () -> Void) -> Bool {
-        let accepted = state.withLock { !$0.stopping }
-        guard accepted else { return false }
-        jobs.withLock { $0.append(job) }
-        uv_async_send(wakeup)
-        return true
+        return state.withLock { s in
+            guard !s.stopping else { return false }
+            jobs.withLock { $0.append(job) }
+            uv_async_send(wakeup)
+            return true
+        }
     }
 
     /// Makes this process a child subreaper (PID 1 already is one for its namespace) and
@@ -114,11 +121,11 @@ public final class EventLoop: @unchecked Sendable {
         let thread: pthread_t? = state.withLock { s in
             if s.stopping { return nil }
             s.stopping = true
+            jobs.withLock { $0.append { [unowned self] in self.closeEverything() } }
+            uv_async_send(wakeup)
             return s.thread
         }
         guard let thread else { return }
-        jobs.withLock { $0.append { [unowned self] in self.closeEverything() } }
-        uv_async_send(wakeup)
         if inLoopThread {
             pthread_detach(thread)
         } else {
@@ -149,6 +156,9 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     private func closeEverything() {
+        // Past this lock no thread is inside `uv_async_send`, and none will enter it
+        // (`stopping` is set): the async handle may close.
+        state.withLock { _ in }
         uv_walk(uvLoop, { handle, _ in
             guard let handle, uv_is_closing(handle) == 0 else { return }
             if let closer = handle.pointee.data.flatMap({ Unmanaged<AnyObject>.fromOpaque($0).takeUnretainedValue() as? LoopHandleOwner }) {
