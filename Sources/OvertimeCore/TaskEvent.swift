@@ -138,6 +138,19 @@ public enum ThinnedKind: String, Sendable, CaseIterable, Hashable {
     case reporterRefused = "reporter-refused"
     /// sd_notify keys recorded as events (`STOPPING=1`, `ERRNO=…`).
     case notified = "notify"
+
+    /// The kind's place in `allCases`, where the throttle keeps its counts.
+    var index: Int {
+        switch self {
+        case .progress: 0
+        case .protocolError: 1
+        case .extendReply: 2
+        case .result: 3
+        case .expiring: 4
+        case .reporterRefused: 5
+        case .notified: 6
+        }
+    }
 }
 
 /// Thins what a consumer writes out of the events a task can cause at any rate (progress,
@@ -161,8 +174,15 @@ public struct FrequentEventThrottle: Sendable {
         var total = 0
     }
 
+    /// One task's counts, by kind: an array indexed by the kind's place in `allCases`, since
+    /// every progress line of every task comes through here (one hash, the task's, per event).
     private struct TaskCounts: Sendable {
-        var kinds: [ThinnedKind: Counts] = [:]
+        var byKind = [Counts](repeating: Counts(), count: ThinnedKind.allCases.count)
+
+        subscript(kind: ThinnedKind) -> Counts {
+            get { byKind[kind.index] }
+            set { byKind[kind.index] = newValue }
+        }
     }
 
     /// What to write for one event.
@@ -198,26 +218,32 @@ public struct FrequentEventThrottle: Sendable {
         if case .exited = event.kind {
             guard let counts = tasks.removeValue(forKey: id) else { return Admission(write: true, summaries: [], totals: [:]) }
             let summaries = ThinnedKind.allCases.compactMap { kind -> (kind: ThinnedKind, count: Int)? in
-                guard kind != .progress, let c = counts.kinds[kind], c.pending > 0 else { return nil }
+                let c = counts[kind]
+                guard kind != .progress, c.pending > 0 else { return nil }
                 return (kind, c.pending)
             }
-            return Admission(write: true, summaries: summaries, totals: counts.kinds.compactMapValues { $0.total > 0 ? $0.total : nil })
+            var totals: [ThinnedKind: Int] = [:]
+            for kind in ThinnedKind.allCases where counts[kind].total > 0 { totals[kind] = counts[kind].total }
+            return Admission(write: true, summaries: summaries, totals: totals)
         }
         guard let kind = event.kind.thinnedKind else { return Admission(write: true, summaries: [], totals: [:]) }
-        var c = tasks[id]?.kinds[kind] ?? Counts()
         let free = kind == .progress ? 0 : burst
-        if c.admitted >= free, let last = c.lastAdmitted, event.time - last < interval {
+        let (interval, time) = (self.interval, event.time)
+        // In place, through the dictionary's modify accessor: one lookup of the task.
+        return Self.admit(kind, at: time, free: free, interval: interval, into: &tasks[id, default: TaskCounts()].byKind[kind.index])
+    }
+
+    private static func admit(_ kind: ThinnedKind, at time: MonotonicInstant, free: Int, interval: Duration, into c: inout Counts) -> Admission {
+        if c.admitted >= free, let last = c.lastAdmitted, time - last < interval {
             c.pending += 1
             c.total += 1
-            tasks[id, default: TaskCounts()].kinds[kind] = c
             return Admission(write: false, summaries: [], totals: [:])
         }
         var summaries: [(kind: ThinnedKind, count: Int)] = []
         if c.pending > 0, kind != .progress { summaries.append((kind, c.pending)) }
         c.pending = 0
         c.admitted += 1
-        c.lastAdmitted = event.time
-        tasks[id, default: TaskCounts()].kinds[kind] = c
+        c.lastAdmitted = time
         return Admission(write: true, summaries: summaries, totals: [:])
     }
 }

@@ -25,6 +25,9 @@ import Musl
 public final class EventLoop: @unchecked Sendable {
     let uvLoop: UnsafeMutablePointer<uv_loop_t>
     private let wakeup: UnsafeMutablePointer<uv_async_t>
+    /// Runs before each poll: the wake-up pacing's sleep, if any (`WakeupPacing`).
+    private let beforePoll: UnsafeMutablePointer<uv_prepare_t>
+    private var pacing = WakeupPacing()
     private let jobs = Mutex<[() -> Void]>([])
     private let state = Mutex<(stopping: Bool, thread: pthread_t?)>((false, nil))
     private let threadID = Atomic<UInt>(0)
@@ -38,7 +41,11 @@ public final class EventLoop: @unchecked Sendable {
     public init() throws(SystemError) {
         uvLoop = .allocate(capacity: 1)
         wakeup = .allocate(capacity: 1)
+        beforePoll = .allocate(capacity: 1)
         try uvCheck("uv_loop_init", uv_loop_init(uvLoop))
+        // The pacing's measure of each wake-up's work. Without it (it cannot fail on this
+        // libuv) the idle time stays 0, every wake-up looks busy and none is paced.
+        _ = overtime_uv_count_idle_time(uvLoop)
         // Watching SIGCHLD from the start: a child can never exit unnoticed.
         reaper = ChildReaper(loop: uvLoop)
         try uvCheck("uv_async_init", uv_async_init(uvLoop, wakeup) { handle in
@@ -47,6 +54,13 @@ public final class EventLoop: @unchecked Sendable {
         })
         // The async handle holds the loop object unretained; the thread holds it retained.
         wakeup.pointee.data = Unmanaged.passUnretained(self).toOpaque()
+        uv_prepare_init(uvLoop, beforePoll)
+        beforePoll.pointee.data = Unmanaged.passUnretained(self).toOpaque()
+        uv_prepare_start(beforePoll) { handle in
+            Unmanaged<EventLoop>.fromOpaque(handle!.pointee.data).takeUnretainedValue().paceWakeups()
+        }
+        // It must not keep the loop running by itself.
+        uv_unref(UnsafeMutableRawPointer(beforePoll).assumingMemoryBound(to: uv_handle_t.self))
         let box = Unmanaged.passRetained(self).toOpaque()
         var thread = pthread_t()
         let rc = pthread_create(&thread, nil, { arg in
@@ -143,6 +157,19 @@ public final class EventLoop: @unchecked Sendable {
         uv_loop_close(uvLoop)
     }
 
+    /// Just before the poll: sleeps out what `WakeupPacing` asks.
+    private func paceWakeups() {
+        let pause = pacing.beforePoll(now: uv_hrtime(), idle: uv_metrics_idle_time(uvLoop), pollTimeout: uv_backend_timeout(uvLoop))
+        guard pause > 0 else { return }
+        var request = timespec(tv_sec: 0, tv_nsec: Int(pause))
+        var left = timespec()
+        while nanosleep(&request, &left) != 0 && errno == EINTR { request = left }
+        pacing.slept(until: uv_hrtime())
+        // libuv reckons the poll's timeout from the time it read before the timers ran: a
+        // timer due soon would otherwise fire late by the sleep.
+        uv_update_time(uvLoop)
+    }
+
     private func runJobs() {
         while true {
             let batch = jobs.withLock { queue -> [() -> Void] in
@@ -172,6 +199,7 @@ public final class EventLoop: @unchecked Sendable {
     deinit {
         uvLoop.deallocate()
         wakeup.deallocate()
+        beforePoll.deallocate()
     }
 }
 

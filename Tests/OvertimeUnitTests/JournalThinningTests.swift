@@ -4,6 +4,7 @@
 
 import Foundation
 import Overtime
+@testable import OvertimeCore
 import OvertimeProtocol
 import Testing
 
@@ -12,6 +13,11 @@ import Testing
 
     static func event(_ kind: TaskEvent.Kind, at ms: Int64) -> TaskEvent {
         TaskEvent(task: task, time: MonotonicInstant(nanoseconds: 1_000_000_000_000 + ms * 1_000_000), kind: kind)
+    }
+
+    @Test("each kind's counts sit at its own place in allCases")
+    func kindIndexesFollowAllCases() {
+        for (place, kind) in ThinnedKind.allCases.enumerated() { #expect(kind.index == place, "\(kind)") }
     }
 
     static let bad = TaskEvent.Kind.protocolError(ProtocolError(.notJSON, "not JSON"), excerpt: "")
