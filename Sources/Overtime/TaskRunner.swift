@@ -921,10 +921,17 @@ final class TaskRunner {
     /// (a deadline moved by progress) leaves the timer alone: it fires, finds nothing due,
     /// and re-arms.
     private func rearm(now: MonotonicInstant) {
-        guard exit == nil, let wake = machine.nextWake else { return }
+        guard exit == nil, let wake = Self.nextWake(of: &machine) else { return }
         if let armed = armedFor, armed <= wake { return }
         armedFor = wake
         timer.schedule(inNanoseconds: max(0, (wake - now).nanoseconds)) { [unowned self] in self.timerFired() }
+    }
+
+    /// The machine's next wake, read in place. A plain read of `machine` (a struct of
+    /// another module, in a class's property) copied it whole, retaining each of its
+    /// fields, on every progress line: 3% of the loop at 10,000 lines a second.
+    private static func nextWake(of machine: inout TaskMachine) -> MonotonicInstant? {
+        machine.nextWake
     }
 
     // MARK: End

@@ -74,12 +74,13 @@ public final class ByteStream: LoopHandleOwner {
     }
 
     private func read() {
+        // The handle holds its stream retained until closed: borrowed here, without a retain
+        // and release on each of the two calls a read makes.
         uv_read_start(uvStream, { h, _, buf in
-            let stream = Unmanaged<ByteStream>.fromOpaque(h!.pointee.data).takeUnretainedValue()
-            buf!.pointee = uv_buf_init(stream.buffer.assumingMemoryBound(to: CChar.self), UInt32(ByteStream.readBufferSize))
+            let buffer = Unmanaged<ByteStream>.fromOpaque(h!.pointee.data)._withUnsafeGuaranteedRef { $0.buffer }
+            buf!.pointee = uv_buf_init(buffer.assumingMemoryBound(to: CChar.self), UInt32(ByteStream.readBufferSize))
         }, { h, nread, _ in
-            let stream = Unmanaged<ByteStream>.fromOpaque(h!.pointee.data).takeUnretainedValue()
-            stream.didRead(nread)
+            Unmanaged<ByteStream>.fromOpaque(h!.pointee.data)._withUnsafeGuaranteedRef { $0.didRead(nread) }
         })
     }
 
