@@ -113,6 +113,21 @@ public final class Supervisor: Sendable {
         }
     }
 
+    /// Holds SIGINT and SIGTERM on the calling thread (and the threads it starts, the loop's
+    /// among them), so that one arriving before `cancelAllOnTerminationSignals` (or a
+    /// batch's `stopOnTerminationSignals`) has its handler installed waits for it rather
+    /// than killing the process with its default action, leaving the run's cgroups behind
+    /// (they are made when the supervisor is). The loop thread takes each signal it watches
+    /// whatever mask it inherited; the calling thread keeps these blocked. For a program
+    /// whose main thread does nothing else with signals (Overtime's CLI): call first, before
+    /// making the supervisor.
+    public static func holdTerminationSignalsUntilWatched() {
+        var held = sigset_t()
+        sigemptyset(&held)
+        for signal: Signal in [.interrupt, .terminate] { sigaddset(&held, signal.rawValue) }
+        pthread_sigmask(SIG_BLOCK, &held, nil)
+    }
+
     /// Turns the supervisor's own SIGINT into a `user` cancel and SIGTERM into a `shutdown`
     /// cancel of every task (tasks live in sessions of their own, so a terminal's Ctrl-C
     /// reaches them only this way). A second SIGINT or SIGTERM during the grace kills them

@@ -183,6 +183,9 @@ struct BatchCommand {
             return 125
         }
         options.onUpdate = { update in display.show(update) }
+        // As `overtime run` does: a signal before the handler waits for it (the run's cgroups
+        // are made with the runner).
+        Supervisor.holdTerminationSignalsUntilWatched()
         let runner: BatchRunner
         do {
             runner = try BatchRunner(job: job, jobFileText: text, options: options)

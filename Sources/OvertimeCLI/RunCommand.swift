@@ -372,6 +372,9 @@ struct RunCommand {
                 return 125
             }
         }
+        // A SIGTERM in the first milliseconds waits for its handler, below: killed before it,
+        // overtime would leave the cgroups the supervisor makes.
+        Supervisor.holdTerminationSignalsUntilWatched()
         let supervisor: Supervisor
         do {
             supervisor = try Supervisor(runID: runID, sinks: sinks, containment: containment)

@@ -14,7 +14,6 @@ public final class SignalWatcher: LoopHandleOwner {
     /// Starts watching `signal`. libuv installs the handler at once, so a signal that
     /// arrives from here on is never lost.
     public init(loop: EventLoop, signal: Int32, _ callback: @escaping (Int32) -> Void) throws(SystemError) {
-        Self.unblockOnThisThread(signal)
         handle = .allocate(capacity: 1)
         self.callback = callback
         uv_signal_init(loop.uvLoop, handle)
@@ -27,6 +26,10 @@ public final class SignalWatcher: LoopHandleOwner {
             close()
             try uvCheck("watching signal \(signal)", rc)
         }
+        // Only now that the handler is in place: one held until here (blocked by the thread
+        // that started the supervisor, `Supervisor.holdTerminationSignalsUntilWatched`) is
+        // delivered to it, not to the default action.
+        Self.unblockOnThisThread(signal)
     }
 
     /// Lets `signal` be delivered to the calling (loop) thread even if the thread that
