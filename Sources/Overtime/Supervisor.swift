@@ -67,8 +67,8 @@ public final class Supervisor: Sendable {
         cgroupDirectories = core.cgroups?.directories ?? []
         self.core = LoopBound(core, loop: loop)
         if let trees = core.cgroups?.directories {
-            // Before any spawn (the loop runs jobs in order): a guard started by the first
-            // one knows what to empty.
+            // Before any spawn (the loop runs jobs in order): the guard starts with them and
+            // knows what to empty, even if the supervisor dies before its first task.
             loop.execute { loop.guardCgroupTrees(trees) }
         }
     }

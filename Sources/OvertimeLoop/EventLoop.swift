@@ -112,9 +112,12 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     /// The run's cgroup trees, for the group guard to empty if the supervisor dies; set
-    /// before the first spawn.
+    /// before the first spawn. The guard starts now rather than at the first spawn: the
+    /// trees exist already, and a supervisor killed before its first task would otherwise
+    /// leave them behind with nobody to remove them. Call on the loop thread.
     public func guardCgroupTrees(_ directories: [String]) {
         groupGuard.cgroupTrees = directories
+        if !directories.isEmpty { groupGuard.start(loop: self) }
     }
 
     /// Tells `handler` (on the loop thread) when the task guard died and whether a new one

@@ -12,7 +12,8 @@ import Musl
 ///
 /// The parent-death signal (SIGKILL) each child gets reaches only
 /// the task's leader; a shell script's children, or a trainer's data loaders, would live
-/// on. So a small process forked before the first spawn (`overtime_start_group_guard`) holds
+/// on. So a small process started before the first spawn (`overtime_start_group_guard`), or
+/// as soon as the run has cgroups to remove (`EventLoop.guardCgroupTrees`), holds
 /// the list of live task groups, told over a socket; when the socket closes it SIGKILLs
 /// every group still listed. A group is listed by the child itself before exec (by the
 /// loop after the spawn when it could not) until its leader has been reaped and its
