@@ -179,10 +179,7 @@ public struct FrequentEventThrottle: Sendable {
     private struct TaskCounts: Sendable {
         var byKind = [Counts](repeating: Counts(), count: ThinnedKind.allCases.count)
 
-        subscript(kind: ThinnedKind) -> Counts {
-            get { byKind[kind.index] }
-            set { byKind[kind.index] = newValue }
-        }
+        subscript(kind: ThinnedKind) -> Counts { byKind[kind.index] }
     }
 
     /// What to write for one event.
