@@ -124,9 +124,15 @@ public final class Supervisor: Sendable {
     public static func holdTerminationSignalsUntilWatched() {
         var held = sigset_t()
         sigemptyset(&held)
-        for signal: Signal in [.interrupt, .terminate] { sigaddset(&held, signal.rawValue) }
+        for signal in terminationSignals { sigaddset(&held, signal.rawValue) }
         pthread_sigmask(SIG_BLOCK, &held, nil)
     }
+
+    /// The signals that end a run (SIGINT: the user; SIGTERM: a shutdown), watched by
+    /// `cancelAllOnTerminationSignals` and a batch's `stopOnTerminationSignals`. One list,
+    /// since each signal `holdTerminationSignalsUntilWatched` holds must be watched, or it
+    /// stays blocked for good.
+    static let terminationSignals: [Signal] = [.interrupt, .terminate]
 
     /// Turns the supervisor's own SIGINT into a `user` cancel and SIGTERM into a `shutdown`
     /// cancel of every task (tasks live in sessions of their own, so a terminal's Ctrl-C
@@ -138,7 +144,7 @@ public final class Supervisor: Sendable {
     ///   - onSignal: also told of each signal, on the loop thread.
     public func cancelAllOnTerminationSignals(shutdownGrace: Duration? = nil, _ onSignal: @escaping @Sendable (Signal) -> Void = { _ in }) {
         let core = self.core
-        onSignals([.interrupt, .terminate]) { signal in
+        onSignals(Self.terminationSignals) { signal in
             onSignal(signal)
             let core = core.value
             core.terminationSignals += 1
@@ -164,7 +170,7 @@ public final class Supervisor: Sendable {
     /// terminal's Ctrl-C does not reach it). They stay ignored: neither acted on nor passed
     /// on. Tasks still start with every signal at its default.
     public static let signalsIgnoredAtStart: Set<Signal> = {
-        Set(([.interrupt, .terminate] + forwardedSignals).filter { signal in
+        Set((terminationSignals + forwardedSignals).filter { signal in
             var current = sigaction()
             guard sigaction(signal.rawValue, nil, &current) == 0, let handler = current.__sigaction_handler.sa_handler else { return false }
             return unsafeBitCast(handler, to: Int.self) == unsafeBitCast(SIG_IGN, to: Int.self)

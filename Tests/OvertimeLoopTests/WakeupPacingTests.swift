@@ -2,8 +2,8 @@
 import Testing
 
 // The pacing's rule on a fake clock: it paces only light wake-ups that come a thousand a
-// second or more, never delays past the quantum or a timer, and stops once they thin out
-// or grow heavy.
+// second or more, never delays a poll past the quantum, not at all when work is pending,
+// and stops once they thin out or grow heavy.
 @Suite struct WakeupPacingTests {
     /// A loop on a fake clock: each wake-up waits `wait` in its poll, then works `work`.
     struct FakeLoop {
@@ -25,6 +25,14 @@ import Testing
             }
             pauses.append(pause)
             return pause
+        }
+
+        /// A loop already paced: 30 ms of light wake-ups, 100 µs apart, 10 µs of work each.
+        static func paced() throws -> FakeLoop {
+            var loop = FakeLoop()
+            for _ in 0..<300 { _ = loop.turn(wait: 90_000, work: 10_000) }
+            try #require(loop.pacing.pacing, "30 ms of light wake-ups did not start pacing")
+            return loop
         }
     }
 
@@ -64,10 +72,8 @@ import Testing
     }
 
     @Test("pending work (a zero poll timeout) cancels the sleep; a later timer leaves it as it is")
-    func timersBoundTheSleep() {
-        var loop = FakeLoop()
-        for _ in 0..<300 { _ = loop.turn(wait: 90_000, work: 10_000) }
-        #expect(loop.pacing.pacing)
+    func pendingWorkCancelsTheSleep() throws {
+        var loop = try FakeLoop.paced()
         // Due in 0 ms (libuv's timeout for "run this now"): no sleep.
         #expect(loop.turn(wait: 90_000, work: 10_000, pollTimeout: 0) == 0)
         // The quantum's end is 900 µs off, but no timer limits it below a millisecond...
@@ -77,10 +83,8 @@ import Testing
     }
 
     @Test("pacing stops within a window of the wake-ups thinning out")
-    func pacingStopsWhenQuiet() {
-        var loop = FakeLoop()
-        for _ in 0..<300 { _ = loop.turn(wait: 90_000, work: 10_000) }
-        #expect(loop.pacing.pacing)
+    func pacingStopsWhenQuiet() throws {
+        var loop = try FakeLoop.paced()
         // Then one wake-up every 5 ms: at most one more window paced.
         for _ in 0..<10 { _ = loop.turn(wait: 5_000_000, work: 10_000) }
         #expect(!loop.pacing.pacing)
@@ -89,11 +93,10 @@ import Testing
     }
 
     @Test("the sleep is not counted as work: a paced loop stays paced")
-    func sleepIsNotWork() {
-        var loop = FakeLoop()
+    func sleepIsNotWork() throws {
         // Light wake-ups: after pacing starts, each turn's wait shrinks (the events piled up
         // during the sleep), but its sleep (up to 900 µs) must not make it look heavy.
-        for _ in 0..<300 { _ = loop.turn(wait: 90_000, work: 10_000) }
+        var loop = try FakeLoop.paced()
         for _ in 0..<200 {
             _ = loop.turn(wait: 1_000, work: 30_000)
             // Paced, the loop polls once a quantum: a thousand a second, which keeps it paced
@@ -103,10 +106,8 @@ import Testing
     }
 
     @Test("a paced loop whose wake-ups turn heavy stops pacing within a window")
-    func heavierWorkStopsPacing() {
-        var loop = FakeLoop()
-        for _ in 0..<300 { _ = loop.turn(wait: 90_000, work: 10_000) }
-        #expect(loop.pacing.pacing)
+    func heavierWorkStopsPacing() throws {
+        var loop = try FakeLoop.paced()
         // 900 µs of work in each 1 ms quantum: busy nine tenths of the time.
         for _ in 0..<60 { _ = loop.turn(wait: 1_000, work: 900_000) }
         #expect(!loop.pacing.pacing)

@@ -195,7 +195,7 @@ public final class BatchRunner: Sendable {
     ///   running task's grace is clipped to fit inside it (`Supervisor.grace(within:)`).
     public func stopOnTerminationSignals(shutdownGrace: Duration? = nil, _ onSignal: @escaping @Sendable (Signal) -> Void = { _ in }) {
         let core = self.core
-        supervisor.onSignals([.interrupt, .terminate]) { signal in
+        supervisor.onSignals(Supervisor.terminationSignals) { signal in
             onSignal(signal)
             core.value.terminationSignal(signal == .interrupt ? .user : .shutdown, shutdownGrace: shutdownGrace)
         }
