@@ -52,6 +52,7 @@ public final class ByteStream: LoopHandleOwner {
         handle = .allocate(capacity: 1)
         buffer = .allocate(byteCount: Self.readBufferSize, alignment: 16)
         uv_pipe_init(loop.uvLoop, handle, 0)
+        super.init()
         handle.pointee.data = Unmanaged.passRetained(self).toOpaque()
         let rc = uv_pipe_open(handle, fd)
         if rc < 0 {
@@ -177,5 +178,5 @@ public final class ByteStream: LoopHandleOwner {
         }
     }
 
-    func closeForShutdown() { close() }
+    override func closeForShutdown() { close() }
 }

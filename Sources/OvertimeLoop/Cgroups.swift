@@ -930,6 +930,7 @@ public final class MemoryLevelWatch: LoopHandleOwner {
             closed = true
             return nil   // deinit closes the two descriptors
         }
+        super.init()
         handle.pointee.data = Unmanaged.passRetained(self).toOpaque()
         uv_poll_start(handle, Int32(UV_READABLE.rawValue), Self.readable)
     }
@@ -956,7 +957,7 @@ public final class MemoryLevelWatch: LoopHandleOwner {
         closeOwnedHandle(handle)
     }
 
-    func closeForShutdown() { close() }
+    override func closeForShutdown() { close() }
 
     deinit {
         Descriptors.close(eventFD)

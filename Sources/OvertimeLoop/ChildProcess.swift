@@ -290,6 +290,7 @@ final class ChildReaper: LoopHandleOwner {
     init(loop: UnsafeMutablePointer<uv_loop_t>) {
         handle = .allocate(capacity: 1)
         uv_signal_init(loop, handle)
+        super.init()
         handle.pointee.data = Unmanaged.passRetained(self).toOpaque()
         uv_signal_start(handle, { h, _ in
             Unmanaged<ChildReaper>.fromOpaque(h!.pointee.data).takeUnretainedValue().reapExited()
@@ -407,7 +408,7 @@ final class ChildReaper: LoopHandleOwner {
         return Int32(String(decoding: fields[1], as: UTF8.self))
     }
 
-    func closeForShutdown() {
+    override func closeForShutdown() {
         guard !closed else { return }
         closed = true
         for child in children.values { child.killForShutdown() }

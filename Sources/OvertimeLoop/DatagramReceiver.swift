@@ -59,6 +59,7 @@ public final class DatagramReceiver: LoopHandleOwner {
         }
         handle = .allocate(capacity: 1)
         uv_poll_init(loop.uvLoop, handle, fd)
+        super.init()
         handle.pointee.data = Unmanaged.passRetained(self).toOpaque()
         uv_poll_start(handle, Int32(UV_READABLE.rawValue), Self.readable)
     }
@@ -103,7 +104,7 @@ public final class DatagramReceiver: LoopHandleOwner {
         closeOwnedHandle(handle)
     }
 
-    func closeForShutdown() { close() }
+    override func closeForShutdown() { close() }
 
     // The poll handle is closed by then (it holds the receiver until its close callback).
     deinit { Descriptors.close(fd) }

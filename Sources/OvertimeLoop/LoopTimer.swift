@@ -12,6 +12,7 @@ public final class LoopTimer: LoopHandleOwner {
         handle = .allocate(capacity: 1)
         uv_timer_init(loop.uvLoop, handle)
         // Retained until the close callback: libuv may only free the handle there.
+        super.init()
         handle.pointee.data = Unmanaged.passRetained(self).toOpaque()
     }
 
@@ -44,5 +45,5 @@ public final class LoopTimer: LoopHandleOwner {
         closeOwnedHandle(handle)
     }
 
-    func closeForShutdown() { close() }
+    override func closeForShutdown() { close() }
 }

@@ -17,6 +17,7 @@ public final class SignalWatcher: LoopHandleOwner {
         handle = .allocate(capacity: 1)
         self.callback = callback
         uv_signal_init(loop.uvLoop, handle)
+        super.init()
         handle.pointee.data = Unmanaged.passRetained(self).toOpaque()
         let rc = uv_signal_start(handle, { h, signo in
             let watcher = Unmanaged<SignalWatcher>.fromOpaque(h!.pointee.data).takeUnretainedValue()
@@ -48,5 +49,5 @@ public final class SignalWatcher: LoopHandleOwner {
         closeOwnedHandle(handle)
     }
 
-    func closeForShutdown() { close() }
+    override func closeForShutdown() { close() }
 }

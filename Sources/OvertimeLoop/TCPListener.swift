@@ -37,6 +37,7 @@ public final class TCPListener: LoopHandleOwner {
         }
         handle = .allocate(capacity: 1)
         uv_tcp_init(loop.uvLoop, handle)
+        super.init()
         handle.pointee.data = Unmanaged.passRetained(self).toOpaque()
         guard parsed, (0...65535).contains(port) else {
             close()
@@ -102,7 +103,7 @@ public final class TCPListener: LoopHandleOwner {
         closeOwnedHandle(handle)
     }
 
-    func closeForShutdown() { close() }
+    override func closeForShutdown() { close() }
 }
 
 /// One accepted TCP connection. Loop-thread only.
@@ -128,6 +129,7 @@ public final class TCPConnection: LoopHandleOwner {
         handle = .allocate(capacity: 1)
         buffer = .allocate(byteCount: Self.readBufferSize, alignment: 16)
         uv_tcp_init(loop.uvLoop, handle)
+        super.init()
         handle.pointee.data = Unmanaged.passRetained(self).toOpaque()
     }
 
@@ -206,7 +208,7 @@ public final class TCPConnection: LoopHandleOwner {
         closeOwnedHandle(handle)
     }
 
-    func closeForShutdown() { close() }
+    override func closeForShutdown() { close() }
 
     // Freed once libuv has let go of the handle (its close callback released this object).
     deinit { buffer.deallocate() }

@@ -54,6 +54,7 @@ public final class TerminalReader: LoopHandleOwner, OutputReader {
             Descriptors.close(fd)
             try uvCheck("watching terminal \(fd) on the loop", rc)
         }
+        super.init()
         handle.pointee.data = Unmanaged.passRetained(self).toOpaque()
     }
 
@@ -133,5 +134,5 @@ public final class TerminalReader: LoopHandleOwner, OutputReader {
         }
     }
 
-    func closeForShutdown() { close() }
+    override func closeForShutdown() { close() }
 }
