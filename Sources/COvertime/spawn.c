@@ -364,8 +364,57 @@ pid_t overtime_spawn(const struct overtime_spawn_request *request, struct overti
     return pid;
 }
 
-// The group guard (see the header). It is forked, not vforked: it lives on. The fork copies
-// a multi-threaded process, so the guard too makes only raw system calls.
+// The group guard (see the header). Three ways it starts: forked from a program that embeds
+// the library (a copy of a multi-threaded process), run again as Overtime's own static
+// binary and caught at its first instruction (`overtime_entry`, before the C library has set
+// itself up), or the same caught by a constructor where the binary has no such entry. So it
+// depends on nothing of the C library: raw system calls, returning -errno rather than setting
+// errno (which lives in thread-local storage, set up by the C library), no library function
+// (glibc picks memcpy and strlen for the CPU at start, also not done yet), and no stack
+// protector (its canary is thread-local too). Its own loops keep the compiler from making
+// library calls of them (`no_builtin`).
+#define GUARD_CODE __attribute__((no_builtin, no_stack_protector))
+
+#if defined(__x86_64__)
+GUARD_CODE static long guard_syscall(long number, long a, long b, long c, long d, long e, long f) {
+    long result;
+    register long r10 __asm__("r10") = d;
+    register long r8 __asm__("r8") = e;
+    register long r9 __asm__("r9") = f;
+    __asm__ volatile("syscall"
+                     : "=a"(result)
+                     : "a"(number), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
+                     : "rcx", "r11", "memory");
+    return result;
+}
+#else
+// Elsewhere the guard starts only after the C library (forked, or in the constructor), so
+// its syscall() serves.
+static long guard_syscall(long number, long a, long b, long c, long d, long e, long f) {
+    long result = syscall(number, a, b, c, d, e, f);
+    return result == -1 ? -errno : result;
+}
+#endif
+
+GUARD_CODE static long guard_call(long number, long a, long b, long c, long d) {
+    return guard_syscall(number, a, b, c, d, 0, 0);
+}
+
+GUARD_CODE __attribute__((noreturn)) static void guard_exit(int status) {
+    for (;;) guard_call(SYS_exit_group, status, 0, 0, 0);
+}
+
+GUARD_CODE static size_t guard_length(const char *text) {
+    size_t length = 0;
+    while (text[length]) length++;
+    return length;
+}
+
+GUARD_CODE static void guard_copy(void *to, const void *from, size_t count) {
+    char *target = to;
+    const char *source = from;
+    for (size_t i = 0; i < count; i++) target[i] = source[i];   // forward: also moves down
+}
 
 enum { GUARD_PID_LIMIT = 1 << 22 };   // PID_MAX_LIMIT on 64-bit Linux
 
@@ -373,17 +422,19 @@ enum { GUARD_PID_LIMIT = 1 << 22 };   // PID_MAX_LIMIT on 64-bit Linux
 // with the supervisor after the fork): `pkill overtime`, `pidof overtime` or `pkill -f
 // "overtime batch"` must hit the supervisor alone, so that the guard lives to clean up.
 // The command line is rewritten in place, in the argument area /proc/self/stat locates.
-static void retitle_guard(pid_t supervisor) {
-    child_call(SYS_prctl, PR_SET_NAME, (long)"task-guard", 0, 0);
+GUARD_CODE static void retitle_guard(pid_t supervisor) {
+    guard_call(SYS_prctl, PR_SET_NAME, (long)"task-guard", 0, 0);
     char stat[4096];
-    long fd = child_call(SYS_openat, AT_FDCWD, (long)"/proc/self/stat", O_RDONLY | O_CLOEXEC, 0);
+    long fd = guard_call(SYS_openat, AT_FDCWD, (long)"/proc/self/stat", O_RDONLY | O_CLOEXEC, 0);
     if (fd < 0) return;
-    long n = child_call(SYS_read, fd, (long)stat, sizeof stat - 1, 0);
-    child_call(SYS_close, fd, 0, 0, 0);
+    long n = guard_call(SYS_read, fd, (long)stat, sizeof stat - 1, 0);
+    guard_call(SYS_close, fd, 0, 0, 0);
     if (n <= 0) return;
     stat[n] = 0;
     // Fields after the parenthesised command name start at 3; arg_start is 48, arg_end 49.
-    char *p = strrchr(stat, ')');
+    char *p = NULL;
+    for (long i = 0; i < n; i++)
+        if (stat[i] == ')') p = stat + i;
     if (!p) return;
     unsigned long values[2] = {0, 0};
     int field = 2;
@@ -400,67 +451,67 @@ static void retitle_guard(pid_t supervisor) {
     size_t length = values[1] > values[0] ? values[1] - values[0] : 0;
     if (!start || length < 2) return;
     char title[32] = "task-guard ";
-    size_t used = strlen(title);
+    size_t used = guard_length(title);
     char digits[12];
     int count = 0;
     for (unsigned long v = (unsigned long)supervisor; v && count < 11; v /= 10) digits[count++] = (char)('0' + v % 10);
     while (count > 0 && used < sizeof title - 1) title[used++] = digits[--count];
     title[used] = 0;
-    memset(start, 0, length);
-    memcpy(start, title, used < length - 1 ? used : length - 1);
+    for (size_t i = 0; i < length; i++) start[i] = 0;
+    guard_copy(start, title, used < length - 1 ? used : length - 1);
 }
 
-// The guard's cgroup work, in raw system calls on its own stack (see above).
+// The guard's cgroup work.
 
 // "directory/name" into `path` (PATH_SIZE bytes); 0 when it does not fit.
 enum { PATH_SIZE = 4096 };
-static int join_path(char *path, const char *directory, const char *name) {
-    size_t a = strlen(directory), b = strlen(name);
+GUARD_CODE static int join_path(char *path, const char *directory, const char *name) {
+    size_t a = guard_length(directory), b = guard_length(name);
     if (a + 1 + b + 1 > PATH_SIZE) return 0;
-    memcpy(path, directory, a);
+    guard_copy(path, directory, a);
     path[a] = '/';
-    memcpy(path + a + 1, name, b + 1);
+    guard_copy(path + a + 1, name, b + 1);
     return 1;
 }
 
 // SIGKILL to every pid listed in `directory`/cgroup.procs; returns how many were listed.
-static int kill_listed(const char *directory) {
+GUARD_CODE static int kill_listed(const char *directory) {
     char path[PATH_SIZE];
     if (!join_path(path, directory, "cgroup.procs")) return 0;
-    long fd = child_call(SYS_openat, AT_FDCWD, (long)path, O_RDONLY | O_CLOEXEC, 0);
+    long fd = guard_call(SYS_openat, AT_FDCWD, (long)path, O_RDONLY | O_CLOEXEC, 0);
     if (fd < 0) return 0;
     char buffer[4096];
     int listed = 0;
     long value = -1;
     while (1) {
-        long n = child_call(SYS_read, fd, (long)buffer, sizeof buffer, 0);
+        long n = guard_call(SYS_read, fd, (long)buffer, sizeof buffer, 0);
         if (n <= 0) break;
         for (long i = 0; i < n; i++) {
             char c = buffer[i];
             if (c >= '0' && c <= '9') {
                 value = (value < 0 ? 0 : value * 10) + (c - '0');
             } else if (value > 0) {   // a pid outside our pid namespace reads as 0: never kill(0)
-                child_call(SYS_kill, value, SIGKILL, 0, 0);
+                guard_call(SYS_kill, value, SIGKILL, 0, 0);
                 listed++;
                 value = -1;
             }
         }
     }
-    if (value > 0) { child_call(SYS_kill, value, SIGKILL, 0, 0); listed++; }
-    child_call(SYS_close, fd, 0, 0, 0);
+    if (value > 0) { guard_call(SYS_kill, value, SIGKILL, 0, 0); listed++; }
+    guard_call(SYS_close, fd, 0, 0, 0);
     return listed;
 }
 
 struct guard_dirent { unsigned long long ino; long long off; unsigned short reclen; unsigned char type; char name[]; };
 
 // Calls `visit` on each subdirectory of `directory`; returns their count (-1: unreadable).
-static int each_subdirectory(const char *directory, int (*visit)(const char *path)) {
-    long fd = child_call(SYS_openat, AT_FDCWD, (long)directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+GUARD_CODE static int each_subdirectory(const char *directory, long (*visit)(const char *path)) {
+    long fd = guard_call(SYS_openat, AT_FDCWD, (long)directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
     if (fd < 0) return -1;
     char entries[4096] __attribute__((aligned(8)));
     int count = 0;
     long n;
-    while ((n = child_call(SYS_getdents64, fd, (long)entries, sizeof entries, 0)) > 0) {
+    while ((n = guard_call(SYS_getdents64, fd, (long)entries, sizeof entries, 0)) > 0) {
         for (long at = 0; at < n;) {
             struct guard_dirent *entry = (struct guard_dirent *)(entries + at);
             at += entry->reclen;
@@ -471,66 +522,78 @@ static int each_subdirectory(const char *directory, int (*visit)(const char *pat
             visit(path);
         }
     }
-    child_call(SYS_close, fd, 0, 0, 0);
+    guard_call(SYS_close, fd, 0, 0, 0);
     return count;
 }
 
-static int remove_directory(const char *path) {
-    return (int)child_call(SYS_unlinkat, AT_FDCWD, (long)path, AT_REMOVEDIR, 0);
+GUARD_CODE static long kill_listed_in(const char *path) {
+    return kill_listed(path);
+}
+
+GUARD_CODE static long remove_directory(const char *path) {
+    return guard_call(SYS_unlinkat, AT_FDCWD, (long)path, AT_REMOVEDIR, 0);
 }
 
 // Kills everything in one of the run's cgroup trees (the run's directory, with a cgroup per
 // task below it), then removes the task cgroups and the tree once they are empty. Bounded:
 // about two seconds, after which what is left is left (and said nowhere: the supervisor is gone).
-static void empty_cgroup_tree(const char *tree) {
+GUARD_CODE static void empty_cgroup_tree(const char *tree) {
     char kill_path[PATH_SIZE];
     if (join_path(kill_path, tree, "cgroup.kill")) {
-        long fd = child_call(SYS_openat, AT_FDCWD, (long)kill_path, O_WRONLY | O_CLOEXEC, 0);
+        long fd = guard_call(SYS_openat, AT_FDCWD, (long)kill_path, O_WRONLY | O_CLOEXEC, 0);
+        if (fd == -ENOENT && guard_call(SYS_faccessat, AT_FDCWD, (long)tree, F_OK, 0) == -ENOENT) return;   // removed already
         if (fd >= 0) {
-            child_call(SYS_write, fd, (long)"1", 1, 0);   // v2, Linux 5.14+: the whole subtree at once
-            child_call(SYS_close, fd, 0, 0, 0);
+            guard_call(SYS_write, fd, (long)"1", 1, 0);   // v2, Linux 5.14+: the whole subtree at once
+            guard_call(SYS_close, fd, 0, 0, 0);
         }
     }
     for (int round = 0; round < 200; round++) {
-        each_subdirectory(tree, kill_listed);
+        each_subdirectory(tree, kill_listed_in);
         kill_listed(tree);
         each_subdirectory(tree, remove_directory);
-        if (remove_directory(tree) == 0 || errno == ENOENT) return;
+        long removed = remove_directory(tree);
+        if (removed == 0 || removed == -ENOENT) return;
         struct timespec pause = {0, 10 * 1000 * 1000};
-        child_call(SYS_nanosleep, (long)&pause, 0, 0, 0);
+        guard_call(SYS_nanosleep, (long)&pause, 0, 0, 0);
     }
 }
 
-__attribute__((noreturn)) static void run_group_guard(int channel, pid_t supervisor,
-                                                      const char *_Nullable const *_Nullable cgroup_trees, int tree_count,
-                                                      int forked) {
-    child_call(SYS_setsid, 0, 0, 0, 0);
+GUARD_CODE __attribute__((noreturn)) static void run_group_guard(int channel, pid_t supervisor,
+                                                                 const char *_Nullable const *_Nullable cgroup_trees,
+                                                                 int tree_count, int forked) {
+    guard_call(SYS_setsid, 0, 0, 0, 0);
     struct { void *handler; unsigned long flags; void *restorer; unsigned long mask; } ignore = {SIG_IGN, 0, 0, 0};
     for (int signal = 1; signal <= 64; signal++) {
         if (signal == SIGKILL || signal == SIGSTOP) continue;
-        child_call(SYS_rt_sigaction, signal, (long)&ignore, 0, 8);
+        guard_call(SYS_rt_sigaction, signal, (long)&ignore, 0, 8);
     }
     unsigned long empty_mask = 0;
-    child_call(SYS_rt_sigprocmask, SIG_SETMASK, (long)&empty_mask, 0, 8);
+    guard_call(SYS_rt_sigprocmask, SIG_SETMASK, (long)&empty_mask, 0, 8);
     // Only the channel stays open (at fd 0), and no directory is held.
-    if (channel != 0 && child_call(SYS_dup3, channel, 0, 0, 0) < 0) _exit(1);
-    close_from(1);
-    child_call(SYS_chdir, (long)"/", 0, 0, 0);
+    if (channel != 0 && guard_call(SYS_dup3, channel, 0, 0, 0) < 0) guard_exit(1);
+    if (guard_call(SYS_close_range, 1, ~0U, 0, 0) != 0) {   // kernels before 5.9: one by one
+        struct rlimit limit;
+        long highest = 65536;
+        if (guard_call(SYS_prlimit64, 0, RLIMIT_NOFILE, 0, (long)&limit) == 0 && limit.rlim_cur < (rlim_t)highest)
+            highest = (long)limit.rlim_cur;
+        for (long fd = 1; fd < highest; fd++) guard_call(SYS_close, fd, 0, 0, 0);
+    }
+    guard_call(SYS_chdir, (long)"/", 0, 0, 0);
     if (forked) {
         retitle_guard(supervisor);
         // Set up: the supervisor, waiting for this byte, may start its first task now.
         char ready = 1;
-        if (child_call(SYS_write, 0, (long)&ready, 1, 0) != 1) _exit(1);
+        if (guard_call(SYS_write, 0, (long)&ready, 1, 0) != 1) guard_exit(1);
     } else {
         // Run as a program of its own: its command line is its own already, and nobody
         // waits for it.
-        child_call(SYS_prctl, PR_SET_NAME, (long)"task-guard", 0, 0);
+        guard_call(SYS_prctl, PR_SET_NAME, (long)"task-guard", 0, 0);
     }
 
     // One bit per possible group id: 512 KiB of address space, touched only where used.
-    unsigned long *groups = (unsigned long *)syscall(SYS_mmap, 0, GUARD_PID_LIMIT / 8, PROT_READ | PROT_WRITE,
-                                                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if ((long)groups == -1) _exit(1);
+    long mapped = guard_syscall(SYS_mmap, 0, GUARD_PID_LIMIT / 8, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (mapped < 0 && mapped > -4096) guard_exit(1);
+    unsigned long *groups = (unsigned long *)mapped;
     const int bits = 8 * sizeof(unsigned long);
     // The words ever written, so the last pass reads only those: reading the whole map
     // would fault in each of its 128 pages (as many faults as the rest of the guard's life).
@@ -538,14 +601,14 @@ __attribute__((noreturn)) static void run_group_guard(int channel, pid_t supervi
     unsigned char buffer[4096];
     size_t held = 0;
     while (1) {
-        long n = child_call(SYS_read, 0, (long)(buffer + held), sizeof buffer - held, 0);
-        if (n < 0 && errno == EINTR) continue;
+        long n = guard_call(SYS_read, 0, (long)(buffer + held), sizeof buffer - held, 0);
+        if (n == -EINTR) continue;
         if (n <= 0) break;
         held += (size_t)n;
         size_t used = 0;
         for (; used + 4 <= held; used += 4) {
             int record;
-            memcpy(&record, buffer + used, 4);
+            guard_copy(&record, buffer + used, 4);
             int group = record < 0 ? -record : record;
             if (group <= 0 || group >= GUARD_PID_LIMIT) continue;
             int word = group / bits;
@@ -557,17 +620,17 @@ __attribute__((noreturn)) static void run_group_guard(int channel, pid_t supervi
                 groups[word] &= ~(1UL << (group % bits));
             }
         }
-        memmove(buffer, buffer + used, held - used);
+        guard_copy(buffer, buffer + used, held - used);
         held -= used;
     }
     for (int word = lowest_word; word <= highest_word; word++) {
         if (!groups[word]) continue;
         for (int bit = 0; bit < bits; bit++)
-            if (groups[word] & (1UL << bit)) child_call(SYS_kill, -(word * bits + bit), SIGKILL, 0, 0);
+            if (groups[word] & (1UL << bit)) guard_call(SYS_kill, -(word * bits + bit), SIGKILL, 0, 0);
     }
     for (int i = 0; i < tree_count; i++)
         if (cgroup_trees && cgroup_trees[i]) empty_cgroup_tree(cgroup_trees[i]);
-    _exit(0);
+    guard_exit(0);
 }
 
 // The guard as the supervisor's own program run again (`/proc/self/exe`), for a program
@@ -575,31 +638,69 @@ __attribute__((noreturn)) static void run_group_guard(int channel, pid_t supervi
 // the page tables of a multi-threaded supervisor, and every page either side writes after
 // it is then copied on a fault (measured: 0.7 ms of a 7.9 ms `overtime run`); an exec of
 // a static binary shares nothing and costs the supervisor only the vfork. The new program
-// is told what it is by its environment, and becomes the guard in this constructor, before
-// anything else of it runs (no Swift code, no library set-up beyond the C library's own).
-// It keeps every signal blocked from the vfork to its sigactions, so nothing sent to it in
-// between is acted on. A program that is not asked ignores this at the cost of a look at
-// its environment.
+// is told what it is by its environment, and becomes the guard before anything else of it
+// runs: at its first instruction where the binary is linked to start at `overtime_entry`
+// (scripts/build-release), else in the constructor below (no Swift code, no library set-up
+// beyond the C library's own). It keeps every signal blocked from the vfork to its
+// sigactions, so nothing sent to it in between is acted on. A program that is not asked
+// ignores this at the cost of a look at its environment.
 #define GUARD_OF "OVERTIME_TASK_GUARD_OF="
 #define GUARD_TREE "OVERTIME_TASK_GUARD_TREE="
 
-extern char **environ;
+GUARD_CODE static const char *guard_value(const char *entry, const char *prefix) {
+    for (; *prefix; prefix++, entry++)
+        if (*entry != *prefix) return NULL;
+    return entry;
+}
 
-__attribute__((constructor)) static void become_group_guard_if_asked(void) {
+// Becomes the guard if `environment` asks for one; returns otherwise.
+GUARD_CODE static void become_group_guard_if_asked(char **environment) {
     pid_t supervisor = 0;
     const char *trees[2] = {NULL, NULL};
     int count = 0;
-    for (char **entry = environ; entry && *entry; entry++) {
-        if (strncmp(*entry, GUARD_OF, sizeof GUARD_OF - 1) == 0) {
-            for (const char *digit = *entry + sizeof GUARD_OF - 1; *digit >= '0' && *digit <= '9'; digit++)
+    for (char **entry = environment; entry && *entry; entry++) {
+        const char *value;
+        if ((value = guard_value(*entry, GUARD_OF))) {
+            for (const char *digit = value; *digit >= '0' && *digit <= '9'; digit++)
                 supervisor = supervisor * 10 + (*digit - '0');
-        } else if (strncmp(*entry, GUARD_TREE, sizeof GUARD_TREE - 1) == 0 && count < 2) {
-            trees[count++] = *entry + sizeof GUARD_TREE - 1;
+        } else if ((value = guard_value(*entry, GUARD_TREE)) && count < 2) {
+            trees[count++] = value;
         }
     }
     if (supervisor <= 0) return;
     run_group_guard(0, supervisor, trees, count, 0);
 }
+
+extern char **environ;
+
+__attribute__((constructor)) static void become_group_guard_at_start(void) {
+    become_group_guard_if_asked(environ);
+}
+
+#if defined(__x86_64__)
+// Called by `overtime_entry` with the process's first stack: argc, the arguments, a null,
+// the environment, a null.
+GUARD_CODE __attribute__((used)) void overtime_guard_at_entry(long *stack) {
+    long argc = stack[0];
+    become_group_guard_if_asked((char **)(stack + 1 + argc + 1));
+}
+
+// The static CLI's first instruction (`-e overtime_entry`, scripts/build-release): a guard
+// run again from the binary needs none of the C library's start, which in a virtual machine
+// is dear (its CPU probe traps to the hypervisor on each of some fifty `cpuid`s: about 5 µs
+// each here, docs/benchmarks.md). Anything else goes on to the C library's `_start` with the
+// stack and %rdx (a function for atexit, from the kernel: none) as the kernel left them.
+__attribute__((naked, noreturn)) void overtime_entry(void) {
+    __asm__ volatile(
+        "mov %rsp, %rdi\n\t"
+        "push %rdx\n\t"
+        "sub $8, %rsp\n\t"   // 16-byte aligned at the call, as the ABI wants
+        "call overtime_guard_at_entry\n\t"
+        "add $8, %rsp\n\t"
+        "pop %rdx\n\t"
+        "jmp _start\n\t");
+}
+#endif
 
 // vforks and execs the guard; its pid, or -1 with errno (the exec failed: nothing left).
 static pid_t exec_group_guard(int guard_end, pid_t supervisor, const char *_Nullable const *_Nullable cgroup_trees, int count) {
