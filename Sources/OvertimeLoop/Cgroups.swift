@@ -166,8 +166,15 @@ public final class CgroupTree {
     public let v2Directory: String?
     /// Whether the v2 memory controller is on for the tasks' cgroups.
     public let v2Memory: Bool
-    /// The run's v1 memory directory: memory use, the hard limit, the OOM counter.
+    /// The run's v1 memory directory: memory use, the hard limit, the OOM counter. Made
+    /// when a task first needs its memory cgroup (`readyMemoryDirectory`), not at the start:
+    /// a short task never does (it joins late, `TaskCgroup.joinMemory`), and the directory
+    /// cost every `overtime run` a `mkdir` and an `rmdir` (3.6% of `overtime run --
+    /// /bin/true`, paired runs).
     public let v1MemoryDirectory: String?
+    /// Whether `v1MemoryDirectory` has been made (by the loop; a join's thread makes it too,
+    /// where it is first, without telling: a later `mkdir` here then finds it).
+    private var v1MemoryDirectoryMade = false
     /// Why a hierarchy the probe found could not be used after all.
     public let problems: [String]
 
@@ -216,15 +223,9 @@ public final class CgroupTree {
                 problems.append("cannot create \(directory): \(String(cString: strerror(errno)))")
             }
         }
-        var v1: String?
-        if !v2Memory, let parent = probe.v1MemoryDirectory {
-            let directory = parent + "/overtime-\(runID)"
-            if mkdir(directory, 0o755) == 0 || errno == EEXIST {
-                v1 = directory
-            } else {
-                problems.append("cannot create \(directory): \(String(cString: strerror(errno)))")
-            }
-        }
+        // The v1 directory is made when first needed (`readyMemoryDirectory`); the probe
+        // found its parent writable.
+        let v1 = v2Memory ? nil : probe.v1MemoryDirectory.map { $0 + "/overtime-\(runID)" }
         guard v2 != nil || v1 != nil else { return (nil, problems) }
         return (CgroupTree(v2: v2, v2Memory: v2Memory, v1: v1, problems: problems), problems)
     }
@@ -286,7 +287,19 @@ public final class CgroupTree {
         free.removeAll()
     }
 
-    /// The run's directories, for the group guard to empty if the supervisor dies.
+    /// Makes the run's v1 memory directory if it is not made yet; false when it cannot be
+    /// (the task asking goes without a memory cgroup, as a run whose directory could not
+    /// be made at the start once did, and a later one asks again).
+    func readyMemoryDirectory() -> Bool {
+        guard let v1MemoryDirectory else { return false }
+        if v1MemoryDirectoryMade { return true }
+        guard mkdir(v1MemoryDirectory, 0o755) == 0 || errno == EEXIST else { return false }
+        v1MemoryDirectoryMade = true
+        return true
+    }
+
+    /// The run's directories, for the group guard to empty if the supervisor dies (a v1
+    /// one not made yet included: removing what is not there costs the guard nothing).
     public var directories: [String] { [v2Directory, v1MemoryDirectory].compactMap { $0 } }
 
     /// Removes the run's directories, once their tasks' cgroups are gone (at the end); one
@@ -434,6 +447,11 @@ public final class TaskCgroup {
     /// Whether the v1 memory directory exists (made with the slot, or later: by a join's
     /// thread, or for a task that enters before exec). True without one to make.
     private let memoryDirectoryMade: SharedFlag
+    /// The run's tree, which makes its own v1 directory before a slot's first is made
+    /// (weak: the tree's pool holds its free slots).
+    private weak var tree: CgroupTree?
+    /// The run's v1 memory directory (`CgroupTree.v1MemoryDirectory`), for a join's thread.
+    private let runMemoryDirectory: String?
     /// The files read or written once or more per task, open while the slot is pooled.
     private var kept: [KeptFile: Int32] = [:]
 
@@ -464,7 +482,12 @@ public final class TaskCgroup {
             made.append(directory)
         }
         let v2 = tree.v2Directory.map { $0 + "/" + name }
-        let v1 = tree.v1MemoryDirectory.map { $0 + "/" + name }
+        var v1 = tree.v1MemoryDirectory.map { $0 + "/" + name }
+        // Needed now (made before exec), the run's own v1 directory first; without it this
+        // slot has no memory cgroup.
+        if v1 != nil, memoryBeforeExec || v2 == nil, !tree.readyMemoryDirectory() { v1 = nil }
+        self.tree = tree
+        runMemoryDirectory = tree.v1MemoryDirectory
         canJoinMemoryLate = v2 != nil && v1 != nil && !tree.v2Memory
         if let v2 { try make(v2) }
         if let v1, memoryBeforeExec || !canJoinMemoryLate { try make(v1) }
@@ -540,6 +563,9 @@ public final class TaskCgroup {
     /// `cgroup.procs` for the spawn (`procsDescriptors`: the v2 one first, then this).
     private func makeMemoryDirectory() throws(SystemError) {
         guard let memoryDirectory, !memoryIsV2, procsDescriptors.count < (v2Directory == nil ? 1 : 2) else { return }
+        guard let tree, tree.readyMemoryDirectory() else {
+            throw SystemError("create the run's cgroup \(runMemoryDirectory ?? memoryDirectory)", errno: errno)
+        }
         guard mkdir(memoryDirectory, 0o755) == 0 || errno == EEXIST else {
             throw SystemError("create the task's cgroup \(memoryDirectory)", errno: errno)
         }
@@ -608,9 +634,11 @@ public final class TaskCgroup {
         guard let lateJoin, let memoryDirectory, lateJoin.begin() else { return }
         let files = usageFiles
         let made = memoryDirectoryMade
+        let runDirectory = runMemoryDirectory
         DetachedThread.run {
-            // Made (where the slot has none yet) and opened here, off the loop: the slot's
-            // own descriptor is closed after the spawn unless the slot is pooled.
+            // Made (where the run and the slot have none yet) and opened here, off the loop:
+            // the slot's own descriptor is closed after the spawn unless the slot is pooled.
+            if let runDirectory, mkdir(runDirectory, 0o755) != 0, errno != EEXIST { return lateJoin.finish(joined: false) }
             guard mkdir(memoryDirectory, 0o755) == 0 || errno == EEXIST else { return lateJoin.finish(joined: false) }
             made.set()
             let procs = open(memoryDirectory + "/cgroup.procs", O_WRONLY | O_CLOEXEC)
