@@ -43,9 +43,11 @@ enum TerminalDevice {
         var result: [String: String] = [:]
         var p = environ
         while let entry = p.pointee {
-            let s = String(cString: entry)
-            if let eq = s.firstIndex(of: "=") {
-                result[String(s[..<eq])] = String(s[s.index(after: eq)...])
+            // Split at the first "=" in the C string's bytes: a String's Character search
+            // made this 1.2% of `overtime run -- /bin/true`'s CPU.
+            if let equals = strchr(entry, Int32(UInt8(ascii: "="))) {
+                let name = UnsafeRawBufferPointer(start: entry, count: entry.distance(to: equals))
+                result[String(decoding: name, as: UTF8.self)] = String(cString: equals + 1)
             }
             p += 1
         }
