@@ -30,6 +30,7 @@ public final class Supervisor: Sendable {
     /// How its tasks are held whole (DESIGN §7).
     public let containment: Containment
     private let cgroupDirectories: [String]
+    private let cgroupDirectoriesRemoved = Atomic<Bool>(false)
     let loop: EventLoop
     private let nextTaskID = Atomic<Int>(1)
     /// Loop-thread state: the running tasks and the signal watchers.
@@ -333,15 +334,22 @@ public final class Supervisor: Sendable {
             core.value.metrics?.finish()
         }
         loop.shutdown()
-        // The task guard, closed with the loop, has emptied the run's cgroups (or it never
-        // started: then they are empty already).
-        CgroupTree.remove(cgroupDirectories)
+        removeCgroupDirectories()
     }
 
     deinit {
         // Nothing may run on unsupervised: a supervisor dropped without `shutdown()` still
         // kills what it started.
         loop.shutdown()
+        removeCgroupDirectories()
+    }
+
+    /// The run's cgroup directories, once the loop has stopped: the task guard, closed with
+    /// the loop, removed them where they were empty, and empties the rest; this is for a
+    /// guard that never started. Once: a `shutdown()` and then the deinit would each have
+    /// tried every directory again, for nothing.
+    private func removeCgroupDirectories() {
+        guard !cgroupDirectoriesRemoved.exchange(true, ordering: .relaxed) else { return }
         CgroupTree.remove(cgroupDirectories)
     }
 

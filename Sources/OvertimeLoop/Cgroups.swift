@@ -737,8 +737,9 @@ public final class TaskCgroup {
 
     /// What the cgroup's memory still holds with no process in it (page cache, kernel
     /// objects freed late, the kernel's per-CPU charge batch): what the next task would
-    /// inherit in its usage and peak. nil without a memory cgroup.
-    var leftoverMemory: UInt64? { readUsage() }
+    /// inherit in its usage and peak. nil without a memory cgroup (or before a late join
+    /// has made its v1 directory: a task that ended first has left nothing there).
+    var leftoverMemory: UInt64? { memoryIsV2 || memoryDirectoryMade.isSet ? readUsage() : nil }
 
     deinit {
         closeDescriptors()
