@@ -640,8 +640,8 @@ GUARD_CODE __attribute__((noreturn)) static void run_group_guard(int channel, pi
 // a static binary shares nothing and costs the supervisor only the vfork. The new program
 // is told what it is by its environment, and becomes the guard before anything else of it
 // runs: at its first instruction where the binary is linked to start at `overtime_entry`
-// (scripts/build-release), else in the constructor below (no Swift code, no library set-up
-// beyond the C library's own). It keeps every signal blocked from the vfork to its
+// (the CLI on x86-64, Package.swift), else in the constructor below (no Swift code, no
+// library set-up beyond the C library's own). It keeps every signal blocked from the vfork to its
 // sigactions, so nothing sent to it in between is acted on. A program that is not asked
 // ignores this at the cost of a look at its environment.
 #define GUARD_OF "OVERTIME_TASK_GUARD_OF="
@@ -685,11 +685,13 @@ GUARD_CODE __attribute__((used)) void overtime_guard_at_entry(long *stack) {
     become_group_guard_if_asked((char **)(stack + 1 + argc + 1));
 }
 
-// The static CLI's first instruction (`-e overtime_entry`, scripts/build-release): a guard
-// run again from the binary needs none of the C library's start, which in a virtual machine
-// is dear (its CPU probe traps to the hypervisor on each of some fifty `cpuid`s: about 5 µs
-// each here, docs/benchmarks.md). Anything else goes on to the C library's `_start` with the
-// stack and %rdx (a function for atexit, from the kernel: none) as the kernel left them.
+// The CLI's first instruction (`--entry=overtime_entry`, Package.swift): a guard run again
+// from the binary needs none of the C library's start, which in a virtual machine is dear
+// (its CPU probe traps to the hypervisor on each of its 43 `cpuid`s: about 5 µs each here,
+// docs/benchmarks.md). Anything else goes on to the C library's `_start` with the stack and
+// %rdx (a function for atexit: none from the kernel, the dynamic loader's own from it) as
+// they came. A dynamically linked build gets here after the loader, which changes nothing
+// for the guard's code.
 __attribute__((naked, noreturn)) void overtime_entry(void) {
     __asm__ volatile(
         "mov %rsp, %rdi\n\t"

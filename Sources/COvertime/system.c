@@ -8,6 +8,7 @@
 #endif
 #include <string.h>
 #include <signal.h>
+#include <sys/auxv.h>
 #include <sys/prctl.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -118,4 +119,8 @@ int overtime_use_one_malloc_arena(void) {
 #else
     return 0;
 #endif
+}
+
+int overtime_has_program_interpreter(void) {
+    return getauxval(AT_BASE) != 0;
 }

@@ -29,12 +29,26 @@ extension TaskIsolation {
         }
         guard !name.isEmpty else { throw ParseError("an empty group name") }
         if let gid = AccountFiles.groupID(named: name, in: localFile("/etc/group")) { return gid }
+        guard NameService.usable else { throw ParseError("no such group: \(name)\(NameService.staticNote("/etc/group"))") }
         var entry = group()
         var result: UnsafeMutablePointer<group>?
         var buffer = [CChar](repeating: 0, count: 16_384)
         let rc = getgrnam_r(name, &entry, &buffer, buffer.count, &result)
         guard rc == 0, let found = result else { throw ParseError("no such group: \(name)") }
         return found.pointee.gr_gid
+    }
+}
+
+/// Whether the C library's name service (NSS: the sources /etc/nsswitch.conf lists after the
+/// files, such as systemd, LDAP or sss) may be asked. Not in a statically linked build, the
+/// one scripts/build-release makes: glibc loads those sources as shared libraries built for
+/// its shared self, and a static program that loads one dies in it (a group not in
+/// /etc/group, looked up through libnss_systemd, was a segmentation fault). Such a program
+/// has no program interpreter (`ProgramImage.isStaticallyLinked`).
+enum NameService {
+    static let usable = !ProgramImage.isStaticallyLinked
+    static func staticNote(_ file: String) -> String {
+        " (in \(file): this overtime is linked statically and reads the local files only; give a number, or use a dynamically linked build for accounts from other sources)"
     }
 }
 
@@ -55,6 +69,10 @@ extension Account {
         let uid = UInt32(key)
         if uid == UInt32.max { throw TaskIsolation.ParseError("\(key) is not a user id (it means 'no change' to the kernel)") }
         if let listed = AccountFiles.user(named: uid == nil ? key : nil, uid: uid, in: localFile("/etc/passwd")) { return listed }
+        guard NameService.usable else {
+            guard let uid else { throw TaskIsolation.ParseError("no such user: \(key)\(NameService.staticNote("/etc/passwd"))") }
+            return Account(name: nil, uid: uid, primaryGroupID: uid, home: nil)
+        }
         let rc = if let uid { getpwuid_r(uid, &entry, &buffer, buffer.count, &result) }
                  else { getpwnam_r(key, &entry, &buffer, buffer.count, &result) }
         if rc == 0, let found = result {

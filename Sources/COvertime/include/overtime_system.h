@@ -66,6 +66,10 @@ long overtime_filesystem_type(const char *path);
 /// the descriptor, or -1 with errno set.
 int overtime_eventfd(void);
 
+/// Whether the program was started by a program interpreter (the dynamic loader): 0 for a
+/// statically linked one (getauxval's AT_BASE; <sys/auxv.h> is not in Swift's Glibc module).
+int overtime_has_program_interpreter(void);
+
 /// One malloc arena for the whole process (glibc's M_ARENA_MAX, a macro Swift does not
 /// import); 0 where the C library has no such setting.
 int overtime_use_one_malloc_arena(void);
