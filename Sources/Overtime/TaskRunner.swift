@@ -688,11 +688,8 @@ final class TaskRunner {
 
     /// Measures the task's memory cgroup now and hands the figure to the machine.
     func sampleMemory(of cgroup: TaskCgroup) {
-        // Whether the kernel had the levels before this reading: a usage read before then
-        // may have crossed a level while none was registered, which no event would tell.
-        let watchedBefore = memoryLevels?.isArmed == true
         guard let reading = cgroup.memoryReading(exactFrom: memoryCheckLevel) else { return }
-        usageBelowWatchedLevels = watchedBefore && reading.usage < memoryCheckLevel
+        usageBelowWatchedLevels = reading.usage < memoryCheckLevel
         memorySample(reading.inUse)
     }
 
