@@ -2,8 +2,7 @@ import OvertimeLoop
 
 /// The memory watchdog's clock (DESIGN §7): four times a second it measures each running
 /// task that has a `memory-max` and hands the figure to the task's machine, which warns and
-/// cancels; a task the kernel watches for it, below its levels, it passes by
-/// (`TaskRunner.watchdogMayPass`). Only while such a task runs. Loop-thread only.
+/// cancels. Only while such a task runs. Loop-thread only.
 final class MemoryWatch {
     /// How often: DESIGN §7's "at least four times a second".
     static let interval = Duration.milliseconds(250)
@@ -50,9 +49,7 @@ final class MemoryWatch {
             let used: UInt64?
             switch runner.memoryMeasure {
             case let .cgroup(cgroup):
-                // Below every level the kernel watches, it will say when that changes.
-                if !runner.watchdogMayPass { runner.sampleMemory(of: cgroup) }
-                continue
+                used = cgroup.memoryInUse(exactFrom: runner.memoryCheckLevel)
             // From /proc, 0 is no reading: a process past its exit's unmapping (killed, say,
             // and not yet reaped) shows no resident set, and the sample before it stands.
             case let .processes(cgroup):

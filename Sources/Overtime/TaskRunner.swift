@@ -159,13 +159,11 @@ final class TaskRunner {
         if let cgroup, cgroup.memoryJoinPending { core.memoryJoins.schedule(ref.id, loop: supervisor.loop) }
         if let max = spec.memory.max {
             core.memoryWatch.watch(ref.id, loop: supervisor.loop)
-            // The kernel says when the usage crosses the warning level or the max (v1): a
-            // burst faster than the samples is heard at once, not after the hard limit above
-            // the max, and below the warning level no sample is needed.
+            // The kernel says when the usage crosses the max (v1): a burst faster than the
+            // samples is heard at once, not after the hard limit above the max.
             if let cgroup {
-                let levels = Array(Set([spec.memory.warnBytes, max].compactMap { $0 })).sorted()
-                memoryLevels = MemoryLevelWatch(loop: supervisor.loop, cgroup: cgroup, levels: levels) { [unowned self] in
-                    self.sampleMemory(of: cgroup)
+                memoryLevels = MemoryLevelWatch(loop: supervisor.loop, cgroup: cgroup, levels: [max]) { [unowned self] in
+                    if let used = cgroup.memoryInUse(exactFrom: self.memoryCheckLevel) { self.memorySample(used) }
                 }
             }
         }
@@ -671,26 +669,6 @@ final class TaskRunner {
     /// The level from which a sample must be exact: the warning level (or the max).
     var memoryCheckLevel: UInt64 {
         spec.memory.warnBytes ?? spec.memory.max ?? 0
-    }
-
-    /// Whether the usage was below the lowest level the kernel watches (`memoryCheckLevel`)
-    /// when last measured.
-    private var usageBelowWatchedLevels = false
-
-    /// Whether the watchdog may pass this task by: the kernel watches its levels (v1) and
-    /// its usage was below the lowest at the last sample, so rising past it wakes the
-    /// runner at once (`memoryLevels`). A working set is never above its usage, so nothing
-    /// below that level could warn or cancel. The samples it saves were 5.4 µs each here
-    /// (docs/benchmarks.md, "10 Hz progress").
-    var watchdogMayPass: Bool {
-        usageBelowWatchedLevels && memoryLevels?.isArmed == true
-    }
-
-    /// Measures the task's memory cgroup now and hands the figure to the machine.
-    func sampleMemory(of cgroup: TaskCgroup) {
-        guard let reading = cgroup.memoryReading(exactFrom: memoryCheckLevel) else { return }
-        usageBelowWatchedLevels = reading.usage < memoryCheckLevel
-        memorySample(reading.inUse)
     }
 
     /// A sample from the watchdog.

@@ -713,15 +713,8 @@ public final class TaskCgroup {
     ///   working set, and enough to know no limit is near), sparing the read of memory.stat,
     ///   which the kernel computes afresh for every read (most of a sample's cost).
     public func memoryInUse(exactFrom: UInt64 = 0) -> UInt64? {
-        memoryReading(exactFrom: exactFrom)?.inUse
-    }
-
-    /// `memoryInUse`, with the usage it was judged from: a usage below every level the
-    /// kernel watches (`MemoryLevelWatch`) is one the kernel will say it has left.
-    public func memoryReading(exactFrom: UInt64 = 0) -> (inUse: UInt64, usage: UInt64)? {
-        guard memoryCountsTask, let usage = readUsage(),
-              let inUse = usageFiles.memoryInUse(usage: usage, exactFrom: exactFrom) else { return nil }
-        return (inUse, usage)
+        guard memoryCountsTask, let usage = readUsage() else { return nil }
+        return usageFiles.memoryInUse(usage: usage, exactFrom: exactFrom)
     }
 
     /// The usage file, kept open and read again from its start (`pread`) while the task
@@ -927,20 +920,15 @@ private extension String {
 /// than at its next sample: a task growing at gigabytes a second crosses `memory-max` and
 /// the hard limit above it within one sampling interval. Loop-thread only.
 ///
-/// Once every level is registered (`isArmed`), a usage below the lowest needs no samples:
-/// the kernel says when it rises past it. Where it cannot be set up (v2, whose memory.events
-/// does not count levels of our choosing; a kernel without event_control) the samples go on.
+/// An accelerator: the samples go on as before, and where it cannot be set up (v2, whose
+/// memory.events does not count levels of our choosing; a kernel without event_control)
+/// nothing else changes.
 public final class MemoryLevelWatch: LoopHandleOwner {
     private let eventFD: Int32
     private let usageFD: Int32
     private let handle: UnsafeMutablePointer<uv_poll_t>
     private var onCrossed: (() -> Void)?
     private var closed = false
-    private let registered: SharedFlag
-
-    /// Whether the kernel has taken every level (on the registering thread's own time) and
-    /// is listened to.
-    public var isArmed: Bool { !closed && registered.isSet }
 
     /// Registers `levels` (bytes) on the task's v1 memory cgroup; nil when it cannot.
     public init?(loop: EventLoop, cgroup: TaskCgroup, levels: [UInt64], onCrossed: @escaping () -> Void) {
@@ -963,14 +951,11 @@ public final class MemoryLevelWatch: LoopHandleOwner {
         }
         let lines = levels.map { "\(eventsCopy) \(usageCopy) \($0)" }
         let control = directory + "/cgroup.event_control"
-        let registered = SharedFlag(false)
         DetachedThread.run {
-            let taken = lines.allSatisfy { CgroupTree.write($0, to: control) == 0 }
+            for line in lines { CgroupTree.write(line, to: control) }
             Descriptors.close(eventsCopy)
             Descriptors.close(usageCopy)
-            if taken { registered.set() }
         }
-        self.registered = registered
         eventFD = events
         usageFD = usage
         self.onCrossed = onCrossed
