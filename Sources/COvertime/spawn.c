@@ -40,16 +40,7 @@ static long child_call(long number, long a, long b, long c, long d) {
     return syscall(number, a, b, c, d);
 }
 
-// Closes every descriptor from `first` up: close_range, or on kernels before 5.9 (or under
-// a seccomp filter that refuses it) one by one, as far as the descriptor limit allows.
-static void close_from(int first) {
-    if (child_call(SYS_close_range, first, ~0U, 0, 0) == 0) return;
-    struct rlimit limit;
-    long highest = 65536;
-    if (child_call(SYS_prlimit64, 0, RLIMIT_NOFILE, 0, (long)&limit) == 0 && limit.rlim_cur < (rlim_t)highest)
-        highest = (long)limit.rlim_cur;
-    for (long fd = first; fd < highest; fd++) child_call(SYS_close, fd, 0, 0, 0);
-}
+static void close_from(int first);   // below, with the guard's system calls it shares
 
 // Every library function the vfork child calls (syscall, errno's __errno_location, memcpy,
 // strchr, strlen), bound once in the parent: a first call from the child would otherwise
@@ -416,6 +407,18 @@ GUARD_CODE static void guard_copy(void *to, const void *from, size_t count) {
     for (size_t i = 0; i < count; i++) target[i] = source[i];   // forward: also moves down
 }
 
+// Closes every descriptor from `first` up: close_range, or on kernels before 5.9 (or under
+// a seccomp filter that refuses it) one by one, as far as the descriptor limit allows. The
+// spawning child's and the guard's, so in the guard's raw calls.
+GUARD_CODE static void close_from(int first) {
+    if (guard_call(SYS_close_range, first, ~0U, 0, 0) == 0) return;
+    struct rlimit limit;
+    long highest = 65536;
+    if (guard_call(SYS_prlimit64, 0, RLIMIT_NOFILE, 0, (long)&limit) == 0 && limit.rlim_cur < (rlim_t)highest)
+        highest = (long)limit.rlim_cur;
+    for (long fd = first; fd < highest; fd++) guard_call(SYS_close, fd, 0, 0, 0);
+}
+
 enum { GUARD_PID_LIMIT = 1 << 22 };   // PID_MAX_LIMIT on 64-bit Linux
 
 // Names the guard `task-guard`, in its command name and its command line (which it shares
@@ -475,13 +478,13 @@ GUARD_CODE static int join_path(char *path, const char *directory, const char *n
 }
 
 // SIGKILL to every pid listed in `directory`/cgroup.procs; returns how many were listed.
-GUARD_CODE static int kill_listed(const char *directory) {
+GUARD_CODE static long kill_listed(const char *directory) {
     char path[PATH_SIZE];
     if (!join_path(path, directory, "cgroup.procs")) return 0;
     long fd = guard_call(SYS_openat, AT_FDCWD, (long)path, O_RDONLY | O_CLOEXEC, 0);
     if (fd < 0) return 0;
     char buffer[4096];
-    int listed = 0;
+    long listed = 0;
     long value = -1;
     while (1) {
         long n = guard_call(SYS_read, fd, (long)buffer, sizeof buffer, 0);
@@ -526,10 +529,6 @@ GUARD_CODE static int each_subdirectory(const char *directory, long (*visit)(con
     return count;
 }
 
-GUARD_CODE static long kill_listed_in(const char *path) {
-    return kill_listed(path);
-}
-
 GUARD_CODE static long remove_directory(const char *path) {
     return guard_call(SYS_unlinkat, AT_FDCWD, (long)path, AT_REMOVEDIR, 0);
 }
@@ -548,7 +547,7 @@ GUARD_CODE static void empty_cgroup_tree(const char *tree) {
         }
     }
     for (int round = 0; round < 200; round++) {
-        each_subdirectory(tree, kill_listed_in);
+        each_subdirectory(tree, kill_listed);
         kill_listed(tree);
         each_subdirectory(tree, remove_directory);
         long removed = remove_directory(tree);
@@ -571,13 +570,7 @@ GUARD_CODE __attribute__((noreturn)) static void run_group_guard(int channel, pi
     guard_call(SYS_rt_sigprocmask, SIG_SETMASK, (long)&empty_mask, 0, 8);
     // Only the channel stays open (at fd 0), and no directory is held.
     if (channel != 0 && guard_call(SYS_dup3, channel, 0, 0, 0) < 0) guard_exit(1);
-    if (guard_call(SYS_close_range, 1, ~0U, 0, 0) != 0) {   // kernels before 5.9: one by one
-        struct rlimit limit;
-        long highest = 65536;
-        if (guard_call(SYS_prlimit64, 0, RLIMIT_NOFILE, 0, (long)&limit) == 0 && limit.rlim_cur < (rlim_t)highest)
-            highest = (long)limit.rlim_cur;
-        for (long fd = 1; fd < highest; fd++) guard_call(SYS_close, fd, 0, 0, 0);
-    }
+    close_from(1);
     guard_call(SYS_chdir, (long)"/", 0, 0, 0);
     if (forked) {
         retitle_guard(supervisor);

@@ -29,7 +29,7 @@ extension JobFile {
         switch JobFilePath.read(path) {
         case let .success(file):
             let directory = directory ?? (file.isRegular ? JobFilePath.absoluteDirectory(of: path) : JobFilePath.currentDirectory())
-            return (try parse(file.bytes, origin: path, directory: directory, commandEnvironment: CommandLookup.processEnvironment()),
+            return (try parse(file.bytes, origin: path, directory: directory, commandEnvironment: ProcessEnvironment.current()),
                     file.bytes, directory)
         case let .failure(problem):
             throw JobFileError(origin: path, problems: [problem.message])
@@ -145,18 +145,6 @@ enum CommandLookup {
         let names = searched.flatMap { Descriptors.directoryEntries($0, limit: 5000) ?? [] }
         let meant = Spelling.closest(to: program, among: names).map { "; did you mean \(JobFileText.quote($0))?" } ?? ""
         return "\(JobFileText.quote(program)) is not found on the task's PATH (\(searchPath))\(meant)\(madeByHint)"
-    }
-
-    /// The supervisor's own environment: what a task without `clean-env` inherits.
-    static func processEnvironment() -> [String: String] {
-        var result: [String: String] = [:]
-        var cursor = environ
-        while let entry = cursor.pointee {
-            let text = String(cString: entry)
-            if let eq = text.firstIndex(of: "=") { result[String(text[..<eq])] = String(text[text.index(after: eq)...]) }
-            cursor += 1
-        }
-        return result
     }
 
     private static func exists(_ path: String) -> Bool {

@@ -12,7 +12,7 @@ enum SrunExecutor {
     /// The launcher for a batch whose journal is in `runDirectory`.
     /// - Throws: `BatchError` outside an allocation, or when the run directory is on a
     ///   filesystem the allocation's other nodes cannot see.
-    static func launcher(runDirectory: String, overtime: String?, environment: [String: String] = CommandLookup.processEnvironment()) throws -> RemoteLauncher {
+    static func launcher(runDirectory: String, overtime: String?, environment: [String: String] = ProcessEnvironment.current()) throws -> RemoteLauncher {
         guard let job = environment["SLURM_JOB_ID"], !job.isEmpty else {
             throw BatchError("the srun executor runs inside a Slurm allocation (sbatch or salloc): SLURM_JOB_ID is not set")
         }
@@ -47,10 +47,7 @@ enum SrunExecutor {
 
     /// `path` from `/` (the nodes run from wherever srun puts them).
     static func absolute(_ path: String) -> String {
-        guard !path.hasPrefix("/") else { return path }
-        var buffer = [CChar](repeating: 0, count: 4096)
-        guard getcwd(&buffer, buffer.count) != nil else { return path }
-        return String(cString: buffer) + "/" + path
+        path.hasPrefix("/") ? path : JobFilePath.currentDirectory() + "/" + path
     }
 
     static func ownExecutable() -> String? {

@@ -38,22 +38,6 @@ enum TerminalDevice {
         return (columns, lines)
     }
 
-    /// The process environment as a dictionary.
-    static func environment() -> [String: String] {
-        var result: [String: String] = [:]
-        var p = environ
-        while let entry = p.pointee {
-            // Split at the first "=" in the C string's bytes: a String's Character search
-            // made this 1.2% of `overtime run -- /bin/true`'s CPU.
-            if let equals = strchr(entry, Int32(UInt8(ascii: "="))) {
-                let name = UnsafeRawBufferPointer(start: entry, count: entry.distance(to: equals))
-                result[String(decoding: name, as: UTF8.self)] = String(cString: equals + 1)
-            }
-            p += 1
-        }
-        return result
-    }
-
     /// Writes all of `bytes` to `fd` (`Descriptors.writeAll`: short writes, EINTR and a
     /// descriptor someone made non-blocking all taken care of); gives up quietly on a closed
     /// descriptor (nothing more can be shown). It blocks while the reader does not read:

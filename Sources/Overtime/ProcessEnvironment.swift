@@ -1,0 +1,25 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// The supervisor's own environment.
+public enum ProcessEnvironment {
+    /// As a dictionary: what a task without `clean-env` inherits, and what the CLI's
+    /// display reads its terminal's settings from. Each entry is split at its first "=" in
+    /// the C string's bytes: a String's Character search made this 1.2% of `overtime run --
+    /// /bin/true`'s CPU.
+    public static func current() -> [String: String] {
+        var result: [String: String] = [:]
+        var cursor = environ
+        while let entry = cursor.pointee {
+            if let equals = strchr(entry, Int32(UInt8(ascii: "="))) {
+                let name = UnsafeRawBufferPointer(start: entry, count: entry.distance(to: equals))
+                result[String(decoding: name, as: UTF8.self)] = String(cString: equals + 1)
+            }
+            cursor += 1
+        }
+        return result
+    }
+}
