@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <link.h>
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
@@ -11,6 +12,7 @@
 #include <sys/auxv.h>
 #include <sys/prctl.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/vfs.h>
 #include <sys/wait.h>
@@ -123,4 +125,40 @@ int overtime_use_one_malloc_arena(void) {
 
 int overtime_has_program_interpreter(void) {
     return getauxval(AT_BASE) != 0;
+}
+
+struct unmapped_pages {
+    long bytes;
+    int error;
+};
+
+static int unmap_read_only_segments(struct dl_phdr_info *info, size_t size, void *context) {
+    (void)size;
+    struct unmapped_pages *unmapped = context;
+    long page = sysconf(_SC_PAGESIZE);
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *segment = &info->dlpi_phdr[i];
+        // A segment loaded writable may hold pages the program wrote (its data, and the
+        // relocated part made read-only after start, RELRO): dropping those would lose
+        // what was written. Only segments never writable are safe to drop.
+        if (segment->p_type != PT_LOAD || (segment->p_flags & PF_W)) continue;
+        uintptr_t start = info->dlpi_addr + segment->p_vaddr;
+        uintptr_t end = start + segment->p_memsz;
+        start &= ~(uintptr_t)(page - 1);
+        end = (end + page - 1) & ~(uintptr_t)(page - 1);
+        if (madvise((void *)start, end - start, MADV_DONTNEED) != 0) {
+            unmapped->error = errno;
+            return 1;
+        }
+        unmapped->bytes += (long)(end - start);
+    }
+    // The first object is the program itself; shared libraries (a dynamic build's) are
+    // left as they are: one with text relocations would have written its code.
+    return 1;
+}
+
+long overtime_unmap_program_read_only_pages(void) {
+    struct unmapped_pages unmapped = {0, 0};
+    dl_iterate_phdr(unmap_read_only_segments, &unmapped);
+    return unmapped.error ? -unmapped.error : unmapped.bytes;
 }

@@ -74,6 +74,13 @@ int overtime_has_program_interpreter(void);
 /// import); 0 where the C library has no such setting.
 int overtime_use_one_malloc_arena(void);
 
+/// Unmaps from this process the pages of its own program file that were never writable (its
+/// code and read-only data), so that they stop counting in its resident memory; the next
+/// touch of one maps it again from the page cache (a minor fault). Those pages were never
+/// written, so no content is lost (MADV_DONTNEED on a private mapping drops only copies
+/// made by writes). The bytes of the ranges unmapped, or -errno.
+long overtime_unmap_program_read_only_pages(void);
+
 #pragma clang assume_nonnull end
 
 #ifdef __cplusplus
