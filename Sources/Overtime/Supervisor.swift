@@ -560,16 +560,24 @@ final class SupervisorCore {
     /// `OVERTIME_TQDM`, are the user's settings and pass on.
     static let supervisorOwned = ["OVERTIME_FD=", "OVERTIME_SOCKET=", "NOTIFY_SOCKET=", "WATCHDOG_USEC=", "WATCHDOG_PID=", "OVERTIME_TASK=", "OVERTIME_RUN=", "OVERTIME_ATTEMPT=", "OVERTIME_RESOURCE_"]
 
+    /// `supervisorOwned` as bytes, to test the C environment's entries against.
+    private static let supervisorOwnedPrefixes: [[CChar]] = supervisorOwned.map { $0.utf8.map { CChar(bitPattern: $0) } }
+
     /// The environment every task inherits, read once, without the `supervisorOwned` ones.
+    /// Tested and copied as the C strings they are: as Strings, each tested with `hasPrefix`
+    /// and then made C strings again, they took 106,000 of the 1.18 million instructions of
+    /// `overtime run -- /bin/true`'s supervisor (callgrind; docs/benchmarks.md, "Issue 16").
     lazy var inheritedEnvironment: EnvironmentBlock = {
-        var result: [String] = []
+        var kept: [UnsafePointer<CChar>] = []
         var p = environ
         while let entry = p.pointee {
-            let s = String(cString: entry)
-            if !Self.supervisorOwned.contains(where: { s.hasPrefix($0) }) { result.append(s) }
+            let owned = Self.supervisorOwnedPrefixes.contains { prefix in
+                prefix.withUnsafeBufferPointer { strncmp(entry, $0.baseAddress!, $0.count) == 0 }
+            }
+            if !owned { kept.append(UnsafePointer(entry)) }
             p += 1
         }
-        return EnvironmentBlock(result)
+        return EnvironmentBlock(copying: kept)
     }()
 
     /// `/dev/null`, opened once, for every task whose stdin is null or whose output is

@@ -74,47 +74,93 @@ public struct CgroupProbe: Sendable, Equatable {
 
     /// Also whether a hierarchy is mounted only at one of its subtrees (a container's view of
     /// its own cgroup): there, /proc/self/cgroup's paths cannot be found under the mount.
-    /// Read as bytes, lines and fields alike: every `overtime run` reads mountinfo, and
-    /// splitting it as a String (by grapheme) was 2.6% of `overtime run -- /bin/true`'s CPU.
+    /// One pass over the bytes, a String made only for the mount points kept: every `overtime
+    /// run` reads mountinfo, and splitting it into lines, fields and strings took 274,000 of
+    /// the 1.46 million instructions of `overtime run -- /bin/true`'s supervisor (callgrind;
+    /// docs/benchmarks.md, "Issue 16").
     static func mounts(mountinfo: [UInt8]) -> (v2: String?, v1Memory: String?, v2Subtree: Bool, v1MemorySubtree: Bool) {
-        var v2: String?
-        var v1Memory: String?
-        var v2Subtree = false
-        var v1MemorySubtree = false
-        for line in mountinfo.split(separator: UInt8(ascii: "\n")) where Self.isCgroupMount(line) {
-            let fields = line.split(separator: UInt8(ascii: " ")).map { String(decoding: $0, as: UTF8.self) }
-            guard let dash = fields.firstIndex(of: "-"), fields.count > dash + 3, fields.count > 4 else { continue }
-            let root = fields[3]
-            let mountPoint = Self.unescape(fields[4])
-            let type = fields[dash + 1]
-            let superOptions = fields[dash + 3].split(separator: ",")
-            let memory = type == "cgroup" && superOptions.contains("memory")
-            guard root == "/" else {
-                if type == "cgroup2" { v2Subtree = true }
-                if memory { v1MemorySubtree = true }
-                continue
+        var found: (v2: String?, v1Memory: String?, v2Subtree: Bool, v1MemorySubtree: Bool) = (nil, nil, false, false)
+        mountinfo.withUnsafeBufferPointer { text in
+            forEachLine(of: text) { line in
+                guard let mount = CgroupMount(text, line) else { return }
+                switch mount.hierarchy {
+                case .v2 where !mount.atRoot: found.v2Subtree = true
+                case .v1Memory where !mount.atRoot: found.v1MemorySubtree = true
+                case .v2 where found.v2 == nil: found.v2 = Self.unescape(text, mount.mountPoint)
+                case .v1Memory where found.v1Memory == nil: found.v1Memory = Self.unescape(text, mount.mountPoint)
+                default: return
+                }
             }
-            if type == "cgroup2", v2 == nil { v2 = mountPoint }
-            if memory, v1Memory == nil { v1Memory = mountPoint }
         }
-        return (v2, v1Memory, v2Subtree, v1MemorySubtree)
+        return found
     }
 
-    /// Whether a mountinfo line's filesystem type (after " - ") starts with "cgroup", found
-    /// in its bytes: every `overtime run` reads mountinfo, most of whose lines are other
-    /// filesystems, and splitting each into strings was a share of the start's CPU.
-    static func isCgroupMount(_ line: ArraySlice<UInt8>) -> Bool {
-        let marker = Array(" - cgroup".utf8)
-        var matched = 0
-        for byte in line {
-            if byte == marker[matched] {
-                matched += 1
-                if matched == marker.count { return true }
-            } else {
-                matched = byte == marker[0] ? 1 : 0
+    /// A mountinfo line ("ID PARENT DEV ROOT MOUNT OPTIONS [OPTIONAL...] - FSTYPE SOURCE
+    /// SUPEROPTIONS") that mounts a hierarchy the probe looks for: cgroup v2, or a v1 one
+    /// with the memory controller among its super options. A hierarchy mounted twice counts
+    /// once: the first mount whose root is the hierarchy's root ("/").
+    private struct CgroupMount {
+        enum Hierarchy { case v2, v1Memory }
+        let hierarchy: Hierarchy
+        let atRoot: Bool
+        /// Where it is mounted, still escaped, in the text's indices.
+        let mountPoint: Range<Int>
+
+        init?(_ text: UnsafeBufferPointer<UInt8>, _ line: Range<Int>) {
+            var fields = Fields(text: text, cursor: line.lowerBound, end: line.upperBound)
+            for _ in 0..<3 { guard fields.next() != nil else { return nil } }
+            guard let root = fields.next(), let mountPoint = fields.next(), fields.next() != nil else { return nil }
+            // The optional fields (shared:N, master:N, ...) run up to a lone "-".
+            while true {
+                guard let field = fields.next() else { return nil }
+                if Fields.equal(text, field, "-") { break }
             }
+            guard let type = fields.next(), fields.next() != nil, let superOptions = fields.next() else { return nil }
+            if Fields.equal(text, type, "cgroup2") {
+                hierarchy = .v2
+            } else if Fields.equal(text, type, "cgroup"), Fields.listContains(text, superOptions, "memory") {
+                hierarchy = .v1Memory
+            } else {
+                return nil
+            }
+            atRoot = Fields.equal(text, root, "/")
+            self.mountPoint = mountPoint
         }
-        return false
+    }
+
+    /// The space-separated fields of one line, in turn, as ranges of the text.
+    private struct Fields {
+        let text: UnsafeBufferPointer<UInt8>
+        var cursor: Int
+        let end: Int
+
+        mutating func next() -> Range<Int>? {
+            guard cursor < end else { return nil }
+            let start = cursor
+            while cursor < end, text[cursor] != UInt8(ascii: " ") { cursor += 1 }
+            let field = start..<cursor
+            cursor += 1
+            return field
+        }
+
+        static func equal(_ text: UnsafeBufferPointer<UInt8>, _ range: Range<Int>, _ literal: StaticString) -> Bool {
+            guard range.count == literal.utf8CodeUnitCount else { return false }
+            let bytes = literal.utf8Start
+            for i in 0..<range.count where text[range.lowerBound + i] != bytes[i] { return false }
+            return true
+        }
+
+        /// Whether the comma-separated list in `range` has `word` as one of its items.
+        static func listContains(_ text: UnsafeBufferPointer<UInt8>, _ range: Range<Int>, _ word: StaticString) -> Bool {
+            var itemStart = range.lowerBound
+            while itemStart <= range.upperBound {
+                var itemEnd = itemStart
+                while itemEnd < range.upperBound, text[itemEnd] != UInt8(ascii: ",") { itemEnd += 1 }
+                if equal(text, itemStart..<itemEnd, word) { return true }
+                itemStart = itemEnd + 1
+            }
+            return false
+        }
     }
 
     /// This process's path in the v2 hierarchy ("0::/path") and in the v1 memory one
@@ -126,30 +172,48 @@ public struct CgroupProbe: Sendable, Equatable {
     static func ownPaths(procSelfCgroup: [UInt8]) -> (v2: String?, v1Memory: String?) {
         var v2: String?
         var v1Memory: String?
-        for line in procSelfCgroup.split(separator: UInt8(ascii: "\n")) {
-            let parts = line.split(separator: UInt8(ascii: ":"), maxSplits: 2, omittingEmptySubsequences: false)
-            guard parts.count == 3 else { continue }
-            let path = String(decoding: parts[2], as: UTF8.self)
-            if parts[0].elementsEqual("0".utf8), parts[1].isEmpty { v2 = path }
-            if parts[1].split(separator: UInt8(ascii: ",")).contains(where: { $0.elementsEqual("memory".utf8) }) { v1Memory = path }
+        procSelfCgroup.withUnsafeBufferPointer { text in
+            forEachLine(of: text) { line in
+                // "ID:CONTROLLERS:PATH"; the path may itself hold colons.
+                var firstColon = line.lowerBound
+                while firstColon < line.upperBound, text[firstColon] != UInt8(ascii: ":") { firstColon += 1 }
+                var secondColon = firstColon + 1
+                while secondColon < line.upperBound, text[secondColon] != UInt8(ascii: ":") { secondColon += 1 }
+                guard secondColon < line.upperBound else { return }
+                let path = String(decoding: UnsafeBufferPointer(rebasing: text[(secondColon + 1)..<line.upperBound]), as: UTF8.self)
+                let controllers = (firstColon + 1)..<secondColon
+                if Fields.equal(text, line.lowerBound..<firstColon, "0"), controllers.isEmpty { v2 = path }
+                if Fields.listContains(text, controllers, "memory") { v1Memory = path }
+            }
         }
         return (v2, v1Memory)
     }
 
-    /// Mountinfo escapes space, tab, newline and backslash as octal (`\040`).
-    private static func unescape(_ text: String) -> String {
-        guard text.contains("\\") else { return text }
+    /// A mount point as text: mountinfo escapes space, tab, newline and backslash as octal
+    /// (`\040`).
+    private static func unescape(_ text: UnsafeBufferPointer<UInt8>, _ range: Range<Int>) -> String {
         var bytes: [UInt8] = []
-        var utf8 = Array(text.utf8)[...]
-        while let byte = utf8.popFirst() {
-            if byte == UInt8(ascii: "\\"), utf8.count >= 3, let value = UInt8(String(decoding: utf8.prefix(3), as: UTF8.self), radix: 8) {
+        bytes.reserveCapacity(range.count)
+        var i = range.lowerBound
+        while i < range.upperBound {
+            if text[i] == UInt8(ascii: "\\"), i + 3 < range.upperBound,
+               let value = Self.octal(text[i + 1], text[i + 2], text[i + 3]) {
                 bytes.append(value)
-                utf8 = utf8.dropFirst(3)
+                i += 4
             } else {
-                bytes.append(byte)
+                bytes.append(text[i])
+                i += 1
             }
         }
         return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// The byte three octal digits spell, if they do.
+    private static func octal(_ a: UInt8, _ b: UInt8, _ c: UInt8) -> UInt8? {
+        let digits = UInt8(ascii: "0")...UInt8(ascii: "7")
+        guard digits.contains(a), digits.contains(b), digits.contains(c) else { return nil }
+        let value = Int(a - digits.lowerBound) * 64 + Int(b - digits.lowerBound) * 8 + Int(c - digits.lowerBound)
+        return value <= 255 ? UInt8(value) : nil
     }
 
     static func join(_ mount: String, _ path: String) -> String {
@@ -856,14 +920,35 @@ public final class TaskCgroup {
         return (user, system)
     }
 
-    /// The value of `key` in a flat-keyed file ("key value" lines).
+    /// The value of `key` in a flat-keyed file ("key value" lines). Read as bytes: every task's
+    /// end reads its CPU time from `cpu.stat` so, and splitting the file into Strings took
+    /// 84,000 of the 1.18 million instructions of `overtime run -- /bin/true`'s supervisor.
     static func keyed(_ bytes: [UInt8]?, _ key: String) -> UInt64? {
         guard let bytes else { return nil }
-        for line in String(decoding: bytes, as: UTF8.self).split(separator: "\n") {
-            let parts = line.split(separator: " ")
-            if parts.count == 2, parts[0] == key { return UInt64(parts[1]) }
+        let name = Array(key.utf8)
+        var found: UInt64?? = nil
+        bytes.withUnsafeBufferPointer { text in
+            forEachLine(of: text) { line in
+                let valueStart = line.lowerBound + name.count + 1
+                guard found == nil, valueStart < line.upperBound, text[valueStart - 1] == UInt8(ascii: " "),
+                      text[line.lowerBound..<(valueStart - 1)].elementsEqual(name) else { return }
+                found = .some(decimal(text[valueStart..<line.upperBound]))
+            }
         }
-        return nil
+        return found ?? nil
+    }
+
+    /// The number the digits spell; nil for anything else, or past UInt64.
+    private static func decimal(_ digits: Slice<UnsafeBufferPointer<UInt8>>) -> UInt64? {
+        var value: UInt64 = 0
+        for byte in digits {
+            guard (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) else { return nil }
+            let (shifted, overflowed) = value.multipliedReportingOverflow(by: 10)
+            let (sum, overflowedToo) = shifted.addingReportingOverflow(UInt64(byte - UInt8(ascii: "0")))
+            if overflowed || overflowedToo { return nil }
+            value = sum
+        }
+        return value
     }
 }
 
@@ -1058,5 +1143,17 @@ enum DetachedThread {
         } else {
             Unmanaged<Work>.fromOpaque(work).takeRetainedValue().body()   // no thread: do it here
         }
+    }
+}
+
+/// Calls `body` with each line of a kernel file's text (mountinfo, /proc/self/cgroup, a
+/// cgroup's flat-keyed files) as a range of its indices, the newline left out.
+private func forEachLine(of text: UnsafeBufferPointer<UInt8>, _ body: (Range<Int>) -> Void) {
+    var lineStart = 0
+    while lineStart < text.count {
+        var lineEnd = lineStart
+        while lineEnd < text.count, text[lineEnd] != UInt8(ascii: "\n") { lineEnd += 1 }
+        body(lineStart..<lineEnd)
+        lineStart = lineEnd + 1
     }
 }

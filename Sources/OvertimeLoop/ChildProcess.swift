@@ -431,6 +431,12 @@ public final class EnvironmentBlock: @unchecked Sendable {
         count = entries.count
     }
 
+    /// - Parameter entries: `NAME=value` C strings (the process's own `environ`, say), copied.
+    public init(copying entries: [UnsafePointer<CChar>]) {
+        strings = CStringArray(copying: entries)
+        count = entries.count
+    }
+
     /// The entries, less those whose name one of `overrides` (`NAME=value`) sets.
     func entries(overriddenBy overrides: [String]) -> [UnsafeMutablePointer<CChar>?] {
         let names: [[CChar]] = overrides.compactMap { entry in
@@ -454,6 +460,13 @@ final class CStringArray {
     private let count: Int
 
     init(_ strings: [String]) {
+        count = strings.count
+        base = .allocate(capacity: count + 1)
+        for (i, s) in strings.enumerated() { base[i] = strdup(s) }
+        base[count] = nil
+    }
+
+    init(copying strings: [UnsafePointer<CChar>]) {
         count = strings.count
         base = .allocate(capacity: count + 1)
         for (i, s) in strings.enumerated() { base[i] = strdup(s) }
