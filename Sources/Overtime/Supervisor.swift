@@ -382,14 +382,14 @@ public final class Supervisor: Sendable {
     /// - Throws: `ControlSocketError` when the streams cannot be used (a terminal, say).
     public func serveControlOnStandardStreams(onInputEnd: @escaping @Sendable () -> Void) throws(ControlSocketError) {
         let core = self.core
-        let containmentJSON = self.containmentJSON
+        let containment = self.containment
         let done = Completion<Result<Void, ControlSocketError>>()
         let accepted = loop.execute { [loop, self] in
             do {
                 let input = try ByteStream(loop: loop, fd: try Descriptors.duplicate(0))
                 let output = try ByteStream(loop: loop, fd: try Descriptors.duplicate(1))
                 let server = try ControlServer(loop: loop, path: nil, target: core.value) { _ in }
-                server.containment = containmentJSON
+                server.containment = containment
                 server.attach(reading: input, writing: output, onEnd: onInputEnd)
                 core.value.standardStreamsOutput = output
                 self.addSink(ControlWatchers(server))
@@ -415,13 +415,6 @@ public final class Supervisor: Sendable {
         }
     }
 
-    /// `containment` as a JSON value, for control replies.
-    private var containmentJSON: JSONValue? {
-        var w = JSONWriter(capacity: 256)
-        containment.write(into: &w)
-        return try? JSONValue.parse(w.bytes)
-    }
-
     /// Prepares the path, then creates the server on the loop thread and waits for it.
     /// - Parameter attach: run on the loop thread: what the server acts on, and what to do
     ///   with it once it listens (make its watchers a sink).
@@ -436,7 +429,7 @@ public final class Supervisor: Sendable {
         }
         try ControlSocketPath.claim(socketPath)
         let done = Completion<Result<Void, ControlSocketError>>()
-        let containmentJSON = self.containmentJSON
+        let containment = self.containment
         let identity = description?.info(runID: runID)
         let accepted = loop.execute { [loop] in
             let (target, install) = attach()
@@ -444,7 +437,7 @@ public final class Supervisor: Sendable {
                 let server = try ControlServer(loop: loop, path: socketPath, target: target) { peer in
                     onRefused(peer.map { "refused a control connection from uid \($0.uid) (pid \($0.pid))" } ?? "refused a control connection with unknown credentials")
                 }
-                server.containment = containmentJSON
+                server.containment = containment
                 server.identity = identity
                 install(server)
                 done.complete(.success(()))

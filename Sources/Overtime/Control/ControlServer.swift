@@ -58,7 +58,14 @@ final class ControlServer {
     private var listener: UnixListener?
     private weak var target: (any ControlTarget)?
     /// How the supervisor holds its tasks, for `status` replies (DESIGN §7).
-    var containment: JSONValue?
+    var containment: Containment?
+    /// `containment` as JSON, made at the first `status`: most runs are never asked, and
+    /// writing and parsing it took 50,000 instructions of every `overtime run`'s start.
+    private lazy var containmentJSON: JSONValue? = containment.flatMap { containment in
+        var w = JSONWriter(capacity: 256)
+        containment.write(into: &w)
+        return try? JSONValue.parse(w.bytes)
+    }
     /// Who the supervisor is, for `info` replies; its task counts are filled in when asked.
     var identity: SupervisorInfo?
     private var clients: [ObjectIdentifier: Client] = [:]
@@ -163,7 +170,7 @@ final class ControlServer {
         let result: Result<String, ControlFailure>
         switch op {
         case .status:
-            return .status(target.controlStatus(now: TaskRunner.clock()), containment: containment)
+            return .status(target.controlStatus(now: TaskRunner.clock()), containment: containmentJSON)
         case .info:
             guard var info = identity else { return .failed("this supervisor does not describe itself") }
             if info.user == nil, let name = SupervisorDescription.nameOfUser(info.uid) {
