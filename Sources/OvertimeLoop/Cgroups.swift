@@ -922,7 +922,8 @@ public final class TaskCgroup {
 
     /// The value of `key` in a flat-keyed file ("key value" lines). Read as bytes: every task's
     /// end reads its CPU time from `cpu.stat` so, and splitting the file into Strings took
-    /// 84,000 of the 1.18 million instructions of `overtime run -- /bin/true`'s supervisor.
+    /// 84,000 of the 1.18 million instructions of `overtime run -- /bin/true`'s supervisor
+    /// (callgrind; docs/benchmarks.md, "Issue 16").
     static func keyed(_ bytes: [UInt8]?, _ key: String) -> UInt64? {
         guard let bytes else { return nil }
         let name = Array(key.utf8)
