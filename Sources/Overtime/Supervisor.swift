@@ -364,11 +364,16 @@ public final class Supervisor: Sendable {
     ///   - path: the socket; nil for `<per-user directory>/<run id>.sock`.
     ///   - description: what this supervisor runs, for `overtime ctl list`.
     ///   - onRefused: told (on the loop thread) of each connection refused for its user.
+    ///   - onListenFailure: when given, the call does not wait for the loop to listen: a
+    ///     failure to listen is handed to it (on the loop thread) instead of thrown. The
+    ///     socket still listens before anything the caller asks of the loop afterwards (its
+    ///     jobs run in order), so a task spawned next can reach it from its first instruction.
     /// - Throws: `ControlSocketError` when the path cannot be used.
     public func serveControl(at path: String? = nil, describing description: SupervisorDescription? = nil,
-                             onRefused: @escaping @Sendable (String) -> Void = { _ in }) throws(ControlSocketError) -> String {
+                             onRefused: @escaping @Sendable (String) -> Void = { _ in },
+                             onListenFailure: (@Sendable (ControlSocketError) -> Void)? = nil) throws(ControlSocketError) -> String {
         let core = self.core
-        return try startControlServer(at: path, describing: description, onRefused: onRefused) { [self] in
+        return try startControlServer(at: path, describing: description, onRefused: onRefused, onListenFailure: onListenFailure) { [self] in
             (core.value, { server in self.addSink(ControlWatchers(server)) })
         }
     }
@@ -419,6 +424,7 @@ public final class Supervisor: Sendable {
     /// - Parameter attach: run on the loop thread: what the server acts on, and what to do
     ///   with it once it listens (make its watchers a sink).
     func startControlServer(at path: String?, describing description: SupervisorDescription?, onRefused: @escaping @Sendable (String) -> Void,
+                            onListenFailure: (@Sendable (ControlSocketError) -> Void)? = nil,
                             attach: @escaping @Sendable () -> (target: any ControlTarget, install: (ControlServer) -> Void)) throws(ControlSocketError) -> String {
         let socketPath: String
         if let path {
@@ -442,11 +448,14 @@ public final class Supervisor: Sendable {
                 install(server)
                 done.complete(.success(()))
             } catch {
-                done.complete(.failure(ControlSocketError("cannot listen on \(socketPath): \(error)")))
+                let failure = ControlSocketError("cannot listen on \(socketPath): \(error)")
+                if let onListenFailure { onListenFailure(failure) } else { done.complete(.failure(failure)) }
             }
         }
         guard accepted else { throw ControlSocketError("the supervisor has shut down") }
-        try done.waitBlocking().get()
+        // Waiting is a hand-over to the loop thread and back, a wake-up each way, on the path
+        // of every `overtime run`'s start; a caller that can take a failure later skips it.
+        if onListenFailure == nil { try done.waitBlocking().get() }
         return socketPath
     }
 

@@ -394,7 +394,14 @@ struct RunCommand {
         supervisor.adoptOrphans()
         supervisor.onNotice(output.warn)
         do {
-            _ = try supervisor.serveControl(at: controlPath, describing: .run(command: spec.arguments), onRefused: RepeatLimiter.passing(to: output.warn))
+            // The default socket's failure to listen is not worth waiting for: the task runs
+            // without it either way, and the warning comes when it happens.
+            var warnAndGoOn: (@Sendable (ControlSocketError) -> Void)?
+            if controlPath == nil {
+                warnAndGoOn = { error in Terminal.error("overtime: no control socket (\(error)); running without one") }
+            }
+            _ = try supervisor.serveControl(at: controlPath, describing: .run(command: spec.arguments), onRefused: RepeatLimiter.passing(to: output.warn),
+                                            onListenFailure: warnAndGoOn)
         } catch where controlPath == nil {
             // The task matters more than the default socket (an unwritable /tmp, say).
             Terminal.error("overtime: no control socket (\(error)); running without one")
