@@ -360,6 +360,11 @@ struct RunCommand {
     }
 
     /// Runs the task and returns the exit code.
+    /// The default control socket could not be had: said, and the task runs without it.
+    @Sendable static func runWithoutControlSocket(_ error: ControlSocketError) {
+        Terminal.error("overtime: no control socket (\(error)); running without one")
+    }
+
     func execute() -> Int32 {
         let runID = RunID.generate()
         let output = ProgressOutput(mode: progress, encoder: EventEncoder(runID: runID))
@@ -396,15 +401,11 @@ struct RunCommand {
         do {
             // The default socket's failure to listen is not worth waiting for: the task runs
             // without it either way, and the warning comes when it happens.
-            var warnAndGoOn: (@Sendable (ControlSocketError) -> Void)?
-            if controlPath == nil {
-                warnAndGoOn = { error in Terminal.error("overtime: no control socket (\(error)); running without one") }
-            }
             _ = try supervisor.serveControl(at: controlPath, describing: .run(command: spec.arguments), onRefused: RepeatLimiter.passing(to: output.warn),
-                                            onListenFailure: warnAndGoOn)
+                                            onListenFailure: controlPath == nil ? Self.runWithoutControlSocket : nil)
         } catch where controlPath == nil {
             // The task matters more than the default socket (an unwritable /tmp, say).
-            Terminal.error("overtime: no control socket (\(error)); running without one")
+            Self.runWithoutControlSocket(error)
         } catch {
             Terminal.error("overtime: \(error)")
             supervisor.shutdown()
