@@ -27,4 +27,14 @@ public enum ProcessEnvironment {
         }
         return result
     }
+
+    /// Only the variables `names`, those set: for a reader of a handful of them (the CLI's
+    /// display), which need not copy the whole environment into a dictionary first.
+    public static func values(of names: [String]) -> [String: String] {
+        var result: [String: String] = [:]
+        for name in names {
+            if let value = getenv(name) { result[name] = String(cString: value) }
+        }
+        return result
+    }
 }

@@ -20,7 +20,7 @@ final class ProgressOutput: EventSink, Sendable {
     private let live = Mutex<LiveDisplay?>(nil)
 
     init(mode: RunCommand.ProgressMode, encoder: EventEncoder) {
-        let environment = ProcessEnvironment.current()
+        let environment = ProcessEnvironment.values(of: DisplayCapabilities.environmentNames)
         self.mode = ResolvedProgressMode.resolve(mode, stderrIsTerminal: TerminalDevice.isTerminal(2), environment: environment,
                                                  isInit: TerminalDevice.isInit)
         self.encoder = encoder

@@ -24,7 +24,7 @@ final class BatchDisplay: Sendable {
 
     /// - Throws: `UsageError` when `follow` names no task of the job.
     init(mode: RunCommand.ProgressMode, job: JobFile, follow: String? = nil, origin: String = "the job file") throws(UsageError) {
-        let environment = ProcessEnvironment.current()
+        let environment = ProcessEnvironment.values(of: DisplayCapabilities.environmentNames)
         self.mode = ResolvedProgressMode.resolve(mode, stderrIsTerminal: TerminalDevice.isTerminal(2), environment: environment,
                                                  isInit: TerminalDevice.isInit)
         if let follow, job.task(named: follow) == nil {

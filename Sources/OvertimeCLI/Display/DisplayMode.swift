@@ -1,5 +1,11 @@
 /// What the terminal can show, decided once from the environment.
 struct DisplayCapabilities: Sendable, Equatable {
+    /// Every environment variable the display reads (here, in `ResolvedProgressMode` and in
+    /// `TerminalDevice.size`): the CLI hands it these alone (`ProcessEnvironment.values`),
+    /// not a copy of the whole environment. A variable read anywhere in the display belongs
+    /// in this list.
+    static let environmentNames = ["NO_COLOR", "TERM", "LC_ALL", "LC_CTYPE", "LANG", "COLUMNS", "LINES"]
+
     /// SGR colours and attributes (off under `NO_COLOR`).
     var color: Bool
     /// Unicode blocks and braille spinners (off without a UTF-8 locale: ASCII instead).
