@@ -127,14 +127,9 @@ int overtime_has_program_interpreter(void) {
     return getauxval(AT_BASE) != 0;
 }
 
-struct unmapped_pages {
-    long bytes;
-    int error;
-};
-
 static int unmap_read_only_segments(struct dl_phdr_info *info, size_t size, void *context) {
     (void)size;
-    struct unmapped_pages *unmapped = context;
+    int *error = context;
     long page = sysconf(_SC_PAGESIZE);
     for (int i = 0; i < info->dlpi_phnum; i++) {
         const ElfW(Phdr) *segment = &info->dlpi_phdr[i];
@@ -147,18 +142,17 @@ static int unmap_read_only_segments(struct dl_phdr_info *info, size_t size, void
         start &= ~(uintptr_t)(page - 1);
         end = (end + page - 1) & ~(uintptr_t)(page - 1);
         if (madvise((void *)start, end - start, MADV_DONTNEED) != 0) {
-            unmapped->error = errno;
+            *error = errno;
             return 1;
         }
-        unmapped->bytes += (long)(end - start);
     }
     // The first object is the program itself; shared libraries (a dynamic build's) are
     // left as they are: one with text relocations would have written its code.
     return 1;
 }
 
-long overtime_unmap_program_read_only_pages(void) {
-    struct unmapped_pages unmapped = {0, 0};
-    dl_iterate_phdr(unmap_read_only_segments, &unmapped);
-    return unmapped.error ? -unmapped.error : unmapped.bytes;
+int overtime_unmap_program_read_only_pages(void) {
+    int error = 0;
+    dl_iterate_phdr(unmap_read_only_segments, &error);
+    return -error;
 }

@@ -420,7 +420,8 @@ public final class Supervisor: Sendable {
         }
     }
 
-    /// Prepares the path, then creates the server on the loop thread and waits for it.
+    /// Prepares the path, then creates the server on the loop thread and waits for it (unless
+    /// `onListenFailure` is given to hear of a failure there).
     /// - Parameter attach: run on the loop thread: what the server acts on, and what to do
     ///   with it once it listens (make its watchers a sink).
     func startControlServer(at path: String?, describing description: SupervisorDescription?, onRefused: @escaping @Sendable (String) -> Void,

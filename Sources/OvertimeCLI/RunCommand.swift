@@ -359,12 +359,12 @@ struct RunCommand {
         return command
     }
 
-    /// Runs the task and returns the exit code.
     /// The default control socket could not be had: said, and the task runs without it.
     @Sendable static func runWithoutControlSocket(_ error: ControlSocketError) {
         Terminal.error("overtime: no control socket (\(error)); running without one")
     }
 
+    /// Runs the task and returns the exit code.
     func execute() -> Int32 {
         let runID = RunID.generate()
         let output = ProgressOutput(mode: progress, encoder: EventEncoder(runID: runID))

@@ -81,14 +81,14 @@ public struct CgroupProbe: Sendable, Equatable {
     static func mounts(mountinfo: [UInt8]) -> (v2: String?, v1Memory: String?, v2Subtree: Bool, v1MemorySubtree: Bool) {
         var found: (v2: String?, v1Memory: String?, v2Subtree: Bool, v1MemorySubtree: Bool) = (nil, nil, false, false)
         mountinfo.withUnsafeBufferPointer { text in
-            forEachLine(of: text) { line in
-                guard let mount = CgroupMount(text, line) else { return }
+            for line in KernelText.Pieces(text, by: "\n") {
+                guard let mount = CgroupMount(text, line) else { continue }
                 switch mount.hierarchy {
                 case .v2 where !mount.atRoot: found.v2Subtree = true
                 case .v1Memory where !mount.atRoot: found.v1MemorySubtree = true
                 case .v2 where found.v2 == nil: found.v2 = Self.unescape(text, mount.mountPoint)
                 case .v1Memory where found.v1Memory == nil: found.v1Memory = Self.unescape(text, mount.mountPoint)
-                default: return
+                default: continue
                 }
             }
         }
@@ -107,59 +107,24 @@ public struct CgroupProbe: Sendable, Equatable {
         let mountPoint: Range<Int>
 
         init?(_ text: UnsafeBufferPointer<UInt8>, _ line: Range<Int>) {
-            var fields = Fields(text: text, cursor: line.lowerBound, end: line.upperBound)
+            var fields = KernelText.Pieces(text, line, by: " ")
             for _ in 0..<3 { guard fields.next() != nil else { return nil } }
             guard let root = fields.next(), let mountPoint = fields.next(), fields.next() != nil else { return nil }
             // The optional fields (shared:N, master:N, ...) run up to a lone "-".
             while true {
                 guard let field = fields.next() else { return nil }
-                if Fields.equal(text, field, "-") { break }
+                if KernelText.equal(text, field, "-") { break }
             }
             guard let type = fields.next(), fields.next() != nil, let superOptions = fields.next() else { return nil }
-            if Fields.equal(text, type, "cgroup2") {
+            if KernelText.equal(text, type, "cgroup2") {
                 hierarchy = .v2
-            } else if Fields.equal(text, type, "cgroup"), Fields.listContains(text, superOptions, "memory") {
+            } else if KernelText.equal(text, type, "cgroup"), KernelText.list(text, superOptions, contains: "memory") {
                 hierarchy = .v1Memory
             } else {
                 return nil
             }
-            atRoot = Fields.equal(text, root, "/")
+            atRoot = KernelText.equal(text, root, "/")
             self.mountPoint = mountPoint
-        }
-    }
-
-    /// The space-separated fields of one line, in turn, as ranges of the text.
-    private struct Fields {
-        let text: UnsafeBufferPointer<UInt8>
-        var cursor: Int
-        let end: Int
-
-        mutating func next() -> Range<Int>? {
-            guard cursor < end else { return nil }
-            let start = cursor
-            while cursor < end, text[cursor] != UInt8(ascii: " ") { cursor += 1 }
-            let field = start..<cursor
-            cursor += 1
-            return field
-        }
-
-        static func equal(_ text: UnsafeBufferPointer<UInt8>, _ range: Range<Int>, _ literal: StaticString) -> Bool {
-            guard range.count == literal.utf8CodeUnitCount else { return false }
-            let bytes = literal.utf8Start
-            for i in 0..<range.count where text[range.lowerBound + i] != bytes[i] { return false }
-            return true
-        }
-
-        /// Whether the comma-separated list in `range` has `word` as one of its items.
-        static func listContains(_ text: UnsafeBufferPointer<UInt8>, _ range: Range<Int>, _ word: StaticString) -> Bool {
-            var itemStart = range.lowerBound
-            while itemStart <= range.upperBound {
-                var itemEnd = itemStart
-                while itemEnd < range.upperBound, text[itemEnd] != UInt8(ascii: ",") { itemEnd += 1 }
-                if equal(text, itemStart..<itemEnd, word) { return true }
-                itemStart = itemEnd + 1
-            }
-            return false
         }
     }
 
@@ -173,17 +138,13 @@ public struct CgroupProbe: Sendable, Equatable {
         var v2: String?
         var v1Memory: String?
         procSelfCgroup.withUnsafeBufferPointer { text in
-            forEachLine(of: text) { line in
+            for line in KernelText.Pieces(text, by: "\n") {
                 // "ID:CONTROLLERS:PATH"; the path may itself hold colons.
-                var firstColon = line.lowerBound
-                while firstColon < line.upperBound, text[firstColon] != UInt8(ascii: ":") { firstColon += 1 }
-                var secondColon = firstColon + 1
-                while secondColon < line.upperBound, text[secondColon] != UInt8(ascii: ":") { secondColon += 1 }
-                guard secondColon < line.upperBound else { return }
-                let path = String(decoding: UnsafeBufferPointer(rebasing: text[(secondColon + 1)..<line.upperBound]), as: UTF8.self)
-                let controllers = (firstColon + 1)..<secondColon
-                if Fields.equal(text, line.lowerBound..<firstColon, "0"), controllers.isEmpty { v2 = path }
-                if Fields.listContains(text, controllers, "memory") { v1Memory = path }
+                var parts = KernelText.Pieces(text, line, by: ":")
+                guard let id = parts.next(), let controllers = parts.next(), parts.cursor <= line.upperBound else { continue }
+                let path = String(decoding: UnsafeBufferPointer(rebasing: text[parts.cursor..<line.upperBound]), as: UTF8.self)
+                if KernelText.equal(text, id, "0"), controllers.isEmpty { v2 = path }
+                if KernelText.list(text, controllers, contains: "memory") { v1Memory = path }
             }
         }
         return (v2, v1Memory)
@@ -790,12 +751,7 @@ public final class TaskCgroup {
         return withUnsafeTemporaryAllocation(byteCount: 32, alignment: 1) { buffer -> UInt64? in
             let n = pread(fd, buffer.baseAddress, buffer.count, 0)
             guard n > 0 else { return nil }
-            var value: UInt64 = 0
-            for byte in buffer.prefix(n) {
-                guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { break }
-                value = value &* 10 &+ UInt64(byte - UInt8(ascii: "0"))
-            }
-            return value
+            return KernelText.decimal(buffer.prefix(n))
         }
     }
 
@@ -907,8 +863,7 @@ public final class TaskCgroup {
     }
 
     static func number(_ bytes: [UInt8]?) -> UInt64? {
-        guard let bytes else { return nil }
-        return UInt64(String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: " \n"))
+        bytes.flatMap { KernelText.decimal($0) }
     }
 
     static func processIDs(_ bytes: [UInt8]) -> [Int32] {
@@ -927,29 +882,14 @@ public final class TaskCgroup {
     static func keyed(_ bytes: [UInt8]?, _ key: String) -> UInt64? {
         guard let bytes else { return nil }
         let name = Array(key.utf8)
-        var found: UInt64?? = nil
-        bytes.withUnsafeBufferPointer { text in
-            forEachLine(of: text) { line in
-                let valueStart = line.lowerBound + name.count + 1
-                guard found == nil, valueStart < line.upperBound, text[valueStart - 1] == UInt8(ascii: " "),
-                      text[line.lowerBound..<(valueStart - 1)].elementsEqual(name) else { return }
-                found = .some(decimal(text[valueStart..<line.upperBound]))
+        return bytes.withUnsafeBufferPointer { text -> UInt64? in
+            for line in KernelText.Pieces(text, by: "\n") {
+                var parts = KernelText.Pieces(text, line, by: " ")
+                guard let first = parts.next(), text[first].elementsEqual(name), parts.cursor < line.upperBound else { continue }
+                return KernelText.decimal(text[parts.cursor..<line.upperBound])
             }
+            return nil
         }
-        return found ?? nil
-    }
-
-    /// The number the digits spell; nil for anything else, or past UInt64.
-    private static func decimal(_ digits: Slice<UnsafeBufferPointer<UInt8>>) -> UInt64? {
-        var value: UInt64 = 0
-        for byte in digits {
-            guard (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) else { return nil }
-            let (shifted, overflowed) = value.multipliedReportingOverflow(by: 10)
-            let (sum, overflowedToo) = shifted.addingReportingOverflow(UInt64(byte - UInt8(ascii: "0")))
-            if overflowed || overflowedToo { return nil }
-            value = sum
-        }
-        return value
     }
 }
 
@@ -1147,14 +1087,63 @@ enum DetachedThread {
     }
 }
 
-/// Calls `body` with each line of a kernel file's text (mountinfo, /proc/self/cgroup, a
-/// cgroup's flat-keyed files) as a range of its indices, the newline left out.
-private func forEachLine(of text: UnsafeBufferPointer<UInt8>, _ body: (Range<Int>) -> Void) {
-    var lineStart = 0
-    while lineStart < text.count {
-        var lineEnd = lineStart
-        while lineEnd < text.count, text[lineEnd] != UInt8(ascii: "\n") { lineEnd += 1 }
-        body(lineStart..<lineEnd)
-        lineStart = lineEnd + 1
+/// Reading the kernel's text files in place, as bytes (mountinfo, /proc/self/cgroup, a
+/// cgroup's numbers and flat-keyed files): every `overtime run` reads several, and a cgroup's
+/// are read at every task's end and by the watchdog, where Strings cost far more than the
+/// reading (docs/benchmarks.md, "Issue 16").
+private enum KernelText {
+    /// The pieces of `range` of the text between one `separator` and the next (lines, a
+    /// line's fields, a list's items), as ranges of its indices without the separators. One
+    /// separator at the very end makes no empty last piece.
+    struct Pieces: Sequence, IteratorProtocol {
+        let text: UnsafeBufferPointer<UInt8>
+        let separator: UInt8
+        /// Where the next piece starts: past the last piece taken and its separator.
+        private(set) var cursor: Int
+        let end: Int
+
+        init(_ text: UnsafeBufferPointer<UInt8>, _ range: Range<Int>? = nil, by separator: Unicode.Scalar) {
+            self.text = text
+            self.separator = UInt8(ascii: separator)
+            cursor = range?.lowerBound ?? 0
+            end = range?.upperBound ?? text.count
+        }
+
+        mutating func next() -> Range<Int>? {
+            guard cursor < end else { return nil }
+            let start = cursor
+            while cursor < end, text[cursor] != separator { cursor += 1 }
+            defer { cursor += 1 }
+            return start..<cursor
+        }
+    }
+
+    static func equal(_ text: UnsafeBufferPointer<UInt8>, _ range: Range<Int>, _ literal: StaticString) -> Bool {
+        guard range.count == literal.utf8CodeUnitCount else { return false }
+        let bytes = literal.utf8Start
+        for i in 0..<range.count where text[range.lowerBound + i] != bytes[i] { return false }
+        return true
+    }
+
+    /// Whether the comma-separated list in `range` has `word` as one of its items.
+    static func list(_ text: UnsafeBufferPointer<UInt8>, _ range: Range<Int>, contains word: StaticString) -> Bool {
+        Pieces(text, range, by: ",").contains { equal(text, $0, word) }
+    }
+
+    /// The number a kernel file's digits spell, up to the end or a newline: nil when there
+    /// are none, when anything else comes first (a v2 limit's "max"), or past UInt64.
+    static func decimal<Digits: Collection<UInt8>>(_ digits: Digits) -> UInt64? {
+        var value: UInt64 = 0
+        var any = false
+        for byte in digits {
+            if byte == UInt8(ascii: "\n") { break }
+            guard (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) else { return nil }
+            let (shifted, overflowed) = value.multipliedReportingOverflow(by: 10)
+            let (sum, overflowedToo) = shifted.addingReportingOverflow(UInt64(byte - UInt8(ascii: "0")))
+            if overflowed || overflowedToo { return nil }
+            value = sum
+            any = true
+        }
+        return any ? value : nil
     }
 }

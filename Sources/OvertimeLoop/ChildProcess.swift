@@ -459,17 +459,18 @@ final class CStringArray {
     let base: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>
     private let count: Int
 
-    init(_ strings: [String]) {
-        count = strings.count
-        base = .allocate(capacity: count + 1)
-        for (i, s) in strings.enumerated() { base[i] = strdup(s) }
-        base[count] = nil
+    convenience init(_ strings: [String]) {
+        self.init(count: strings.count) { strdup(strings[$0]) }
     }
 
-    init(copying strings: [UnsafePointer<CChar>]) {
-        count = strings.count
+    convenience init(copying strings: [UnsafePointer<CChar>]) {
+        self.init(count: strings.count) { strdup(strings[$0]) }
+    }
+
+    private init(count: Int, copy: (Int) -> UnsafeMutablePointer<CChar>?) {
+        self.count = count
         base = .allocate(capacity: count + 1)
-        for (i, s) in strings.enumerated() { base[i] = strdup(s) }
+        for i in 0..<count { base[i] = copy(i) }
         base[count] = nil
     }
 

@@ -28,9 +28,9 @@ public final class EventLoop: @unchecked Sendable {
     /// Runs before each poll: the wake-up pacing's sleep, if any (`WakeupPacing`).
     private let beforePoll: UnsafeMutablePointer<uv_prepare_t>
     private var pacing = WakeupPacing()
-    /// Fires once, `ProgramPages.settleDelay` after the loop starts, when the program asked
-    /// for its start-up pages to be handed back (`ProgramPages.releaseOnceSettled`).
-    private let settled: UnsafeMutablePointer<uv_timer_t>
+    /// Fires once, `ProgramPages.settleDelay` after the loop starts; only where the program
+    /// asked for its start-up pages to be handed back (`ProgramPages.releaseOnceSettled`).
+    private let settled: UnsafeMutablePointer<uv_timer_t>?
     private let jobs = Mutex<[() -> Void]>([])
     private let state = Mutex<(stopping: Bool, thread: pthread_t?)>((false, nil))
     private let threadID = Atomic<UInt>(0)
@@ -45,7 +45,7 @@ public final class EventLoop: @unchecked Sendable {
         uvLoop = .allocate(capacity: 1)
         wakeup = .allocate(capacity: 1)
         beforePoll = .allocate(capacity: 1)
-        settled = .allocate(capacity: 1)
+        settled = ProgramPages.releaseRequested.load(ordering: .relaxed) ? .allocate(capacity: 1) : nil
         try uvCheck("uv_loop_init", uv_loop_init(uvLoop))
         // The pacing's measure of each wake-up's work. Without it (it cannot fail on this
         // libuv) the idle time stays 0, every wake-up looks busy and none is paced.
@@ -65,10 +65,10 @@ public final class EventLoop: @unchecked Sendable {
         }
         // It must not keep the loop running by itself.
         uv_unref(UnsafeMutableRawPointer(beforePoll).assumingMemoryBound(to: uv_handle_t.self))
-        uv_timer_init(uvLoop, settled)
-        // No owner: the shutdown's walk closes it as it is (libuv leaves `data` unset).
-        settled.pointee.data = nil
-        if ProgramPages.releaseRequested.load(ordering: .relaxed) {
+        if let settled {
+            uv_timer_init(uvLoop, settled)
+            // No owner: the shutdown's walk closes it as it is (libuv leaves `data` unset).
+            settled.pointee.data = nil
             uv_timer_start(settled, { _ in ProgramPages.release() }, ProgramPages.settleDelay, 0)
             // Nor this one: a loop with nothing else to do ends before it fires.
             uv_unref(UnsafeMutableRawPointer(settled).assumingMemoryBound(to: uv_handle_t.self))
@@ -215,7 +215,7 @@ public final class EventLoop: @unchecked Sendable {
         uvLoop.deallocate()
         wakeup.deallocate()
         beforePoll.deallocate()
-        settled.deallocate()
+        settled?.deallocate()
     }
 }
 

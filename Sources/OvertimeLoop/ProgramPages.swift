@@ -27,12 +27,9 @@ public enum ProgramPages {
         releaseRequested.store(true, ordering: .relaxed)
     }
 
-    /// Unmaps the program's never-writable pages now.
-    /// - Returns: the bytes of the ranges unmapped (mapped or not), or nil when the kernel
-    ///   refused (the pages then simply stay).
-    @discardableResult
-    public static func release() -> Int? {
-        let result = overtime_unmap_program_read_only_pages()
-        return result >= 0 ? result : nil
+    /// Unmaps the program's never-writable pages now. Should the kernel refuse, they simply
+    /// stay mapped: nothing depends on the release.
+    public static func release() {
+        _ = overtime_unmap_program_read_only_pages()
     }
 }

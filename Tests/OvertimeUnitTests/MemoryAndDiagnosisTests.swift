@@ -192,6 +192,11 @@ import Testing
         #expect(TaskCgroup.keyed(Array("max 18446744073709551615\nword max\n".utf8), "max") == UInt64.max)
         #expect(TaskCgroup.keyed(Array("word max\n".utf8), "word") == nil)
         #expect(TaskCgroup.keyed(nil, "user_usec") == nil)
+        // A file holding one number (memory.peak, memory.usage_in_bytes): its newline ends it;
+        // a v2 limit's "max", an empty file and a number past UInt64 are none.
+        #expect(TaskCgroup.number(Array("1048576\n".utf8)) == 1_048_576 && TaskCgroup.number(Array("7".utf8)) == 7)
+        #expect(TaskCgroup.number(Array("max\n".utf8)) == nil && TaskCgroup.number([]) == nil && TaskCgroup.number(nil) == nil)
+        #expect(TaskCgroup.number(Array("18446744073709551616\n".utf8)) == nil)
     }
 
     @Test func theProbeReadsEveryShapeOfMountLine() {

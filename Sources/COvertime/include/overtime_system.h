@@ -78,8 +78,8 @@ int overtime_use_one_malloc_arena(void);
 /// code and read-only data), so that they stop counting in its resident memory; the next
 /// touch of one maps it again from the page cache (a minor fault). Those pages were never
 /// written, so no content is lost (MADV_DONTNEED on a private mapping drops only copies
-/// made by writes). The bytes of the ranges unmapped, or -errno.
-long overtime_unmap_program_read_only_pages(void);
+/// made by writes). 0, or -errno.
+int overtime_unmap_program_read_only_pages(void);
 
 #pragma clang assume_nonnull end
 
