@@ -310,6 +310,7 @@ final class ChildReaper: LoopHandleOwner {
         guard reapsOrphans else {
             for pid in Array(children.keys) { reapOwn(pid) }
             _ = groupGuard.checkAlive(live: { Array(children.keys) })
+            groupGuard.reapClosedIfExited()
             return
         }
         // Every exited child, ours and orphans alike: look at each without reaping it, and
@@ -324,6 +325,8 @@ final class ChildReaper: LoopHandleOwner {
                     var status: Int32 = 0
                     _ = waitpid(pid, &status, WNOHANG)
                 }
+            } else if pid == groupGuard.exitingPID {
+                groupGuard.reapClosedIfExited()
             } else {
                 var status: Int32 = 0
                 _ = waitpid(pid, &status, WNOHANG)
@@ -361,7 +364,7 @@ final class ChildReaper: LoopHandleOwner {
         // it dies when it returns; waiting for it again each sweep would only delay the exit.
         var givenUp: Set<Int32> = []
         while EventLoop.now() < end {
-            let orphans = Self.childrenOfThisProcess().filter { children[$0] == nil && !givenUp.contains($0) }
+            let orphans = Self.childrenOfThisProcess().filter { children[$0] == nil && $0 != groupGuard.exitingPID && !givenUp.contains($0) }
             if orphans.isEmpty { return }
             for pid in orphans {
                 // It is alive (or a zombie) and not reaped, so its group id is still its own.

@@ -170,6 +170,8 @@ public final class EventLoop: @unchecked Sendable {
         SignalWatcher.unblockOnThisThread(SIGCHLD)
         uv_run(uvLoop, UV_RUN_DEFAULT)
         uv_loop_close(uvLoop)
+        // Closed with the rest; its exit overlapped the other handles' closing.
+        groupGuard.reapClosed()
     }
 
     /// Just before the poll: sleeps out what `WakeupPacing` asks.

@@ -147,8 +147,10 @@ final class GroupGuard {
     }
 
     /// Closes the channel: the guard kills whatever is still listed and exits. It is our
-    /// child, so it is reaped here; it takes a moment, and one that does not exit within
-    /// 100 ms (stopped, say) is left to whoever inherits it.
+    /// child, so `reapClosed()` reaps it, as the last thing the loop does: the guard's
+    /// exit takes a moment, and the rest of the loop's shutdown runs meanwhile instead of
+    /// waiting for it (the wait was about a tenth of `overtime run -- /bin/true`'s time,
+    /// docs/benchmarks.md, "Issue 16").
     func close() {
         retryTimer?.close()
         retryTimer = nil
@@ -162,7 +164,27 @@ final class GroupGuard {
         for tree in cgroupTrees { _ = rmdir(tree) }
         Descriptors.close(channel)
         channel = -1
-        _ = overtime_reap_within(guardPID, 100)
+        exitingPID = guardPID
         guardPID = 0
+    }
+
+    /// The guard closed and not yet reaped (0: none), which a sweep for orphans must leave
+    /// alone: it has its channel's end to act on, and its exit is awaited.
+    private(set) var exitingPID: Int32 = 0
+
+    /// Reaps the closed guard; one that does not exit within 100 ms (stopped, say) is left
+    /// to whoever inherits it.
+    func reapClosed() {
+        guard exitingPID > 0 else { return }
+        _ = overtime_reap_within(exitingPID, 100)
+        exitingPID = 0
+    }
+
+    /// After a SIGCHLD while the loop still runs (the guard closed on its own, not by the
+    /// loop's shutdown): reaps the closed guard if it has exited.
+    func reapClosedIfExited() {
+        guard exitingPID > 0 else { return }
+        var status: Int32 = 0
+        if waitpid(exitingPID, &status, WNOHANG) == exitingPID { exitingPID = 0 }
     }
 }
