@@ -583,14 +583,25 @@ final class SupervisorCore {
         return EnvironmentBlock(copying: kept)
     }()
 
-    /// `/dev/null`, opened once, for every task whose stdin is null or whose output is
-    /// discarded.
-    lazy var nullInput: Int32? = try? Descriptors.openNull(forWriting: false)
-    lazy var nullOutput: Int32? = try? Descriptors.openNull(forWriting: true)
+    /// `/dev/null`, opened at first use and kept, for every task whose stdin is null or
+    /// whose output is discarded (nil: it could not be opened).
+    var nullInput: Int32? { Self.nullDevice(&openedNullInput, forWriting: false) }
+    var nullOutput: Int32? { Self.nullDevice(&openedNullOutput, forWriting: true) }
+    // Outer nil: not opened yet. Not lazy properties: reading one in the deinit, to close
+    // it, opened /dev/null there just to close it again (two opens at every run's end).
+    private var openedNullInput: Int32??
+    private var openedNullOutput: Int32??
+
+    private static func nullDevice(_ opened: inout Int32??, forWriting: Bool) -> Int32? {
+        if let known = opened { return known }
+        let fd = try? Descriptors.openNull(forWriting: forWriting)
+        opened = .some(fd)
+        return fd
+    }
 
     deinit {
-        if let fd = nullInput { Descriptors.close(fd) }
-        if let fd = nullOutput { Descriptors.close(fd) }
+        if case let fd?? = openedNullInput { Descriptors.close(fd) }
+        if case let fd?? = openedNullOutput { Descriptors.close(fd) }
     }
 
     init(runID: String) {
