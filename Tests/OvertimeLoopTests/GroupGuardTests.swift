@@ -31,6 +31,26 @@ import Testing
         return Spawned(pid: pid, member: member, exit: exit)
     }
 
+    /// The shutdown closes the guard's channel before the loop's other handles and reaps the
+    /// guard after them: once `shutdown()` has returned, the guard has exited and is reaped,
+    /// no zombie left to a program that lives on after its supervisor.
+    @Test func shutdownLeavesTheGuardExitedAndReaped() async throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let loop = try EventLoop()
+        let task = try await Self.spawnTask(loop, directory: directory, name: "task")
+        defer { kill(task.member, SIGKILL) }
+        let guardPID = await onLoop(loop) { loop.groupGuard.pid }
+        #expect(guardPID > 0)
+        loop.shutdown()
+        var status: Int32 = 0
+        // A guard still running would give 0 here, and a zombie its pid (reaped only now).
+        let waited = waitpid(guardPID, &status, WNOHANG)
+        #expect(waited == -1 && errno == ECHILD, "waitpid gave \(waited): the guard was not reaped by the shutdown")
+        // Its groups went with it: the task's sleep was killed.
+        #expect(await eventually { !isAlive(task.member) }, "the task's sleep")
+    }
+
     @Test func closingTheGuardKillsTheWatchedGroupsAndSparesTheForgottenOnes() async throws {
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
