@@ -149,8 +149,8 @@ final class GroupGuard {
     /// Closes the channel: the guard kills whatever is still listed and exits. It is our
     /// child, so `reapClosed()` reaps it, as the last thing the loop does: the guard's
     /// exit takes a moment, and the rest of the loop's shutdown runs meanwhile instead of
-    /// waiting for it (the wait was about a tenth of `overtime run -- /bin/true`'s time,
-    /// docs/benchmarks.md, "Issue 16").
+    /// waiting for it (waiting here cost `overtime run -- /bin/true` 2.8%, paired:
+    /// docs/benchmarks.md, "Issue 16: the fifth session").
     func close() {
         retryTimer?.close()
         retryTimer = nil
@@ -180,8 +180,8 @@ final class GroupGuard {
         exitingPID = 0
     }
 
-    /// After a SIGCHLD while the loop still runs (the guard closed on its own, not by the
-    /// loop's shutdown): reaps the closed guard if it has exited.
+    /// After a SIGCHLD while the loop still runs (the guard was closed before the loop's
+    /// shutdown, as tests do): reaps the closed guard if it has exited.
     func reapClosedIfExited() {
         guard exitingPID > 0 else { return }
         var status: Int32 = 0
