@@ -46,7 +46,8 @@ import Testing
         var status: Int32 = 0
         // A guard still running would give 0 here, and a zombie its pid (reaped only now).
         let waited = waitpid(guardPID, &status, WNOHANG)
-        #expect(waited == -1 && errno == ECHILD, "waitpid gave \(waited): the guard was not reaped by the shutdown")
+        let error = errno   // before anything else can set it
+        #expect(waited == -1 && error == ECHILD, "waitpid gave \(waited): the guard was not reaped by the shutdown")
         // Its groups went with it: the task's sleep was killed.
         #expect(await eventually { !isAlive(task.member) }, "the task's sleep")
     }
