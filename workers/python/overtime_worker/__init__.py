@@ -285,7 +285,7 @@ def memory_warning() -> Optional[Tuple[int, int]]:
 def cancel_reason() -> Optional[str]:
     """The reason Overtime gave for cancelling this job ('timeout', 'memory', …), or None so far."""
     channel = _current()
-    cancel = None if channel is None else channel.cancel
+    cancel = None if channel is None else channel.cancel_received
     return None if cancel is None else cancel[0]
 
 

@@ -9,9 +9,15 @@ Threads (all daemon threads, all named ``overtime-*``):
   into the progress slot (latest wins, fields merged) and return at once. A slow
   supervisor stalls only the writer, never the job. The merged progress goes out in the
   order of its latest update among the outbox's messages.
-- the *reader* reads the supervisor's ``budget``, ``expiring``, ``warning`` and ``cancel``
-  lines. On a ``timeout`` cancel it writes the stack of every thread to stderr first of
-  all, so a job stuck in C code (``time.sleep``, a socket read) still says where it was.
+- the *reader* reads the supervisor's lines and takes no lock: it records a ``cancel`` the
+  moment it reads it (``cancel_received``, ``cancel_seen``) and passes every line on to
+  the *handler*. The SIGTERM handler waits for that record in the main thread, which may
+  have been holding the channel's lock when the signal came (queueing progress, say), so
+  nothing on the way to it may wait for that lock. On a ``timeout`` cancel the reader
+  writes the stack of every thread to stderr first of all, so a job stuck in C code
+  (``time.sleep``, a socket read) still says where it was.
+- the *handler* (started with the first line) acts on ``budget``, ``expiring``,
+  ``warning`` and ``cancel`` lines under the lock: replies to ``extend``, handlers to call.
 - the *dispatcher* runs ``on_cancel``, ``on_expiring`` and ``on_memory_warning`` handlers,
   so a handler may block (write a checkpoint) or call ``extend()`` without holding up the
   reader.
@@ -139,13 +145,16 @@ class Channel(object):
         self._waiters = collections.deque()            # extend() calls awaiting replies
         self._budget = None                            # (remaining or None, monotonic time)
         self.cancel = None                             # (reason, grace) once cancelled
-        self.cancel_seen = threading.Event()
+        self.cancel_received = None                    # the same, set by the reader, lock-free
+        self.cancel_seen = threading.Event()           # set with cancel_received
         self.memory_warning = None                     # (used, limit) bytes once warned
         self._cancel_handlers = []
         self._expiring_handlers = []
         self._memory_warning_handlers = []
         self._calls = queue.Queue()
         self._dispatcher = None
+        self._inbox = queue.SimpleQueue()              # reader -> handler: messages, None at EOF
+        self._handler = None
         self._writer = threading.Thread(target=self._write_loop, name="overtime-writer", daemon=True)
         self._reader = threading.Thread(target=self._read_loop, name="overtime-reader", daemon=True)
 
@@ -346,9 +355,43 @@ class Channel(object):
                 continue
             *lines, pending = pending.split(b"\n")
             for line in lines:
-                self._handle_line(line)
+                self._receive_line(line)
         if pending:
-            self._handle_line(pending)
+            self._receive_line(pending)
+        self._pass_on(None)
+
+    def _receive_line(self, line):
+        """Decodes a line on the reader thread, records a cancel at once, and passes the
+        message on. Takes no lock (see the module's docstring)."""
+        try:
+            message = json.loads(line.decode("utf-8"))
+        except ValueError:
+            return
+        if not isinstance(message, dict):
+            return
+        if message.get("type") == "cancel" and self.cancel_received is None:
+            reason = message.get("reason")
+            reason = reason if isinstance(reason, str) else "unknown"
+            if reason == "timeout":
+                dump_stacks("overtime_worker: cancelled for timeout: no progress came in time. "
+                            "Where each thread was (most recent call last):")
+            self.cancel_received = (reason, _seconds(message.get("grace")))
+            self.cancel_seen.set()
+        self._pass_on(message)
+
+    def _pass_on(self, message):
+        # Only the reader starts the handler, so this needs no lock either.
+        if self._handler is None:
+            self._handler = threading.Thread(target=self._handle_loop, name="overtime-handler", daemon=True)
+            self._handler.start()
+        self._inbox.put(message)
+
+    def _handle_loop(self):
+        while True:
+            message = self._inbox.get()
+            if message is None:
+                break
+            self._handle_message(message)
         self._eof = True
         with self._lock:
             waiters = list(self._waiters)
@@ -356,13 +399,7 @@ class Channel(object):
         for waiter in waiters:
             waiter.event.set()
 
-    def _handle_line(self, line):
-        try:
-            message = json.loads(line.decode("utf-8"))
-        except ValueError:
-            return
-        if not isinstance(message, dict):
-            return
+    def _handle_message(self, message):
         kind = message.get("type")
         if kind == "budget":
             if "remaining" not in message:
@@ -399,18 +436,11 @@ class Channel(object):
         elif kind == "cancel":
             if self.cancel is not None:
                 return
-            reason = message.get("reason")
-            reason = reason if isinstance(reason, str) else "unknown"
-            grace = _seconds(message.get("grace"))
-            if reason == "timeout":
-                dump_stacks("overtime_worker: cancelled for timeout: no progress came in time. "
-                            "Where each thread was (most recent call last):")
             with self._lock:
-                self.cancel = (reason, grace)
+                self.cancel = self.cancel_received
                 handlers = list(self._cancel_handlers)
-            self.cancel_seen.set()
             for handler in handlers:
-                self._dispatch(handler, (reason, grace))
+                self._dispatch(handler, self.cancel)
 
 
 def _is_ours(frame_summary):
@@ -609,7 +639,7 @@ class SigtermBridge(object):
         cancel = None
         if channel is not None:
             channel.cancel_seen.wait(CANCEL_MESSAGE_WAIT)
-            cancel = channel.cancel
+            cancel = channel.cancel_received
         self.raised = True
         reason, grace = cancel if cancel is not None else ("signal", None)
         raise Cancelled(reason, grace)

@@ -135,6 +135,7 @@ def supervisor():
     ours, _ = listener.accept()
     listener.close()
     fake = FakeSupervisor(ours)
+    fake.channel = channel
     try:
         yield fake
     finally:
@@ -142,6 +143,8 @@ def supervisor():
         ours.close()                       # EOF: the reader thread ends
         channel._reader.join(5)
         channel._writer.join(5)
+        if channel._handler is not None:
+            channel._handler.join(5)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 

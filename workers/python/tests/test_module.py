@@ -303,6 +303,25 @@ def test_every_reason_reaches_the_exception(supervisor, reason):
     assert (caught.value.reason, caught.value.grace) == (reason, 2.5)
 
 
+def test_sigterm_while_the_main_thread_holds_the_channel_lock_still_gets_the_reason(supervisor):
+    # A loop that reports progress often is, as often as not, inside the channel's lock
+    # (queueing its progress) when SIGTERM's handler runs there. The lines before the
+    # cancel (here an `expiring`) and the cancel itself must still reach the handler.
+    with pytest.raises(ot.Cancelled) as caught:
+        with supervisor.channel._lock:
+            supervisor.send({"type": "expiring", "remaining": 5})
+            supervisor.send({"type": "cancel", "reason": "shutdown", "grace": 9})
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(5)
+    assert (caught.value.reason, caught.value.grace) == ("shutdown", 9)
+    assert ot.cancel_reason() == "shutdown"
+    # Once the lock is free, the handler acts on both lines as before.
+    deadline = time.monotonic() + 5
+    while supervisor.channel.cancel is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert supervisor.channel.cancel == ("shutdown", 9)
+
+
 def test_sigterm_without_a_cancel_message(supervisor):
     started = time.monotonic()
     with pytest.raises(ot.Cancelled) as caught:
