@@ -358,8 +358,8 @@ def _start(environ=None):
     global _channel, _connect_pending
     _connect_pending = False
     _channel = open_from_environment(environ)
-    if _channel is not None:
-        _sigterm.install()
+    if _channel is not None and _sigterm.install():
+        _channel.after_cancel = _sigterm.after_cancel
 
 
 def _restart_for_tests(environ=None):

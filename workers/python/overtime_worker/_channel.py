@@ -16,8 +16,10 @@ Threads (all daemon threads, all named ``overtime-*``):
   nothing on the way to it may wait for that lock. On a ``timeout`` cancel the reader
   writes the stack of every thread to stderr first of all, so a job stuck in C code
   (``time.sleep``, a socket read) still says where it was.
-- the *handler* (started with the first line) acts on ``budget``, ``expiring``,
-  ``warning`` and ``cancel`` lines under the lock: replies to ``extend``, handlers to call.
+- the *handler* acts on ``budget``, ``expiring``, ``warning`` and ``cancel`` lines under
+  the lock: replies to ``extend``, handlers to call. It starts with the others, not at the
+  first line: a thread created as SIGTERM arrives can take the signal from the sleeping
+  main thread (see SigtermBridge).
 - the *dispatcher* runs ``on_cancel``, ``on_expiring`` and ``on_memory_warning`` handlers,
   so a handler may block (write a checkpoint) or call ``extend()`` without holding up the
   reader.
@@ -44,6 +46,9 @@ MAX_TEXT = 4096
 # Within how long after SIGTERM the cancel message is expected: the supervisor writes it
 # before it signals, so it is normally there already.
 CANCEL_MESSAGE_WAIT = 1.0
+# Within how long after the cancel message the SIGTERM handler is expected to have run in the
+# main thread; past it the library signals the main thread itself (see SigtermBridge).
+SIGTERM_HANDLER_WAIT = 0.2
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 _HEARTBEAT_LINE = b'{"type":"heartbeat"}\n'
@@ -154,13 +159,15 @@ class Channel(object):
         self._calls = queue.Queue()
         self._dispatcher = None
         self._inbox = queue.SimpleQueue()              # reader -> handler: messages, None at EOF
-        self._handler = None
+        self.after_cancel = None                       # called on the handler thread (SigtermBridge)
         self._writer = threading.Thread(target=self._write_loop, name="overtime-writer", daemon=True)
         self._reader = threading.Thread(target=self._read_loop, name="overtime-reader", daemon=True)
+        self._handler = threading.Thread(target=self._handle_loop, name="overtime-handler", daemon=True)
 
     def start(self):
         self._writer.start()
         self._reader.start()
+        self._handler.start()
 
     # ---- sending -----------------------------------------------------------------------
 
@@ -358,7 +365,7 @@ class Channel(object):
                 self._receive_line(line)
         if pending:
             self._receive_line(pending)
-        self._pass_on(None)
+        self._inbox.put(None)
 
     def _receive_line(self, line):
         """Decodes a line on the reader thread, records a cancel at once, and passes the
@@ -377,13 +384,6 @@ class Channel(object):
                             "Where each thread was (most recent call last):")
             self.cancel_received = (reason, _seconds(message.get("grace")))
             self.cancel_seen.set()
-        self._pass_on(message)
-
-    def _pass_on(self, message):
-        # Only the reader starts the handler, so this needs no lock either.
-        if self._handler is None:
-            self._handler = threading.Thread(target=self._handle_loop, name="overtime-handler", daemon=True)
-            self._handler.start()
         self._inbox.put(message)
 
     def _handle_loop(self):
@@ -441,6 +441,9 @@ class Channel(object):
                 handlers = list(self._cancel_handlers)
             for handler in handlers:
                 self._dispatch(handler, self.cancel)
+            after_cancel = self.after_cancel
+            if after_cancel is not None:
+                after_cancel()
 
 
 def _is_ours(frame_summary):
@@ -609,6 +612,7 @@ class SigtermBridge(object):
         self.installed = False
         self.raised = False
         self.previous = None
+        self.handled = threading.Event()   # the handler has run since install()
 
     def install(self):
         if threading.current_thread() is not threading.main_thread():
@@ -619,8 +623,30 @@ class SigtermBridge(object):
             self.previous = signal.signal(signal.SIGTERM, self._handle)
         except (ValueError, OSError):
             return False
+        self.handled.clear()
         self.installed = True
         return True
+
+    def after_cancel(self):
+        """Called on the channel's handler thread once a cancel message is in.
+
+        SIGTERM follows the message, and the kernel hands a signal sent to the process to
+        any of its threads that will take it: normally the main thread, but not always (a
+        thread that has just created another, or changed its signal mask, can take it
+        first). CPython then runs the handler in the main thread only when that thread
+        next runs Python code, so a main thread in ``time.sleep`` or a blocking read stays
+        there and the grace runs out. The same happens when the signal lands in the main
+        thread just before it enters such a call. So when the handler has not run soon
+        after the message, the main thread is sent SIGTERM itself; a handler already
+        under way ignores the second one. (The handler thread waits here: after a cancel,
+        nothing else it carries is urgent.)
+        """
+        if self.handled.wait(SIGTERM_HANDLER_WAIT) or not self.installed:
+            return
+        try:
+            signal.pthread_kill(threading.main_thread().ident, signal.SIGTERM)
+        except (OSError, ValueError):
+            pass   # the main thread has ended: the interpreter is on its way out
 
     def uninstall(self):
         if not self.installed:
@@ -633,6 +659,7 @@ class SigtermBridge(object):
             pass
 
     def _handle(self, signum, frame):
+        self.handled.set()
         if self.raised:
             return   # cleanup is under way; a second SIGTERM must not cut it short
         channel = self._get_channel()

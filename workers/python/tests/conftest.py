@@ -143,8 +143,7 @@ def supervisor():
         ours.close()                       # EOF: the reader thread ends
         channel._reader.join(5)
         channel._writer.join(5)
-        if channel._handler is not None:
-            channel._handler.join(5)
+        channel._handler.join(5)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 

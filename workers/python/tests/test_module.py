@@ -322,6 +322,23 @@ def test_sigterm_while_the_main_thread_holds_the_channel_lock_still_gets_the_rea
     assert supervisor.channel.cancel == ("shutdown", 9)
 
 
+def test_a_sigterm_another_thread_took_still_interrupts_the_main_thread(supervisor):
+    # The kernel hands a signal sent to the process to any thread that will take it, and
+    # CPython runs the handler only when the main thread next runs Python code: without
+    # the library's own SIGTERM to the main thread, this sleep would last its 30 s.
+    def supervisor_cancels():
+        time.sleep(0.2)
+        supervisor.send({"type": "cancel", "reason": "shutdown", "grace": 9})
+        signal.pthread_kill(threading.get_ident(), signal.SIGTERM)   # taken here, not by main
+
+    threading.Thread(target=supervisor_cancels).start()
+    started = time.monotonic()
+    with pytest.raises(ot.Cancelled) as caught:
+        time.sleep(30)
+    assert time.monotonic() - started < 15
+    assert (caught.value.reason, caught.value.grace) == ("shutdown", 9)
+
+
 def test_sigterm_without_a_cancel_message(supervisor):
     started = time.monotonic()
     with pytest.raises(ot.Cancelled) as caught:
