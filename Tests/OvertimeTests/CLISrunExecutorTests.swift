@@ -57,6 +57,7 @@ struct CLISrunExecutorTests {
         record = {"start": time.monotonic(), "step": os.environ.get("SLURM_STEP_ID"), "attempt": os.environ.get("OVERTIME_ATTEMPT")}
         path = \(String(reflecting: scratch.path("rec"))) + "/" + name + "." + str(record["attempt"])
         catch_term()
+        note(path + ".ready", "")   # from here a SIGTERM is caught (see scancelIsAShutdown)
         if mode == "progress":
             for i in range(int(seconds * 4)):
                 send({"type": "progress", "completed": i + 1, "total": int(seconds * 4)})
@@ -167,12 +168,16 @@ struct CLISrunExecutorTests {
         let conf = try #require(ProcessInfo.processInfo.environment["SLURM_CONF"], "no SLURM_CONF")
         let state = try await Self.sbatch("exec \(CLIBinary.path) batch \(job) --run-dir \(run) --control \(socket) --progress plain", in: scratch) {
             // Both steps running, then the allocation is cancelled as a user (or a
-            // preemption) would: Slurm's SIGTERM to every process of the job.
+            // preemption) would: Slurm's SIGTERM to every process of the job. Not before
+            // both workers catch SIGTERM: a task's pid is known at its spawn, while its
+            // Python is still starting, and Slurm's SIGTERM would then end it the default
+            // way before its node's supervisor could tell it why.
             let clock = ContinuousClock()
             let end = clock.now + .seconds(30)
             while clock.now < end {
                 let tasks = (try? await CLICtl.status(socket, in: scratch)) ?? []
-                if tasks.filter({ $0["state"] as? String == "running" && $0["pid"] != nil && !($0["pid"] is NSNull) }).count == 2 { break }
+                let running = tasks.filter { $0["state"] as? String == "running" && $0["pid"] != nil && !($0["pid"] is NSNull) }
+                if running.count == 2 && ["a", "b"].allSatisfy({ scratch.read("rec/\($0).1.ready") != nil }) { break }
                 try await Task.sleep(for: .milliseconds(100))
             }
             // This test's job: the one whose command is the head script in its scratch directory.
