@@ -617,13 +617,15 @@ class SigtermBridge(object):
     def install(self):
         if threading.current_thread() is not threading.main_thread():
             return False
+        # Cleared before the handler can run: the handler sets it, and a SIGTERM landing in
+        # the middle of clear() would wait for the lock clear() holds, in the same thread.
+        self.handled.clear()
         try:
             if signal.getsignal(signal.SIGTERM) != signal.SIG_DFL:
                 return False
             self.previous = signal.signal(signal.SIGTERM, self._handle)
         except (ValueError, OSError):
             return False
-        self.handled.clear()
         self.installed = True
         return True
 
