@@ -149,8 +149,8 @@ class Channel(object):
         self._eof = False                              # the supervisor's side is gone
         self._waiters = collections.deque()            # extend() calls awaiting replies
         self._budget = None                            # (remaining or None, monotonic time)
-        self.cancel = None                             # (reason, grace) once cancelled
-        self.cancel_received = None                    # the same, set by the reader, lock-free
+        self.cancel = None                             # (reason, grace) once the handler acted on it
+        self.cancel_received = None                    # the same, set earlier by the reader, lock-free
         self.cancel_seen = threading.Event()           # set with cancel_received
         self.memory_warning = None                     # (used, limit) bytes once warned
         self._cancel_handlers = []
@@ -159,7 +159,10 @@ class Channel(object):
         self._calls = queue.Queue()
         self._dispatcher = None
         self._inbox = queue.SimpleQueue()              # reader -> handler: messages, None at EOF
-        self.after_cancel = None                       # called on the handler thread (SigtermBridge)
+        # Called on the handler thread after a cancel (SigtermBridge.after_cancel). Not an
+        # on_cancel handler: those wait behind the program's own on a thread made at the
+        # first cancel, and a thread made as SIGTERM arrives is what can take it.
+        self.after_cancel = None
         self._writer = threading.Thread(target=self._write_loop, name="overtime-writer", daemon=True)
         self._reader = threading.Thread(target=self._read_loop, name="overtime-reader", daemon=True)
         self._handler = threading.Thread(target=self._handle_loop, name="overtime-handler", daemon=True)
