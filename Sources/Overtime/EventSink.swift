@@ -1,4 +1,5 @@
 import OvertimeCore
+import OvertimeLoop
 
 /// The embedding program's handler as a sink: it takes the typed event, never the bytes.
 final class HandlerSink: EventSink, Sendable {
@@ -20,5 +21,19 @@ final class ControlWatchers: EventSink {
     func receive(_ event: inout EncodedEvent) {
         guard server.hasWatchers else { return }
         for line in event.lines(through: &throttle) { server.broadcast(line) }
+    }
+}
+
+extension QueuedWriter.Importance {
+    /// How much a line about `event` matters when its reader falls behind: a task's
+    /// progress and heartbeats only as their latest (each its own key), its end always,
+    /// anything else as an event.
+    public static func of(_ event: TaskEvent) -> Self {
+        switch event.kind {
+        case .progress: .latest(key: event.task.id &* 2)
+        case .heartbeat: .latest(key: event.task.id &* 2 &+ 1)
+        case .exited: .kept
+        default: .event
+        }
     }
 }

@@ -727,23 +727,19 @@ final class TaskRunner {
     /// task's stderr, its log, or a pipe to the task's output handler).
     private var diagnosis: (process: ChildProcess, notes: DiagnosisNotes, startedAt: MonotonicInstant)?
 
-    /// Where the lines around a diagnosis go: the descriptor its output goes to, or, when
-    /// that is a pipe only the loop drains, a non-blocking descriptor of that pipe of its own,
-    /// so that a note never waits on a full pipe (the loop would wait on itself).
+    /// Where the lines around a diagnosis go: the descriptor its output goes to, written by a
+    /// thread of its own (a stalled terminal, a full pipe only the loop drains, a log on a
+    /// frozen filesystem never hold the loop). Closed once what is queued is written.
     struct DiagnosisNotes {
-        let fd: Int32
-        let nonBlocking: Bool
+        private let writer: QueuedWriter
 
-        func write(_ text: String) {
-            let bytes = Array(text.utf8)
-            if nonBlocking {
-                _ = bytes.withUnsafeBytes { Descriptors.writeSome(fd, $0) }   // a full pipe: the note goes
-            } else {
-                try? Descriptors.writeAll(fd, bytes)
-            }
+        init(fd: Int32) {
+            writer = QueuedWriter(fd: fd, closesDescriptor: true) { _, _ in }
         }
 
-        func close() { Descriptors.close(fd) }
+        func write(_ text: String) { writer.write(Array(text.utf8)) }
+
+        func close() { writer.closeWhenWritten() }
     }
 
     /// Starts the diagnose command against the still-running leader (DESIGN §7). Outside
@@ -761,7 +757,7 @@ final class TaskRunner {
             diagnosisOver()
             return
         }
-        defer { if output != notes.fd { Descriptors.close(output) } }
+        defer { Descriptors.close(output) }
         let command = diagnose.command(pid: pid)
         notes.write("overtime: \(spec.name): \(machine.cancelReason?.rawValue ?? "cancel") due; diagnosing first (at most \(DurationText.format(diagnose.limit))): \(command)\n")
         let request = SpawnRequest(arguments: ["/bin/sh", "-c", command], baseEnvironment: core.inheritedEnvironment,
@@ -781,25 +777,24 @@ final class TaskRunner {
     }
 
     /// Where the diagnosis writes (the command's descriptor, closed once it is spawned), and
-    /// where the lines around it go (closed once it has exited). A log is appended to, as the
-    /// task's own logs are opened.
+    /// where the lines around it go (a descriptor of their own, closed once it has exited).
+    /// A log is appended to, as the task's own logs are opened.
     private func diagnosisOutput() throws(SystemError) -> (output: Int32, notes: DiagnosisNotes) {
-        let fd: Int32
+        let output: Int32
         switch spec.stderr {
-        case .inherit: fd = try Descriptors.duplicate(2)
-        case .discard: fd = try Descriptors.openNull(forWriting: true)
-        case let .file(path, _): fd = try Descriptors.openForWriting(path, append: true)
+        case .inherit: output = try Descriptors.duplicate(2)
+        case .discard: output = try Descriptors.openNull(forWriting: true)
+        case let .file(path, _): output = try Descriptors.openForWriting(path, append: true)
         case let .capture(sink), let .terminal(_, _, sink):
             var writeEnd: [Int32] = []
-            let output = try capturePipe(into: sink, valve: nil, &writeEnd)
-            do {
-                return (output, DiagnosisNotes(fd: try Descriptors.reopenNonBlocking(output), nonBlocking: true))
-            } catch {
-                Descriptors.close(output)
-                throw error
-            }
+            output = try capturePipe(into: sink, valve: nil, &writeEnd)
         }
-        return (fd, DiagnosisNotes(fd: fd, nonBlocking: false))
+        do {
+            return (output, DiagnosisNotes(fd: try Descriptors.duplicate(output)))
+        } catch {
+            Descriptors.close(output)
+            throw error
+        }
     }
 
     private func diagnosisExited(_ exit: ChildExit) {

@@ -13,7 +13,8 @@ struct MetricsOptions {
       --metrics ADDR:PORT  serve /metrics over HTTP: PORT or :PORT listens on 127.0.0.1
                            only; an address (0.0.0.0, ::, an IP of this machine) is used as
                            given; port 0 takes any free one. The address is said on stderr
-      --metrics-file PATH  write the same page to PATH (temporary file, then rename) every
+      --metrics-file PATH  write the same page to PATH (a file of yours: a temporary file,
+                           then rename; a symlink, FIFO or device: written through) every
                            5s and once at the end, for node_exporter's textfile collector
     """
 

@@ -80,8 +80,15 @@ struct ReportCommand {
             return 125
         }
         let path = output ?? directory + "/report.html"
-        if let reason = WholeFile.write(RunReportPage.html(report), to: path) {
-            Terminal.error("overtime report: cannot write \(path): \(reason)")
+        let failure: String?
+        do {
+            let file = try OutputFile(path: path)
+            failure = file.write(RunReportPage.html(report))?.reason
+        } catch {
+            failure = error.reason
+        }
+        if let failure {
+            Terminal.error("overtime report: cannot write \(path): \(failure)")
             return 125
         }
         if report.unreadableLines > 0 {

@@ -1,4 +1,5 @@
 import Overtime
+import OvertimeLoop
 import OvertimeProtocol
 #if canImport(Glibc)
 import Glibc
@@ -108,9 +109,10 @@ struct RunCommand {
                            it prints as if run directly; for a full-screen CMD, use plain.
       --json               print a final report as JSON on stdout (as --report -)
       --report FILE        write the final JSON report to FILE instead ('-': stdout), so
-                           that CMD's own stdout stays CMD's
-      --events FILE        write the events of --progress json to FILE (a path, or
-                           /dev/fd/N for a descriptor of yours), whatever --progress shows
+                           that CMD's own stdout stays CMD's; a file of yours is replaced
+                           whole, a symlink, FIFO or /dev/fd/N written through
+      --events FILE        write the events of --progress json to FILE (a path, a FIFO,
+                           or /dev/fd/N for a descriptor of yours), whatever --progress shows
       --preserve-status    exit with CMD's own status even when it was cancelled
       --shutdown-grace DUR the time an orchestrator gives the whole shutdown (default:
                            $OVERTIME_SHUTDOWN_GRACE): on SIGTERM/SIGINT each task's grace
@@ -369,11 +371,24 @@ struct RunCommand {
         let runID = RunID.generate()
         let output = ProgressOutput(mode: progress, encoder: EventEncoder(runID: runID))
         var sinks: [any EventSink & Sendable] = [output]
+        var eventFile: EventFileSink?
         if let eventsPath {
             do {
-                sinks.append(try EventFileSink(path: eventsPath))
+                eventFile = try EventFileSink(path: eventsPath)
             } catch {
                 Terminal.error(error.message)
+                return 125
+            }
+            sinks.append(eventFile!)
+        }
+        // Every line the file took reaches it before overtime exits.
+        defer { eventFile?.finish() }
+        var reportFile: OutputFile?
+        if let reportPath, reportPath != "-" {
+            do {
+                reportFile = try OutputFile(path: reportPath)
+            } catch {
+                Terminal.error("overtime run: --report: cannot write \(reportPath): \(error.reason)")
                 return 125
             }
         }
@@ -445,9 +460,10 @@ struct RunCommand {
                 // task's `exit_code` (`--shutdown-exit-code`, `--preserve-status`).
                 w.key("overtime_exit_code"); w.int(Int(exit))
             }
-            if jsonReport || reportPath == "-" { Terminal.writeOut(report) }
-            if let reportPath, reportPath != "-", let reason = WholeFile.write(report, to: reportPath) {
-                Terminal.error("overtime: --report: cannot write \(reportPath): \(reason)")
+            if jsonReport || reportPath == "-" || reportFile?.inheritedDescriptor == 1 { Terminal.writeOut(report) }
+            if reportFile?.inheritedDescriptor == 2 { Terminal.stderr.write(report) }
+            if let reportFile, reportFile.inheritedDescriptor.map({ $0 > 2 }) ?? true, let failure = reportFile.write(report) {
+                Terminal.error("overtime: --report: cannot write \(reportFile.path): \(failure.reason)")
                 supervisor.shutdown()
                 return 125   // the report was asked for and is not there: Overtime failed
             }

@@ -1,17 +1,18 @@
+import OvertimeLoop
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
 
-/// The CLI's stdout and stderr. Everything goes through an `OutputChannel` per descriptor:
+/// The CLI's stdout and stderr. Everything goes through a `QueuedWriter` per descriptor:
 /// whole lines, in order, written by a thread of its own, so a reader that stops reading
 /// never holds up the loop thread (where most lines come from). `flush` before exit.
 enum Terminal {
-    static let stdout: OutputChannel = OutputChannel(fd: 1) { lines, bytes in
+    static let stdout: QueuedWriter = QueuedWriter(fd: 1) { lines, bytes in
         Terminal.stderr.write(Array((dropMessage("stdout", lines, bytes) + "\n").utf8), .kept)
     }
-    static let stderr: OutputChannel = OutputChannel(fd: 2) { lines, bytes in
+    static let stderr: QueuedWriter = QueuedWriter(fd: 2) { lines, bytes in
         // Said on stderr itself, in the form of the lines around it.
         Terminal.stderr.write(Array((PlainOutput.line(dropMessage("stderr", lines, bytes)) + "\n").utf8), .kept)
     }
@@ -22,11 +23,11 @@ enum Terminal {
         return "output on \(stream) was blocked; \(lines) line\(lines == 1 ? "" : "s") (\(size)) of progress and events were dropped, none of the ends"
     }
 
-    static func error(_ line: String, _ importance: OutputChannel.Importance = .kept) {
+    static func error(_ line: String, _ importance: QueuedWriter.Importance = .kept) {
         stderr.write(Array((line + "\n").utf8), importance)
     }
 
-    static func writeOut(_ bytes: [UInt8], _ importance: OutputChannel.Importance = .kept) {
+    static func writeOut(_ bytes: [UInt8], _ importance: QueuedWriter.Importance = .kept) {
         stdout.write(bytes, importance)
     }
 

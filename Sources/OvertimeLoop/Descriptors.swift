@@ -45,19 +45,6 @@ public enum Descriptors {
         return try syscall("open \(path)") { open(path, flags, 0o644) }
     }
 
-    /// One non-blocking write of what `fd` takes now: the count (0 when full), or nil when
-    /// the reader is gone.
-    public static func writeSome(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Int? {
-        sendNonBlocking(fd, bytes)
-    }
-
-    /// A descriptor of the same pipe (or file) as `fd` with an open file description of its
-    /// own, non-blocking (`/proc/self/fd`): writes through it never wait, while `fd` — which a
-    /// child may share — stays as it was.
-    public static func reopenNonBlocking(_ fd: Int32) throws(SystemError) -> Int32 {
-        try Syscall.retrying("reopen descriptor \(fd)") { open("/proc/self/fd/\(fd)", O_WRONLY | O_NONBLOCK | O_CLOEXEC) }
-    }
-
     /// The magic number of the filesystem `path` is on (statfs), or nil.
     public static func filesystemType(_ path: String) -> Int? {
         let type = overtime_filesystem_type(path)

@@ -166,12 +166,26 @@ struct CLIMetricsTests {
         #expect(page.contains(#"overtime_task_state{task="one",state="succeeded"} 1"#) && page.contains(#"command="batch"} 1"#), "\(page)")
     }
 
-    @Test("a metrics file that cannot be written is said once; the run goes on and exits as its task")
+    @Test("a metrics file that stops being writable during the run is said once; the run goes on and exits as its task")
     func unwritableFile() async throws {
         let scratch = try CLIScratch()
-        let r = try await cliRun(["run", "--progress", "none", "--metrics-file", "/nonexistent/dir/m.prom", "--", "true"], in: scratch)
+        let directory = scratch.path("metrics")
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        // The task takes the directory away: the 5 s write and the last one both fail.
+        let r = try await cliRun(["run", "--progress", "none", "--metrics-file", directory + "/m.prom", "--",
+                                  "/bin/sh", "-c", "rm -rf '\(directory)'; sleep 6"], in: scratch)
         #expect(r.status == 0, "\(r)")
-        #expect(r.stderr.components(separatedBy: "--metrics-file: cannot write /nonexistent/dir/m.prom").count == 2, "\(r.stderr)")
+        #expect(r.stderr.components(separatedBy: "--metrics-file: cannot write \(directory)/m.prom").count == 2, "\(r.stderr)")
+    }
+
+    @Test("a metrics file in a directory that does not exist: exit 125 before the task starts")
+    func missingDirectoryIsRefused() async throws {
+        let scratch = try CLIScratch()
+        let r = try await cliRun(["run", "--progress", "none", "--metrics-file", "/nonexistent/dir/m.prom", "--",
+                                  "/bin/sh", "-c", CLIChild.shNote(scratch.path("ran"), "yes")], in: scratch)
+        #expect(r.status == 125, "\(r)")
+        #expect(r.stderr.contains("--metrics-file: cannot write /nonexistent/dir/m.prom"), "\(r.stderr)")
+        #expect(scratch.read("ran") == nil, "the task ran before the refusal")
     }
 
     @Test("bad --metrics values and a port in use: exit 125 with a clear message, before any task starts")

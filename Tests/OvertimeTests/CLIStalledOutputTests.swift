@@ -4,9 +4,7 @@
 // the test reads only at the end.
 
 import Foundation
-import Synchronization
 import Testing
-@testable import OvertimeCLI
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -107,58 +105,4 @@ struct CLIStalledOutputTests {
         #expect(r.status == 1, "\(r)")
     }
 
-    // MARK: The channel itself
-
-    @Test("blocked output: writes never wait; a task's latest progress and every end are kept; the drop is said once")
-    func outputChannelKeepsWhatMatters() async throws {
-        var ends: [Int32] = [-1, -1]
-        #expect(pipe(&ends) == 0)
-        defer { close(ends[0]) }
-        let notes = Mutex<[(Int, Int)]>([])
-        let channel = OutputChannel(fd: ends[1]) { lines, bytes in notes.withLock { $0.append((lines, bytes)) } }
-        let line = { (task: Int, i: Int) in Array("progress \(task) \(i) \(String(repeating: "x", count: 10_000))\n".utf8) }
-        // 2,000 progress lines of 10 KB each for 4 tasks (20 MB): 300 times what the pipe
-        // holds, written while nothing reads it. Were a write to wait, this would hang here.
-        for i in 0..<2000 {
-            channel.write(line(i % 4, i), .latest(key: i % 4))
-            if i % 500 == 0 { channel.write(Array("event \(i)\n".utf8), .event) }
-        }
-        for task in 0..<4 { channel.write(Array("exited \(task)\n".utf8), .kept) }
-        // Now read it all.
-        let reader = Thread.detachedRead(ends[0])
-        channel.flush()
-        close(ends[1])
-        let text = String(decoding: await reader.value, as: UTF8.self)
-        let lines = text.split(separator: "\n")
-        for task in 0..<4 {
-            #expect(lines.contains("exited \(task)"), "task \(task)'s end was dropped")
-            let last = 1996 + task
-            #expect(lines.contains { $0.hasPrefix("progress \(task) \(last) ") }, "task \(task)'s latest progress was dropped")
-        }
-        #expect(text.utf8.count < 2 * OutputChannel.softLimit + 2 * 65536 + 4 * 10_100,
-                "what waited was not bounded: \(text.utf8.count) bytes")
-        let said = notes.withLock { $0 }
-        #expect(said.count == 1, "the drop is said once for one stall: \(said)")
-        #expect((said.first?.0 ?? 0) > 1000, "\(said)")
-        #expect(lines.filter { $0.hasPrefix("event ") }.count == 4, "event lines under the hard limit are kept")
-    }
-}
-
-extension Thread {
-    /// Reads `fd` to its end on a thread of its own.
-    static func detachedRead(_ fd: Int32) -> Task<[UInt8], Never> {
-        Task.detached {
-            await withCheckedContinuation { continuation in
-                Thread.detachNewThread {
-                    var bytes: [UInt8] = []
-                    var chunk = [UInt8](repeating: 0, count: 65536)
-                    while true {
-                        let n = read(fd, &chunk, chunk.count)
-                        if n > 0 { bytes += chunk[0..<n] } else if n < 0, errno == EINTR { continue } else { break }
-                    }
-                    continuation.resume(returning: bytes)
-                }
-            }
-        }
-    }
 }

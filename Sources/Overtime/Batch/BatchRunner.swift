@@ -131,7 +131,7 @@ public final class BatchRunner: Sendable {
             try RunJournal.checkFresh(directory)
         }
         self.runID = runID
-        journal = try RunJournal(directory: directory)
+        journal = try RunJournal(directory: directory, runID: runID)
         if let jobFileText, options.resume == nil {
             // Without them `--resume` has nothing to go on: better to run nothing.
             if let failure = journal.writeFile("job.json", jobFileText) { throw BatchError(failure) }
@@ -297,6 +297,7 @@ final class BatchCore: EventSink {
         self.onDone = onDone
         encoder = EventEncoder(runID: runID)
         startedAt = TaskRunner.clock()
+        journal.onFailure { [loop = supervisor.loop] failure in _ = loop.execute { onUpdate(.recordFailed(failure)) } }
         resumed = succeeded.intersection(job.tasks.map(\.name))
         machine = QueueMachine(job: job, startedAt: startedAt, failFast: failFast, succeeded: resumed)
     }
@@ -341,8 +342,11 @@ final class BatchCore: EventSink {
         onUpdate(.taskEvent(event))
         let lines = encoded.lines(through: &journalThrottle)
         guard !lines.isEmpty else { return }
+        // Progress and heartbeats (and the counts of thinned lines before an event's own) are
+        // what a stalled journal may hold back; every other event is kept.
+        let importance: QueuedWriter.Importance = if case .latest = QueuedWriter.Importance.of(event) { .event } else { .kept }
         for (i, line) in lines.enumerated() {
-            writeJournal(line)
+            writeJournal(line, i == lines.count - 1 ? importance : .event)
             // The last line is the event's own; any before it are `thinned` counts.
             onUpdate(.journalLine(line, event: i == lines.count - 1 ? event : nil))
             broadcast(line)
@@ -541,9 +545,10 @@ final class BatchCore: EventSink {
         if let control, control.hasWatchers { control.broadcast(line) }
     }
 
-    /// Appends to the journal; a failure is said at once (`BatchUpdate.recordFailed`).
-    private func writeJournal(_ line: [UInt8]) {
-        if let failure = journal.append(line) { onUpdate(.recordFailed(failure)) }
+    /// Appends to the journal, never waiting on its filesystem; a failure to write is said
+    /// when the journal's thread finds it (`BatchUpdate.recordFailed`).
+    private func writeJournal(_ line: [UInt8], _ importance: QueuedWriter.Importance = .kept) {
+        journal.append(line, importance)
     }
 
     /// After each input: re-arm the retry timer, or wrap up when everything is final.
@@ -574,6 +579,9 @@ final class BatchCore: EventSink {
         timerClosed = true
         control?.close()
         control = nil
+        // Every task has ended: nothing waits on the journal's last lines but the summary,
+        // which says what could not be written.
+        journal.drain()
         var summary = BatchSummary(runID: runID, runDirectory: journal.directory,
                                    tasks: job.tasks.indices.compactMap { reports[$0] },
                                    elapsed: now - startedAt, stoppedBy: stoppedBy)

@@ -5,73 +5,102 @@ import Musl
 #endif
 import OvertimeLoop
 import OvertimeProtocol
+import Synchronization
 
-/// A batch's run directory: `events.jsonl` (every state change, appended and written through
-/// as it happens), `logs/<task>.log` (each task's stdout and stderr, written by the task
-/// itself), `job.json` (the job file it ran) with `job-directory` (where its relative
-/// `cwd`s were resolved), and `summary.json` at the end.
+/// A batch's run directory: `events.jsonl` (every state change, appended as it happens),
+/// `logs/<task>.log` (each task's stdout and stderr, written by the task itself), `job.json`
+/// (the job file it ran) with `job-directory` (where its relative `cwd`s were resolved), and
+/// `summary.json` at the end.
 ///
-/// Each journal line goes out in one `write(2)` on an `O_APPEND` descriptor: a supervisor
-/// killed at any moment leaves only whole lines behind, so `--resume` can always read it.
-public final class RunJournal: @unchecked Sendable {
-    // Only the batch's loop thread writes (and reads the failure state below).
+/// The journal's lines are written by a thread of its own (`QueuedWriter`): a run directory
+/// on a filesystem that stalls (NFS, Lustre, a frozen mount) never holds the loop, and with
+/// it the deadlines, the signals and the cancels. Lines go out in order, whole, on an
+/// `O_APPEND` descriptor: a supervisor killed at any moment leaves only whole lines behind,
+/// so `--resume` can always read it. While the filesystem stalls, state changes wait in
+/// memory however long it takes; progress and heartbeat lines are held back once 4 MiB wait,
+/// and a `held-back` line says how many, once the journal is written again.
+public final class RunJournal: Sendable {
     public let directory: String
-    private let events: Int32
-    /// What could not be written, one message per file and cause, in order: the record of
-    /// the run is incomplete, whatever the tasks did.
-    public private(set) var failures: [String] = []
-    /// Journal lines that could not be written (wholly or in part).
-    public private(set) var lostLines = 0
-    /// The last append was cut short: the next one starts on a line of its own, so one
-    /// cut line never swallows the whole line after it.
-    private var cutLine = false
+    private let writer: QueuedWriter
+    private let file: JournalFile
+
+    /// What the writing thread found, read on the loop once the journal is drained.
+    fileprivate struct Record {
+        /// What could not be written, one message per file and cause, in order: the record
+        /// of the run is incomplete, whatever the tasks did.
+        var failures: [String] = []
+        /// Journal lines that could not be written (wholly or in part).
+        var lostLines = 0
+        /// Said at once, on the writing thread: a failure not said before.
+        var onFailure: @Sendable (String) -> Void = { _ in }
+    }
 
     /// Opens (creating as needed) the run directory and its journal.
     /// - Throws: `BatchError` naming the path that could not be made.
-    public init(directory: String) throws(BatchError) {
+    public init(directory: String, runID: String) throws(BatchError) {
         self.directory = directory
         try Self.makeDirectories(directory + "/logs")
-        let fd = open(directory + "/events.jsonl", O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw BatchError("cannot open \(directory)/events.jsonl: \(String(cString: strerror(errno)))") }
-        events = fd
+        let path = directory + "/events.jsonl"
+        let fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw BatchError("cannot open \(path): \(String(cString: strerror(errno)))") }
+        let encoder = EventEncoder(runID: runID)
+        let lines = JournalFile(fd: fd, path: path)
+        file = lines
+        writer = QueuedWriter(output: { bytes in lines.write(bytes) }, onClose: { Glibc.close(fd) }) { held, bytes in
+            var w = JSONWriter(capacity: 128)
+            w.beginObject()
+            w.key("time"); w.string(encoder.timestamp(.now()))
+            w.key("run"); w.string(runID)
+            w.key("event"); w.string("held-back")
+            w.key("lines"); w.int(held)
+            w.key("bytes"); w.int(bytes)
+            w.endObject()
+            w.raw("\n")
+            _ = lines.write(w.bytes)
+        }
     }
 
     deinit {
-        close(events)
+        writer.closeWhenWritten()
     }
 
     public var eventsPath: String { directory + "/events.jsonl" }
+
+    /// What could not be written, one message per file and cause (complete once `drain` returned).
+    public var failures: [String] { file.record.withLock { $0.failures } }
+    /// Journal lines that could not be written (complete once `drain` returned).
+    public var lostLines: Int { file.record.withLock { $0.lostLines } }
+
+    /// Where a failure to write is said, as it is found (on the journal's writing thread).
+    public func onFailure(_ handler: @escaping @Sendable (String) -> Void) {
+        file.record.withLock { $0.onFailure = handler }
+    }
 
     /// Where task `name` writes its output (the same file for every attempt).
     public func logPath(for name: String) -> String {
         directory + "/logs/" + name + ".log"
     }
 
-    /// Appends one line (newline included).
-    /// - Returns: a message when this write failed in a way not reported before (the first
-    ///   lost line, or a new cause), for the caller to say at once; nil otherwise.
-    @discardableResult
-    public func append(_ line: [UInt8]) -> String? {
-        if cutLine {
-            let code = Self.writeAll(events, [0x0A])
-            guard code == 0 else { return lose(code) }
-            cutLine = false
-        }
-        let code = Self.writeAll(events, line)
-        guard code != 0 else { return nil }
-        // Whatever part of the line went out stays; the next line starts fresh after it.
-        cutLine = true
-        return lose(code)
+    /// Queues one line (newline included); never waits. A progress or heartbeat line is
+    /// `.event`: held back, and counted, while the filesystem stalls; anything else `.kept`.
+    public func append(_ line: [UInt8], _ importance: QueuedWriter.Importance = .kept) {
+        writer.write(line, importance)
+    }
+
+    /// Waits until every line queued is written: before the summary, which says what was lost.
+    public func drain() {
+        writer.flush()
     }
 
     /// Writes a whole file atomically (a temporary, then rename): a failed write leaves the
-    /// old file, or none, never a cut one.
+    /// old file, or none, never a cut one. Only at the start and the end of a run, when no
+    /// task's deadline can wait on it.
     /// - Returns: a message when it could not be written (also kept in `failures`).
     @discardableResult
     public func writeFile(_ name: String, _ bytes: [UInt8]) -> String? {
         let path = directory + "/" + name
         guard let code = Descriptors.replaceFile(path, with: bytes, temporary: path + ".tmp") else { return nil }
-        return fail("cannot write \(path)", code)
+        return file.record.withLock { Self.fail(&$0, "cannot write \(path)", code) }
     }
 
     /// Appends a marker to a task's log before an attempt, so retries read apart.
@@ -80,23 +109,21 @@ public final class RunJournal: @unchecked Sendable {
     public func markAttempt(_ name: String, attempt: Int) -> String? {
         guard attempt > 1 else { return nil }
         let fd = open(logPath(for: name), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { return fail("cannot write \(logPath(for: name))", errno) }
+        guard fd >= 0 else {
+            let code = errno
+            return file.record.withLock { Self.fail(&$0, "cannot write \(logPath(for: name))", code) }
+        }
         let code = Self.writeAll(fd, Array("--- overtime: attempt \(attempt) ---\n".utf8))
         close(fd)
-        return code == 0 ? nil : fail("cannot write \(logPath(for: name))", code)
-    }
-
-    private func lose(_ code: Int32) -> String? {
-        lostLines += 1
-        return fail("cannot write \(eventsPath)", code)
+        return code == 0 ? nil : file.record.withLock { Self.fail(&$0, "cannot write \(logPath(for: name))", code) }
     }
 
     /// Records a failure; returns its message unless the same one was recorded already
     /// (a full disk fails every write after the first: it is said once, and counted).
-    private func fail(_ what: String, _ code: Int32) -> String? {
+    fileprivate static func fail(_ record: inout Record, _ what: String, _ code: Int32) -> String? {
         let message = "\(what): \(String(cString: strerror(code)))"
-        guard !failures.contains(message) else { return nil }
-        failures.append(message)
+        guard !record.failures.contains(message) else { return nil }
+        record.failures.append(message)
         return message
     }
 
@@ -140,7 +167,7 @@ public final class RunJournal: @unchecked Sendable {
 
     /// Writes every byte (`Descriptors.writeAll`); returns 0, or the errno of the write that
     /// failed (ENOSPC for a write that made no progress without saying why).
-    private static func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> Int32 {
+    fileprivate static func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> Int32 {
         do throws(SystemError) {
             try Descriptors.writeAll(fd, bytes)
             return 0
@@ -157,6 +184,53 @@ public final class RunJournal: @unchecked Sendable {
                 throw BatchError("cannot create \(current): \(String(cString: strerror(errno)))")
             }
         }
+    }
+}
+
+/// The journal's descriptor, written on the journal's thread: whole lines, and after a write
+/// cut short, the next line on a line of its own, so one cut line never swallows the next.
+private final class JournalFile: @unchecked Sendable {
+    let record = Mutex(RunJournal.Record())
+    // The rest is the journal's writing thread's only.
+    private let fd: Int32
+    private let path: String
+    private var cutLine = false
+
+    init(fd: Int32, path: String) {
+        self.fd = fd
+        self.path = path
+    }
+
+    /// Writes `bytes` (whole lines); always true: a failed write loses its lines, counted,
+    /// and the next write tries again (space may be freed).
+    func write(_ bytes: [UInt8]) -> Bool {
+        if cutLine {
+            guard RunJournal.writeAll(fd, [0x0A]) == 0 else { return lose(bytes, written: 0, errno) }
+            cutLine = false
+        }
+        var written = 0
+        let code = bytes.withUnsafeBytes { raw -> Int32 in
+            while written < raw.count {
+                let n = Glibc.write(fd, raw.baseAddress! + written, raw.count - written)
+                if n < 0, errno == EINTR { continue }
+                guard n > 0 else { return n == 0 ? ENOSPC : errno }
+                written += n
+            }
+            return 0
+        }
+        return code == 0 ? true : lose(bytes, written: written, code)
+    }
+
+    private func lose(_ bytes: [UInt8], written: Int, _ code: Int32) -> Bool {
+        // Whatever part of a line went out stays; the next line starts fresh after it.
+        cutLine = written > 0 && bytes[written - 1] != 0x0A
+        let lost = bytes[written...].reduce(0) { $0 + ($1 == 0x0A ? 1 : 0) }
+        let message = record.withLock { r -> (String, @Sendable (String) -> Void)? in
+            r.lostLines += lost
+            return RunJournal.fail(&r, "cannot write \(path)", code).map { ($0, r.onFailure) }
+        }
+        if let (text, say) = message { say(text) }
+        return true
     }
 }
 

@@ -1,5 +1,6 @@
 import OvertimeLoop
 import OvertimeProtocol
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -51,10 +52,12 @@ final class MetricsExporter {
     private let loop: EventLoop
     private var listener: TCPListener?
     private var clients: [ObjectIdentifier: MetricsClient] = [:]
-    private let file: String?
+    private let file: OutputFile?
+    /// The textfile's pages, written off the loop (a stalled filesystem never holds it): only
+    /// the newest page waits.
+    private let fileWriter: QueuedWriter?
     private let fileInterval: Duration
     private var fileTimer: LoopTimer?
-    private var fileFailed = false
     private let onProblem: @Sendable (String) -> Void
     private var finished = false
 
@@ -65,12 +68,25 @@ final class MetricsExporter {
         self.usageSources = usageSources
         self.loop = loop
         self.onProblem = onProblem
-        file = settings.file
         fileInterval = settings.fileInterval
-        if let file, info.lastSuccess == nil, let earlier = Descriptors.readWholeFile(file) {
+        if let path = settings.file {
+            let file: OutputFile
+            do {
+                file = try OutputFile(path: path)
+            } catch {
+                throw MetricsError("--metrics-file: cannot write \(path): \(error.reason)")
+            }
+            self.file = file
+            fileWriter = Self.pageWriter(file, onProblem: onProblem)
             // The file is the textfile collector's only memory: a failed run must not make it
-            // forget when the job last succeeded.
-            self.info.lastSuccess = RunMetrics.lastSuccess(inPage: earlier)
+            // forget when the job last succeeded. (Read only when it is a file of ours: a FIFO
+            // or a device may never answer.)
+            if file.isReplaced, info.lastSuccess == nil, let earlier = Descriptors.readWholeFile(path) {
+                self.info.lastSuccess = RunMetrics.lastSuccess(inPage: earlier)
+            }
+        } else {
+            file = nil
+            fileWriter = nil
         }
         if let address = settings.address {
             do {
@@ -123,7 +139,12 @@ final class MetricsExporter {
         fileTimer = nil
         trackTimer?.close()
         trackTimer = nil
-        if file != nil { writeFile() }
+        if file != nil {
+            writeFile()
+            // The run is over: the last page is written before the supervisor goes, however
+            // long the filesystem takes.
+            fileWriter?.flush()
+        }
         sampler.stop()
         listener?.close()
         listener = nil
@@ -140,17 +161,26 @@ final class MetricsExporter {
         }
     }
 
-    /// Replaces the file whole (node_exporter may read it at any moment); a failure is
-    /// said once, and the run goes on.
+    /// Queues the page for the file (node_exporter may read it at any moment: it is replaced
+    /// whole where it is a file of ours); only the newest page waits.
     private func writeFile() {
-        guard let file else { return }
-        if let code = Descriptors.replaceFile(file, with: page(), temporary: file + ".tmp-\(getpid())") {
-            if !fileFailed { onProblem("--metrics-file: cannot write \(file): \(String(cString: strerror(code))); the run goes on") }
-            fileFailed = true
-        } else if fileFailed {
-            fileFailed = false
-            onProblem("--metrics-file: \(file) is written again")
-        }
+        fileWriter?.write(page(), .latest(key: 0))
+    }
+
+    /// A writer of whole pages to `file`: a page waiting is replaced by a newer one (the soft
+    /// limit is 0), so each write is one page. A failure is said once, and the run goes on.
+    private static func pageWriter(_ file: OutputFile, onProblem: @escaping @Sendable (String) -> Void) -> QueuedWriter {
+        let failed = Atomic<Bool>(false)
+        return QueuedWriter(limits: .init(soft: 0, hard: .max), output: { page in
+            if let failure = file.write(page) {
+                if !failed.exchange(true, ordering: .relaxed) {
+                    onProblem("--metrics-file: cannot write \(file.path): \(failure.reason); the run goes on")
+                }
+            } else if failed.exchange(false, ordering: .relaxed) {
+                onProblem("--metrics-file: \(file.path) is written again")
+            }
+            return true
+        }, dropNote: { _, _ in })
     }
 
     private func accept(_ connection: TCPConnection) {

@@ -110,7 +110,7 @@ final class BatchDisplay: Sendable {
             // The journal as it is written: every event, progress throttled.
             if case let .journalLine(line, event) = update {
                 // The batch's own records (attempts, retries, ends) are few and all kept.
-                Terminal.writeOut(line, event.map(OutputChannel.Importance.of) ?? .kept)
+                Terminal.writeOut(line, event.map(QueuedWriter.Importance.of) ?? .kept)
             }
         case .plain:
             plain?.handle(update)

@@ -1,4 +1,5 @@
 import Overtime
+import OvertimeLoop
 import OvertimeProtocol
 import Synchronization
 
@@ -38,7 +39,7 @@ final class PlainOutput: Sendable {
             return (lines, nil)
         }
         // A task's end is always shown; its progress, when stderr is blocked, as its latest.
-        let importance: OutputChannel.Importance = .of(event)
+        let importance: QueuedWriter.Importance = .of(event)
         for line in lines { Terminal.error(Self.line(line), importance) }
         if let progressLine { Terminal.error(Self.line(progressLine), importance) }
     }
@@ -49,7 +50,7 @@ final class PlainOutput: Sendable {
             return
         }
         let lines = state.withLock { $0.model.apply(update).map(\.text) }
-        let importance: OutputChannel.Importance = if case .finished = update { .kept } else { .event }
+        let importance: QueuedWriter.Importance = if case .finished = update { .kept } else { .event }
         for line in lines { Terminal.error(Self.line(line), importance) }
     }
 

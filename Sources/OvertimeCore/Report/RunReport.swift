@@ -217,7 +217,11 @@ private struct JournalReader {
     }
 
     mutating func read(_ line: ArraySlice<UInt8>) {
-        guard let record = try? JSONValue.parse(Array(line)),
+        let record = try? JSONValue.parse(Array(line))
+        // The journal's own note that progress lines were held back while its disk stalled:
+        // about no task, and not unreadable.
+        if case .string("held-back")? = record?["event"] { return }
+        guard let record,
               case let .string(timeText)? = record["time"], let time = journalTimeMilliseconds(timeText),
               case let .string(task)? = record["task"],
               case let .string(event)? = record["event"]
