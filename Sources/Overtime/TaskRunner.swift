@@ -32,6 +32,8 @@ final class TaskRunner {
     private var reporterListener: UnixListener?
     /// The task's sd_notify socket (DESIGN §3b); nil when off or not to be had.
     private var notifyReceiver: DatagramReceiver?
+    /// Senders refused on it lately: their datagrams are dropped unread and counted.
+    private var refusedNotifiers = RefusedSenders()
     /// The read end of s6's notification fd (`Readiness.notifyFD`) until its first newline.
     private var notifyFDReader: ByteStream?
     private var outputs: [OutputReader] = []
@@ -451,7 +453,10 @@ final class TaskRunner {
     private func openNotifySocket() {
         for _ in 0..<3 where notifyReceiver == nil {
             let address = "@overtime/\(core.runID)/\(ref.id)-\(Self.nameSuffix())/notify"
-            notifyReceiver = try? DatagramReceiver(loop: supervisor.loop, path: address) { [unowned self] datagram in
+            notifyReceiver = try? DatagramReceiver(loop: supervisor.loop, path: address, admit: { [unowned self] sender in
+                guard let sender else { return true }
+                return !self.refusedNotifiers.remembers(.init(pid: sender.pid, uid: sender.uid), now: Self.clock())
+            }) { [unowned self] datagram in
                 self.notified(datagram)
             }
         }
@@ -465,6 +470,8 @@ final class TaskRunner {
         defer { descriptors.forEach(Descriptors.close) }
         let now = Self.clock()
         guard isMember(datagram.sender) else {
+            reportRefusedNotifiers(now: now)
+            if let sender = datagram.sender { refusedNotifiers.refused(.init(pid: sender.pid, uid: sender.uid), now: now) }
             supervisor.emit(TaskEvent(task: ref, time: now, kind: .reporterRefused(pid: datagram.sender?.pid, uid: datagram.sender?.uid)))
             return
         }
@@ -511,6 +518,14 @@ final class TaskRunner {
         }
     }
 
+    /// The datagrams of refused senders dropped unread, once their senders are forgotten
+    /// (`now` nil: all of them, at the end).
+    private func reportRefusedNotifiers(now: MonotonicInstant?) {
+        for (sender, count) in refusedNotifiers.due(now: now) {
+            supervisor.emit(TaskEvent(task: ref, time: now ?? Self.clock(), kind: .reporterRefused(pid: sender.pid, uid: sender.uid, count: count)))
+        }
+    }
+
     private func closeNotifyFD() {
         notifyFDReader?.close()
         notifyFDReader = nil
@@ -522,6 +537,7 @@ final class TaskRunner {
         reporterListener = nil
         notifyReceiver?.close()
         notifyReceiver = nil
+        reportRefusedNotifiers(now: nil)
         for reporter in reporters.values { reporter.close() }
         reporters.removeAll()
     }

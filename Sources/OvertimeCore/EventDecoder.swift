@@ -41,7 +41,8 @@ public enum EventDecoder {
         case "operator": kind = .operatorRequest(action: try fields.string("action"), uid: UInt32(clamping: try fields.count("uid")))
         case "reporter-refused":
             kind = .reporterRefused(pid: try fields.optionalCount("pid").map { Int32(clamping: $0) },
-                                    uid: try fields.optionalCount("uid").map { UInt32(clamping: $0) })
+                                    uid: try fields.optionalCount("uid").map { UInt32(clamping: $0) },
+                                    count: try fields.optionalCount("count") ?? 1)
         case "reporters": kind = .reporters(count: try fields.count("count"))
         case "notify": kind = .notified(key: try fields.string("key"), value: try fields.string("value"))
         case "memory-warning": kind = .memoryWarning(used: UInt64(try fields.count("used")), limit: UInt64(try fields.count("limit")))

@@ -126,10 +126,11 @@ public struct EventEncoder: Sendable {
             w.string("memory-warning")
             w.key("used"); w.int(Int(clamping: used))
             w.key("limit"); w.int(Int(clamping: limit))
-        case let .reporterRefused(pid, uid):
+        case let .reporterRefused(pid, uid, count):
             w.string("reporter-refused")
             w.key("pid"); if let pid { w.int(Int(pid)) } else { w.null() }
             w.key("uid"); if let uid { w.int(Int(uid)) } else { w.null() }
+            w.key("count"); w.int(count)
         case let .operatorRequest(action, uid):
             w.string("operator")
             w.key("action"); w.string(action)

@@ -69,8 +69,9 @@ public struct TaskEvent: Sendable {
         /// An operator asked for `action` (cancel, extend, revoke) over the control socket.
         case operatorRequest(action: String, uid: UInt32)
         /// A process that is not part of the task connected to its socket and was turned
-        /// away (its pid and uid, when the kernel told them).
-        case reporterRefused(pid: Int32?, uid: UInt32?)
+        /// away (its pid and uid, when the kernel told them); `count` datagrams of one sender
+        /// refused within a second are one event.
+        case reporterRefused(pid: Int32?, uid: UInt32?, count: Int = 1)
         /// A process of the task connected to its socket, or its connection closed: how
         /// many report now (the leader's fd 3 among them).
         case reporters(count: Int)

@@ -137,6 +137,32 @@ public final class TCPConnection: LoopHandleOwner {
         UnsafeMutableRawPointer(handle).assumingMemoryBound(to: uv_stream_t.self)
     }
 
+    /// The peer's address: 4 bytes for IPv4, 16 for IPv6; empty when the kernel no longer
+    /// has it (the peer is gone).
+    public func peerAddress() -> [UInt8] {
+        guard !isClosed else { return [] }
+        var address = sockaddr_storage()
+        var length = Int32(MemoryLayout<sockaddr_storage>.size)
+        return withUnsafeMutableBytes(of: &address) { raw -> [UInt8] in
+            let storage = raw.baseAddress!
+            guard uv_tcp_getpeername(handle, storage.assumingMemoryBound(to: sockaddr.self), &length) == 0 else { return [] }
+            switch Int32(storage.assumingMemoryBound(to: sockaddr.self).pointee.sa_family) {
+            case AF_INET: return withUnsafeBytes(of: storage.assumingMemoryBound(to: sockaddr_in.self).pointee.sin_addr) { Array($0) }
+            case AF_INET6: return withUnsafeBytes(of: storage.assumingMemoryBound(to: sockaddr_in6.self).pointee.sin6_addr) { Array($0) }
+            default: return []
+            }
+        }
+    }
+
+    /// Stops reading: what the peer sends from now on stays in the kernel (and is discarded
+    /// with the connection).
+    public func stopReading() {
+        guard !isClosed else { return }
+        uv_read_stop(stream)
+        onData = nil
+        onEnd = nil
+    }
+
     /// Starts reading; `onEnd` is called once, at the peer's end or a read error.
     public func startReading(onData: @escaping DataHandler, onEnd: @escaping () -> Void) {
         guard !isClosed else { return }

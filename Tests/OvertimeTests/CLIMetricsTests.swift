@@ -53,7 +53,7 @@ struct CLIMetricsTests {
         #expect(result.status == 0, "\(result)")
     }
 
-    @Test("silent clients do not hold up a scrape, are answered 408 and dropped in time; 24 clients at once are all answered")
+    @Test("silent clients do not hold up a scrape, are answered 408 and dropped in time; clients at once beside them, up to a host's share, are all answered")
     func slowAndManyClients() async throws {
         let batch = try await CLIMetricsBatch(metrics: ":0")
         let port = batch.port
@@ -73,13 +73,15 @@ struct CLIMetricsTests {
         let during = try await offThePool { CLIMetrics.request(port: port, "/metrics") }
         #expect(during?.status == 200 && clock.now - start < .seconds(5), "a scrape beside silent clients: \(String(describing: during?.status))")
 
+        // The four silent ones and these four fill this host's share (8) without pushing
+        // any out: the silent ones are left to their time (CLIMetricsAttackTests pushes out).
         let statuses = await withTaskGroup(of: Int?.self) { group in
-            for _ in 0..<24 {
+            for _ in 0..<4 {
                 group.addTask { try? await offThePool { CLIMetrics.request(port: port, "/metrics")?.status } ?? nil }
             }
             return await group.reduce(into: []) { $0.append($1) }
         }
-        #expect(statuses.count == 24 && statuses.allSatisfy { $0 == 200 }, "\(statuses)")
+        #expect(statuses.count == 4 && statuses.allSatisfy { $0 == 200 }, "\(statuses)")
 
         // Each silent client has 10 s to finish its request; then 408, and the connection ends.
         let silentStart = clock.now

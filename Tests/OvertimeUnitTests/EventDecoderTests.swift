@@ -42,6 +42,7 @@ import Testing
         .protocolError(ProtocolError(.notJSON, "not JSON"), excerpt: "garbage"),
         .operatorRequest(action: "extend 10m00s", uid: 1000),
         .reporterRefused(pid: 7, uid: nil),
+        .reporterRefused(pid: 8, uid: 65534, count: 4321),
         .reporters(count: 3),
         .notified(key: "STOPPING", value: "1"),
         .memoryWarning(used: 190_000_000, limit: 200_000_000),

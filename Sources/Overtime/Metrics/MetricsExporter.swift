@@ -34,10 +34,12 @@ public struct MetricsError: Error, Sendable, CustomStringConvertible {
 /// A supervisor's metrics on its loop thread: the counting sink, the page rendered from
 /// live state on each request, the HTTP endpoint and the textfile. Loop-thread only.
 final class MetricsExporter {
-    /// Connections served at once; more are closed at accept. Each holds at most one
-    /// page in libuv's write queue, so a client that never reads costs a page until its
-    /// time is up, and never more than this many pages in all.
+    /// Connections served at once; a new one pushes out the oldest (`MetricsClientSlots`).
+    /// Each holds at most one page in libuv's write queue, so clients that never read cost
+    /// never more than this many pages in all.
     static let maxClients = 32
+    /// Connections served at once from one host (`MetricsClientSlots.perPeer` says why).
+    static let maxClientsPerPeer = 8
     /// How long a client has to send its request, and then to take the answer.
     static let clientTime = Duration.seconds(10)
 
@@ -52,6 +54,7 @@ final class MetricsExporter {
     private let loop: EventLoop
     private var listener: TCPListener?
     private var clients: [ObjectIdentifier: MetricsClient] = [:]
+    private var slots = MetricsClientSlots<ObjectIdentifier>(capacity: maxClients, perPeer: maxClientsPerPeer)
     private let file: OutputFile?
     /// The textfile's pages, written off the loop (a stalled filesystem never holds it): only
     /// the newest page waits.
@@ -183,8 +186,9 @@ final class MetricsExporter {
         }, dropNote: { _, _ in })
     }
 
+    /// Serves `connection`, pushing out the clients it takes the place of.
     private func accept(_ connection: TCPConnection) {
-        guard !finished, clients.count < Self.maxClients else {
+        guard !finished else {
             connection.close()
             return
         }
@@ -193,7 +197,11 @@ final class MetricsExporter {
             return MetricsHTTP.response(method: method, path: path, page: self.page)
         }, onGone: { [weak self] client in
             self?.clients[ObjectIdentifier(client)] = nil
+            self?.slots.remove(ObjectIdentifier(client))
         })
+        for pushedOut in slots.admit(ObjectIdentifier(client), peer: connection.peerAddress()) {
+            if let older = clients[pushedOut] { older.pushOut() }
+        }
         clients[ObjectIdentifier(client)] = client
         client.begin()
     }
@@ -202,9 +210,10 @@ final class MetricsExporter {
 /// One HTTP client: what it sent so far, its time, its answer and its end. Loop-thread only.
 ///
 /// It has `MetricsExporter.clientTime` to send its request head (then 408) and as long again
-/// to take the answer; it is dropped at the end of either, or once it has the answer and has
-/// closed its side, whichever comes first. A client that closes its side right after its
-/// request (`printf ... | nc`) still gets the whole answer.
+/// to take the answer. One request a connection: nothing after the first head is read (so
+/// pipelined requests cost nothing), and the connection closes as soon as the answer is
+/// written. A client that closes its side right after its request (`printf ... | nc`) still
+/// gets the whole answer.
 private final class MetricsClient {
     let connection: TCPConnection
     private let timer: LoopTimer
@@ -212,8 +221,6 @@ private final class MetricsClient {
     private let onGone: (MetricsClient) -> Void
     private var received: [UInt8] = []
     private var answered = false
-    private var sent = false
-    private var peerEnded = false
 
     init(connection: TCPConnection, loop: EventLoop, respond: @escaping (MetricsHTTP.Head) -> [UInt8],
          onGone: @escaping (MetricsClient) -> Void) {
@@ -231,8 +238,8 @@ private final class MetricsClient {
             let head = MetricsHTTP.head(received)
             if head != .incomplete { answer(head) }
         }, onEnd: { [self] in
-            peerEnded = true
-            if !answered || sent { drop() }
+            // Gone before a whole request: there is nothing to answer.
+            drop()
         })
     }
 
@@ -241,13 +248,17 @@ private final class MetricsClient {
         guard !answered else { return }
         answered = true
         received = []
-        connection.sendAndFinish(respond(head)) { [weak self] in
-            guard let self else { return }
-            sent = true
-            if peerEnded { drop() }
-        }
+        connection.stopReading()
+        connection.sendAndFinish(respond(head)) { [weak self] in self?.drop() }
         // The rest of its time to take the answer; then it is dropped, taken or not.
         timer.schedule(inNanoseconds: MetricsExporter.clientTime.nanoseconds) { [self] in drop() }
+    }
+
+    /// A newer client takes its place: one still sending its request is told 408 (what
+    /// fits in the socket's buffer at once), one being answered is cut off.
+    func pushOut() {
+        if !answered { answer(.incomplete) }
+        drop()
     }
 
     /// Closes the connection, taken or not. Idempotent.

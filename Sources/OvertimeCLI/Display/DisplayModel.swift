@@ -182,11 +182,12 @@ struct DisplayModel: Sendable, Equatable {
             return [.diagnosing(task: name, reason: reason, limit: limit)]
         case let .memoryWarning(used, limit):
             return [.memoryWarning(task: name, used: used, limit: limit)]
-        case let .reporterRefused(pid, uid):
-            tasks[id]?.refusedReporters += 1
-            let shown = tasks[id]?.refusedReporters ?? 1
-            guard shown <= EventText.shownProtocolErrors else { return [] }
-            return [.reporterRefused(task: name, pid: pid, uid: uid, shown: shown)]
+        case let .reporterRefused(pid, uid, count):
+            let before = tasks[id]?.refusedReporters ?? 0
+            tasks[id]?.refusedReporters = before + count
+            // Said for the first few refusals; a count of many is one notice.
+            guard before < EventText.shownProtocolErrors else { return [] }
+            return [.reporterRefused(task: name, pid: pid, uid: uid, count: count, shown: before + 1)]
         case let .exited(outcome):
             tasks[id] = nil
             var notices: [Notice] = []

@@ -15,7 +15,7 @@ enum Notice: Sendable, Equatable {
     case protocolErrorTotal(task: String, count: Int)
     case operatorRequest(task: String, action: String, uid: UInt32)
     /// A process outside the task connected to its socket (the first few are shown).
-    case reporterRefused(task: String, pid: Int32?, uid: UInt32?, shown: Int)
+    case reporterRefused(task: String, pid: Int32?, uid: UInt32?, count: Int, shown: Int)
     /// A daemon said `STOPPING=1`, `ERRNO=…` or the like over sd_notify.
     case notified(task: String, key: String, value: String)
     /// Its memory passed the warning level (DESIGN §7).
@@ -41,7 +41,7 @@ enum Notice: Sendable, Equatable {
         switch self {
         case let .started(task, _, _), let .cancelling(task, _, _), let .killSent(task), let .expiring(task, _), let .engineExpiring(task, _, _),
              let .budget(task, _, _), let .protocolError(task, _, _, _), let .protocolErrorTotal(task, _),
-             let .operatorRequest(task, _, _), let .retrying(task, _, _, _), let .reporterRefused(task, _, _, _),
+             let .operatorRequest(task, _, _), let .retrying(task, _, _, _), let .reporterRefused(task, _, _, _, _),
              let .notified(task, _, _), let .memoryWarning(task, _, _), let .diagnosing(task, _, _):
             return task
         case let .ended(outcome): return outcome.task.name
@@ -100,9 +100,10 @@ enum Notice: Sendable, Equatable {
             return "\(reason.rawValue): running its diagnose command first (at most \(DurationText.format(limit))), then cancelling"
         case let .memoryWarning(_, used, limit):
             return "memory at \(ByteSize.text(used)) of its \(ByteSize.text(limit)) max; warned it"
-        case let .reporterRefused(_, pid, uid, shown):
+        case let .reporterRefused(_, pid, uid, count, shown):
             let who = pid.map { "pid \($0)" + (uid.map { ", uid \($0)" } ?? "") } ?? "a process the kernel did not name"
-            return "refused a connection to the task's socket from \(who), which is not part of the task"
+            let what = count == 1 ? "a connection" : "\(count) datagrams"
+            return "refused \(what) to the task's socket from \(who), which is not part of the task"
                 + (shown == EventText.shownProtocolErrors ? "; further ones are counted, not shown" : "")
         case let .ended(outcome):
             return EventText.describe(outcome)
