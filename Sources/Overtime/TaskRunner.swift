@@ -775,7 +775,7 @@ final class TaskRunner {
         }
         defer { Descriptors.close(output) }
         let command = diagnose.command(pid: pid)
-        notes.write("overtime: \(spec.name): \(machine.cancelReason?.rawValue ?? "cancel") due; diagnosing first (at most \(DurationText.format(diagnose.limit))): \(command)\n")
+        notes.write("overtime: \(notedName): \(machine.cancelReason?.rawValue ?? "cancel") due; diagnosing first (at most \(DurationText.format(diagnose.limit))): \(command)\n")
         let request = SpawnRequest(arguments: ["/bin/sh", "-c", command], baseEnvironment: core.inheritedEnvironment,
                                    environment: ["OVERTIME_TASK_PID=\(pid)", "OVERTIME_TASK=\(spec.name)"],
                                    workingDirectory: spec.workingDirectory,
@@ -786,7 +786,7 @@ final class TaskRunner {
             }
             diagnosis = (child, notes, Self.clock())
         } catch {
-            notes.write("overtime: \(spec.name): the diagnose command could not start: \(error)\n")
+            notes.write("overtime: \(notedName): the diagnose command could not start: \(error)\n")
             notes.close()
             diagnosisOver()
         }
@@ -813,6 +813,10 @@ final class TaskRunner {
         }
     }
 
+    /// The task's name as the diagnosis lines show it: they go to its stderr, a terminal
+    /// perhaps, and a name (by default its command's base name) may hold anything.
+    private var notedName: String { JobFileText.printable(spec.name, limit: .max) }
+
     private func diagnosisExited(_ exit: ChildExit) {
         guard let running = diagnosis else { return }
         diagnosis = nil
@@ -820,7 +824,7 @@ final class TaskRunner {
         case let .exited(code): "exited \(code)"
         case let .signaled(signal): "died of \(Signal(rawValue: signal).name)"
         }
-        running.notes.write("overtime: \(spec.name): the diagnose command \(how) after \(DurationText.format(Self.clock() - running.startedAt))\n")
+        running.notes.write("overtime: \(notedName): the diagnose command \(how) after \(DurationText.format(Self.clock() - running.startedAt))\n")
         running.notes.close()
         diagnosisOver()
     }
@@ -837,7 +841,7 @@ final class TaskRunner {
         case .preempted: "a cancel that could not wait came"
         case .taskEnded, .finished: "the task ended"
         }
-        running.notes.write("overtime: \(spec.name): the diagnose command was cut (\(why)) after \(DurationText.format(Self.clock() - running.startedAt))\n")
+        running.notes.write("overtime: \(notedName): the diagnose command was cut (\(why)) after \(DurationText.format(Self.clock() - running.startedAt))\n")
         running.notes.close()
     }
 

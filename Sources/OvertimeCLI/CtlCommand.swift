@@ -175,7 +175,8 @@ struct CtlCommand {
         }
         switch reply.outcome {
         case let .failed(message):
-            Terminal.error("overtime ctl: \(message)")
+            // The supervisor's words may quote a task's name, which may hold anything.
+            Terminal.error("overtime ctl: \(TextWidth.sanitize(message))")
             return 1
         case let .status(tasks, _):
             if case .status(json: true) = action {
@@ -194,7 +195,7 @@ struct CtlCommand {
                 guard TerminalDevice.writeAll(1, line + [0x0A]) else { break }
             }
         case let .done(result):
-            Terminal.out(result)
+            Terminal.out(TextWidth.sanitize(result))
         case .supervisor:
             Terminal.out(String(decoding: replyLine, as: UTF8.self))
         }

@@ -74,7 +74,7 @@ final class ProgressOutput: EventSink, Sendable {
         switch mode {
         case .none, .json:
             if case let .exited(outcome) = event.kind, case let .failedToStart(failure) = outcome.termination {
-                Terminal.error("overtime: \(failure.message)")
+                Terminal.error("overtime: \(TextWidth.sanitize(failure.message))")
             }
             if mode == .json { json(&encoded) }
         case .plain:
@@ -92,7 +92,7 @@ final class ProgressOutput: EventSink, Sendable {
             if let display = live.withLock({ $0 }) {
                 display.note(.note(text))
             } else {
-                Terminal.error("overtime: \(text)")
+                Terminal.error("overtime: \(TextWidth.sanitize(text))")
             }
         case .json, .none: return
         }
@@ -103,7 +103,7 @@ final class ProgressOutput: EventSink, Sendable {
     func warn(_ text: String) {
         switch mode {
         case .plain, .tty: note(text)
-        case .json, .none: Terminal.error("overtime: \(text)")
+        case .json, .none: Terminal.error("overtime: \(TextWidth.sanitize(text))")
         }
     }
 

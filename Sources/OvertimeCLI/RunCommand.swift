@@ -98,7 +98,8 @@ struct RunCommand {
       --diagnose-limit DUR the longest the cancel waits for it (default 10s)
 
     Output:
-      --name NAME          the task's name in reports and OVERTIME_TASK (default: CMD's name)
+      --name NAME          the task's name in reports and OVERTIME_TASK (default: CMD's name);
+                           no control characters
       --progress MODE      tty (a live row on stderr: bar, budget left, ETA; CMD's output
                            passes through above it), plain (timestamped lines on stderr:
                            each state change, progress at most once a second), json (events
@@ -246,6 +247,13 @@ struct RunCommand {
                 case "--name":
                     let text = try value()
                     guard !text.isEmpty else { throw UsageError(message: "overtime run: --name needs a non-empty name") }
+                    // A name the user chose is an identifier typed in `ctl` and shown on one
+                    // line: a control character in it is a mistake (or a forged line) to refuse
+                    // here, where the output would only be able to blank it out.
+                    if let control = text.unicodeScalars.first(where: TextWidth.isControl) {
+                        throw UsageError(message: "overtime run: --name \(JobFileText.quote(text)) holds a control character (U+\(String(control.value, radix: 16, uppercase: true))); "
+                            + "give a name without line breaks, tabs or escape sequences")
+                    }
                     name = text
                 case "--progress":
                     let text = try value()

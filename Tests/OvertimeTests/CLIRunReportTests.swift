@@ -223,6 +223,37 @@ struct CLIRunReportTests {
         #expect(dump.wall < .seconds(45), "chromium took \(dump.wall)")
     }
 
+    @Test("a hand-made journal of 10 MB titles, details, names and results makes a page under 1 MB that says what it cut")
+    func longTextsMakeASmallPage() async throws {
+        let scratch = try CLIScratch()
+        let directory = scratch.path("run")
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let long = String(repeating: "x", count: 10 * 1024 * 1024)
+        func line(_ second: Int, _ task: String, _ event: String, _ fields: String) -> String {
+            #"{"time":"2026-11-30T12:00:0\#(second).000Z","run":"r","task":"\#(task)","event":"\#(event)","# + fields + "}"
+        }
+        var lines = [line(0, "a", "attempt", #""attempt":1"#),
+                     line(1, "a", "progress", #""fraction":0.5,"title":"\#(long)","detail":"\#(long)""#),
+                     line(2, "a", "result", #""value":"\#(long)""#),
+                     line(3, "a", "exited", #""exit_code":1,"outcome":"failed""#),
+                     line(3, "a", "finished", #""state":"failed","reason":"exit","detail":"\#(long)""#)]
+        for task in ["b", "n" + long] {
+            lines += [line(0, task, "attempt", #""attempt":1"#), line(1, task, "progress", #""fraction":0.5,"title":"\#(long)""#)]
+        }
+        try (lines.joined(separator: "\n") + "\n").write(toFile: directory + "/events.jsonl", atomically: false, encoding: .utf8)
+
+        let report = try await cliRun(["report", directory], in: scratch, timeout: .seconds(120))
+        #expect(report.status == 0, "\(report)")
+        let page = directory + "/report.html"
+        let size = try #require(try FileManager.default.attributesOfItem(atPath: page)[.size] as? Int)
+        #expect(size < 1_000_000, "a page of \(size) bytes from a journal of \(lines.count) lines")
+        let html = try String(contentsOfFile: page, encoding: .utf8)
+        #expect(html.contains("… (10 MiB in the journal)"), "no cut marker")
+        let dump = try await CLIReportBrowser.dumpDOM(page, in: scratch)
+        let data = CLIReportBrowser.bodyData(dump.stdout)
+        #expect(data["rendered"] == "3" && CLIReportBrowser.recordedErrors(dump.stdout) == nil, "\(data) \(CLIReportBrowser.recordedErrors(dump.stdout) ?? "")")
+    }
+
     @Test("a run still going: its report draws what has no end yet as running")
     func runStillGoing() async throws {
         let f = try CLIBatchFixture()

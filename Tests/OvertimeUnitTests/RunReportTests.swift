@@ -181,6 +181,42 @@ import Testing
         }
     }
 
+    @Test("10 MB texts from a journal are cut on the page, at a character, saying how long they are; marks and GPU ids are bounded")
+    func longTextsAreCut() throws {
+        // "é" as e + a combining accent: a cut between the two would change the character.
+        let title = String(repeating: "e\u{301}", count: 5_000_000)
+        let name = "n" + String(repeating: "a", count: 10_000_000)
+        let long = String(repeating: "x", count: 10 * 1024 * 1024)
+        var lines = [Self.line(0, "t", "attempt", #""attempt":1,"resources":{"gpu":[\#((0..<1_000).map { "\"\($0)\"" }.joined(separator: ","))]}"#),
+                     Self.line(1, name, "attempt", #""attempt":1"#),
+                     Self.line(2, name + "b", "attempt", #""attempt":1"#),
+                     Self.line(5, "t", "progress", #""fraction":0.5,"title":"\#(title)","detail":"\#(long)""#),
+                     Self.line(6, "t", "result", #""value":{"text":"\#(long)"}"#)]
+        for i in 0..<1_000 { lines.append(Self.line(10 + i, "t", "operator", #""action":"extend \#(i)""#)) }
+        lines += [Self.line(2_000, "t", "cancel", #""reason":"\#(long)""#),
+                  Self.line(2_001, "t", "exited", #""exit_code":124,"outcome":"cancelled","memory_source":"\#(long)""#),
+                  Self.line(2_002, "t", "finished", #""state":"failed","reason":"timeout","detail":"\#(long)""#)]
+        let report = try Self.read(lines)
+        #expect(report.tasks.count == 3, "names that differ past the cut are two tasks")
+        let task = report.tasks[0]
+        let attempt = try #require(task.attempts.first)
+        let marker = "… (10 MiB in the journal)"
+        for (field, text) in [("name", report.tasks[1].name), ("title", attempt.title), ("detail", attempt.detail), ("cancel", attempt.cancelReason),
+                              ("source", attempt.memorySource), ("task detail", task.detail), ("result", task.result)] {
+            let shown = try #require(text, "no \(field)")
+            #expect(shown.count <= RunReport.textLimit + 30 && shown.hasSuffix(" in the journal)"), "\(field): \(shown.suffix(60))")
+        }
+        #expect(attempt.detail?.hasSuffix(marker) == true && attempt.memorySource?.hasSuffix(marker) == true)
+        let shownTitle = try #require(attempt.title)
+        #expect(shownTitle == String(repeating: "e\u{301}", count: RunReport.textLimit) + "… (14.3 MiB in the journal)", "cut at a character")
+        #expect(attempt.marks.count == RunReport.markLimit && attempt.moreMarks == 1_001 - RunReport.markLimit)
+        #expect(attempt.gpus.count == RunReport.gpuLimit && report.lanes.filter { $0.gpu != nil }.count == RunReport.gpuLimit)
+        let page = RunReportPage.html(report)
+        #expect(page.count < 200_000, "a page of \(page.count) bytes")
+        // Short texts are left whole.
+        #expect(RunReport.shown("timeout") == "timeout" && RunReport.shown(String(repeating: "é", count: RunReport.textLimit)).count == RunReport.textLimit)
+    }
+
     @Test("task text cannot break out of the page's data script")
     func embeddingIsEscaped() throws {
         let name = "</script><script>alert(1)</script><!-- & >"

@@ -260,13 +260,13 @@ final class BatchCore: EventSink {
     private let onDone: @Sendable (BatchSummary) -> Void
     private let startedAt: MonotonicInstant
     // The three maps below hold running (or retrying) tasks only: a finished task keeps
-    // nothing here but its report, so a batch's memory grows by a summary row a task.
+    // nothing here but its compact record in `finished`.
     private var indexByTaskID: [Int: Int] = [:]
     /// The running attempt of each task, steered through its handle as an embedding
     /// program steers its own (`TaskHandle.syncOperations`).
     private(set) var handles: [Int: TaskHandle] = [:]
     private var lastOutcome: [Int: TaskOutcome] = [:]
-    private(set) var reports: [Int: TaskReport] = [:]
+    private var finished: FinishedTasks
     private var journalThrottle = FrequentEventThrottle(interval: BatchCore.journalProgressInterval)
     private let resumed: Set<String>
     /// The retry timer, made on the loop thread at its first use.
@@ -300,6 +300,7 @@ final class BatchCore: EventSink {
         journal.onFailure { [loop = supervisor.loop] failure in _ = loop.execute { onUpdate(.recordFailed(failure)) } }
         resumed = succeeded.intersection(job.tasks.map(\.name))
         machine = QueueMachine(job: job, startedAt: startedAt, failFast: failFast, succeeded: resumed)
+        finished = FinishedTasks(taskCount: job.tasks.count)
     }
 
     func begin() {
@@ -307,7 +308,7 @@ final class BatchCore: EventSink {
         for (i, task) in job.tasks.enumerated() where resumed.contains(task.name) {
             let report = TaskReport(name: task.name, outcome: .succeeded, reason: nil, detail: "succeeded in the resumed run",
                                     exitCode: 0, attempts: 0, duration: nil, result: nil, resumed: true)
-            reports[i] = report
+            finished.keep(report, at: i)
             record(batchEvent: "finished", task: task.name, now: now) { w in
                 w.key("state"); w.string("succeeded")
                 w.key("resumed"); w.bool(true)
@@ -397,7 +398,7 @@ final class BatchCore: EventSink {
             onUpdate(.retrying(task: name, attempt: nextAttempt, after: at - now, because: because))
         case let .finished(index, state, attempts):
             let report = makeReport(index, state, attempts: attempts)
-            reports[index] = report
+            finished.keep(report, at: index)
             lastOutcome[index] = nil
             record(batchEvent: "finished", task: report.name, now: now) { w in
                 w.key("state"); w.string(report.outcome.rawValue)
@@ -583,7 +584,7 @@ final class BatchCore: EventSink {
         // which says what could not be written.
         journal.drain()
         var summary = BatchSummary(runID: runID, runDirectory: journal.directory,
-                                   tasks: job.tasks.indices.compactMap { reports[$0] },
+                                   tasks: job.tasks.indices.compactMap { finished.report(at: $0, name: job.tasks[$0].name) },
                                    elapsed: now - startedAt, stoppedBy: stoppedBy)
         summary.recordFailures = journal.failures
         summary.lostJournalLines = journal.lostLines
@@ -657,7 +658,7 @@ extension BatchCore: ControlTarget {
             case .failed: .failed
             case .skipped: .skipped
             }
-            return TaskStatus(name: name, attempts: attempts, state: state, reason: reports[index]?.reason)
+            return TaskStatus(name: name, attempts: attempts, state: state, reason: finished.reason(at: index))
         }
     }
 

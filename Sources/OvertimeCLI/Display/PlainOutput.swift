@@ -19,9 +19,11 @@ final class PlainOutput: Sendable {
         state = Mutex(State(progressThrottle: FrequentEventThrottle(interval: progressInterval)))
     }
 
-    /// `14:03:07 overtime: TEXT`
+    /// `14:03:07 overtime: TEXT`, on one line whatever TEXT holds: a task's name (by default
+    /// its command's base name, which may hold anything) or a message from a task reaches
+    /// the stream with no control character or line break.
     static func line(_ text: String, time: String = TerminalDevice.timeOfDay()) -> String {
-        "\(time) overtime: \(text)"
+        "\(time) overtime: \(TextWidth.sanitize(text))"
     }
 
     func handle(_ event: TaskEvent, standalone: Bool = true) {

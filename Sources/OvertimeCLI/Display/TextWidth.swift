@@ -62,21 +62,17 @@ enum TextWidth {
     /// put on one row: control characters (escape sequences included) and line breaks
     /// become spaces, so nothing a task sends can move the cursor or colour the screen.
     static func sanitize(_ text: String) -> String {
-        var needsWork = false
-        for scalar in text.unicodeScalars where scalar.value < 0x20 || (scalar.value >= 0x7F && scalar.value < 0xA0) {
-            needsWork = true
-            break
-        }
-        guard needsWork else { return text }
+        guard text.unicodeScalars.contains(where: isControl) else { return text }
         var result = String.UnicodeScalarView()
         for scalar in text.unicodeScalars {
-            if scalar.value < 0x20 || (scalar.value >= 0x7F && scalar.value < 0xA0) {
-                result.append(" ")
-            } else {
-                result.append(scalar)
-            }
+            result.append(isControl(scalar) ? " " : scalar)
         }
         return String(result)
+    }
+
+    /// A C0 or C1 control character or DEL: what `sanitize` replaces.
+    static func isControl(_ scalar: Unicode.Scalar) -> Bool {
+        scalar.value < 0x20 || (scalar.value >= 0x7F && scalar.value < 0xA0)
     }
 
     /// `text` cut to at most `width` columns; when cut, it ends in `ellipsis` (which counts

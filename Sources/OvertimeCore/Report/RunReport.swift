@@ -42,19 +42,25 @@ public struct RunReport: Sendable {
         public var exitedAs: String?
         public var exitCode: Int?
         public var cancelReason: String?
+        /// At most `RunReport.markLimit`; `moreMarks` counts the rest.
         public var marks: [Mark] = []
+        public var moreMarks = 0
         public var progress: [ProgressPoint] = []
         /// The last progress message's words.
         public var title: String?
         public var detail: String?
         public var peakMemory: Int?
         public var memorySource: String?
-        /// The GPU slots it held (`resources.gpu` of its `attempt` line).
+        /// The GPU slots it held (`resources.gpu` of its `attempt` line), at most `RunReport.gpuLimit`.
         public var gpus: [String] = []
         /// The timeline lanes it is drawn in (`RunReport.lanes`): one per GPU it held, else one slot.
         public var lanes: [Int] = []
         /// Why another attempt followed it (the `retry` line's `because`).
         public var retryBecause: String?
+
+        mutating func add(_ mark: Mark) {
+            if marks.count < RunReport.markLimit { marks.append(mark) } else { moreMarks += 1 }
+        }
     }
 
     public struct Task: Sendable {
@@ -71,7 +77,7 @@ public struct RunReport: Sendable {
         public var attempts: [Attempt] = []
         /// When its `finished` line was written (a skipped task's only instant).
         public var finishedAt: Int64?
-        /// Its last `result`, as compact JSON, cut to `RunReport.resultLimit` characters.
+        /// Its last `result`, as compact JSON, cut as every text is (`RunReport.shown`).
         public var result: String?
         /// Succeeded in an earlier run this one resumed; not run again.
         public var resumed = false
@@ -112,13 +118,31 @@ public struct RunReport: Sendable {
     /// Journal lines read.
     public var lines = 0
 
-    /// A `result` longer than this is cut (the task's log and summary.json keep it whole).
-    public static let resultLimit = 400
+    /// A text from the journal (a name, a title, a detail, a reason, a result) longer than
+    /// this many characters is cut (`shown`); the journal keeps it whole. A journal is
+    /// anyone's file: ten 10 MB titles must not make a page no browser can open.
+    public static let textLimit = 400
+    /// Marks kept per attempt (cancels, kills, operator actions, memory warnings); the rest
+    /// are counted (`moreMarks`).
+    public static let markLimit = 100
+    /// GPU ids kept per attempt.
+    public static let gpuLimit = 64
     /// Progress points kept per attempt: enough for a line a few hundred pixels wide, few
     /// enough that a page of 5,000 long tasks stays small.
     public static let progressPointLimit = 160
 
     public var runID: String? { runs.last?.id }
+
+    /// `text` as the page shows it: whole up to `textLimit` characters, else its first
+    /// `textLimit` characters (never a split one) and how long it is in the journal:
+    /// `… (9.5 MiB in the journal)`.
+    public static func shown(_ text: String) -> String {
+        // Fewer bytes than the limit: no more characters either, and nothing to count.
+        guard text.utf8.count > textLimit else { return text }
+        let cut = text.prefix(textLimit)
+        guard cut.endIndex < text.endIndex else { return text }
+        return cut + "… (\(ByteSize.text(UInt64(text.utf8.count))) in the journal)"
+    }
 
     /// The tasks counted by outcome.
     public var counts: [Outcome: Int] {
@@ -206,12 +230,13 @@ private struct JournalReader {
     mutating func conclude(_ summary: JSONValue) {
         report.complete = true
         if case let .string(text)? = summary["finished"], let end = journalTimeMilliseconds(text) { summaryEnd = end }
-        if case let .string(reason)? = summary["stopped_by"] { report.stoppedBy = reason }
+        if let reason = summary["stopped_by"].text { report.stoppedBy = reason }
     }
 
+    /// The task named `name` (the whole name: two that differ past the cut are two tasks).
     private mutating func index(of name: String) -> Int {
         if let index = indexByName[name] { return index }
-        report.tasks.append(RunReport.Task(name: name))
+        report.tasks.append(RunReport.Task(name: RunReport.shown(name)))
         indexByName[name] = report.tasks.count - 1
         return report.tasks.count - 1
     }
@@ -232,7 +257,7 @@ private struct JournalReader {
         report.lines += 1
         firstTime = min(firstTime ?? time, time)
         lastTime = max(lastTime, time)
-        if case let .string(run)? = record["run"], report.runs.last?.id != run, !report.runs.contains(where: { $0.id == run }) {
+        if let run = record["run"].text, report.runs.last?.id != run, !report.runs.contains(where: { $0.id == run }) {
             report.runs.append(RunReport.Run(id: run, start: time))
         }
         let index = index(of: task)
@@ -246,7 +271,7 @@ private struct JournalReader {
             closeOpenAttempt(of: &task, at: time)
             var attempt = RunReport.Attempt(number: record["attempt"].int ?? task.attempts.count + 1, start: time)
             if case let .array(ids)? = record["resources"]?["gpu"] {
-                attempt.gpus = ids.compactMap { if case let .string(id) = $0 { id } else { nil } }
+                attempt.gpus = ids.prefix(RunReport.gpuLimit).compactMap { if case let .string(id) = $0 { RunReport.shown(id) } else { nil } }
             }
             task.attempts.append(attempt)
             task.state = .running
@@ -259,44 +284,44 @@ private struct JournalReader {
         case "progress":
             withOpenAttempt(of: &task) { attempt in
                 if let fraction = Self.fraction(record) { attempt.progress.append(.init(time: time, fraction: fraction)) }
-                if let title = record["title"].string { attempt.title = title }
-                if let detail = record["detail"].string { attempt.detail = detail }
+                if let title = record["title"].text { attempt.title = title }
+                if let detail = record["detail"].text { attempt.detail = detail }
             }
         case "cancel":
             withOpenAttempt(of: &task) { attempt in
-                let reason = record["reason"].string ?? "cancel"
+                let reason = record["reason"].text ?? "cancel"
                 attempt.cancelReason = reason
-                attempt.marks.append(.init(time: time, kind: .cancel, text: reason))
+                attempt.add(.init(time: time, kind: .cancel, text: reason))
             }
         case "kill":
-            withOpenAttempt(of: &task) { $0.marks.append(.init(time: time, kind: .kill, text: record["signal"].string ?? "SIGKILL")) }
+            withOpenAttempt(of: &task) { $0.add(.init(time: time, kind: .kill, text: record["signal"].text ?? "SIGKILL")) }
         case "operator":
-            withOpenAttempt(of: &task) { $0.marks.append(.init(time: time, kind: .operator, text: record["action"].string ?? "operator")) }
+            withOpenAttempt(of: &task) { $0.add(.init(time: time, kind: .operator, text: record["action"].text ?? "operator")) }
         case "memory-warning":
             withOpenAttempt(of: &task) { attempt in
                 let used = record["used"].int.map { " at \(ByteSize.text(UInt64(max(0, $0))))" } ?? ""
-                attempt.marks.append(.init(time: time, kind: .memory, text: "memory warning" + used))
+                attempt.add(.init(time: time, kind: .memory, text: "memory warning" + used))
             }
         case "result":
-            if let value = record["value"] { task.result = Self.cut(value.jsonText) }
+            if let value = record["value"] { task.result = RunReport.shown(value.jsonText) }
         case "exited":
             withOpenAttempt(of: &task) { attempt in
                 attempt.end = time
-                let word = record["outcome"].string
+                let word = record["outcome"].text
                 attempt.exitedAs = word
                 attempt.outcome = Self.outcome(exited: word)
                 attempt.exitCode = record["exit_code"].int
-                if let reason = record["cancel_reason"].string { attempt.cancelReason = reason }
+                if let reason = record["cancel_reason"].text { attempt.cancelReason = reason }
                 attempt.peakMemory = record["peak_memory"].int
-                attempt.memorySource = record["memory_source"].string
+                attempt.memorySource = record["memory_source"].text
                 if let last = record["progress"], let fraction = Self.fraction(last) {
                     attempt.progress.append(.init(time: time, fraction: fraction))
-                    if let title = last["title"].string { attempt.title = title }
-                    if let detail = last["detail"].string { attempt.detail = detail }
+                    if let title = last["title"].text { attempt.title = title }
+                    if let detail = last["detail"].text { attempt.detail = detail }
                 }
             }
         case "retry":
-            if let last = task.attempts.indices.last { task.attempts[last].retryBecause = record["because"].string ?? "retry" }
+            if let last = task.attempts.indices.last { task.attempts[last].retryBecause = record["because"].text ?? "retry" }
         case "finished":
             closeOpenAttempt(of: &task, at: time)
             if case .bool(true)? = record["resumed"] {
@@ -307,13 +332,13 @@ private struct JournalReader {
                 return
             }
             task.finishedAt = time
-            switch record["state"].string {
+            switch record["state"].text {
             case "succeeded": task.state = .succeeded
             case "skipped": task.state = .skipped
             default: task.state = .failed
             }
-            task.reason = record["reason"].string
-            task.detail = record["detail"].string
+            task.reason = record["reason"].text
+            task.detail = record["detail"].text
             task.exitCode = record["exit_code"].int
         default:
             // Budget changes, heartbeats, thinned counts, events of later versions: not drawn.
@@ -350,10 +375,6 @@ private struct JournalReader {
         case nil: .running
         default: .failed  // failed, signal, failed-to-start, and words of later versions
         }
-    }
-
-    static func cut(_ text: String) -> String {
-        text.count <= RunReport.resultLimit ? text : String(text.prefix(RunReport.resultLimit)) + "…"
     }
 
     mutating func finish() -> RunReport {
@@ -447,8 +468,9 @@ enum LanePacker {
 }
 
 private extension Optional where Wrapped == JSONValue {
-    var string: String? {
-        if case let .string(s)? = self { return s }
+    /// A string field as the page shows it: cut to `RunReport.textLimit` characters.
+    var text: String? {
+        if case let .string(s)? = self { return RunReport.shown(s) }
         return nil
     }
 

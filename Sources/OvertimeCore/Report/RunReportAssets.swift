@@ -546,6 +546,10 @@ enum RunReportAssets {
       return best;
     }
 
+    function moreMarks(attempt) {
+      return attempt.moreMarks + " more mark" + (attempt.moreMarks === 1 ? "" : "s") + " in the journal";
+    }
+
     function describe(task, attempt) {
       const lines = ["<b>" + esc(task.name) + "</b>" + (attempt ? " <span class='muted'>attempt " + attempt.seq + " of " + task.attempts.length + (attempt.n !== attempt.seq ? " (its run's " + attempt.n + ")" : "") + "</span>" : "")];
       if (attempt) {
@@ -558,6 +562,7 @@ enum RunReportAssets {
         }
         if (attempt.peak != null) lines.push("peak memory " + bytes(attempt.peak) + (attempt.source ? " (" + esc(attempt.source) + ")" : ""));
         attempt.marks.forEach(function (m) { lines.push(esc(m[1]) + " at " + offset(m[0]) + ": " + esc(m[2])); });
+        if (attempt.moreMarks) lines.push(moreMarks(attempt));
         if (attempt.retry) lines.push("retried, because: " + esc(attempt.retry));
       } else {
         lines.push(outcomeCell(task.outcome) + (task.reason ? " · " + esc(task.reason) : "") + " at " + offset(task.finished));
@@ -660,7 +665,7 @@ enum RunReportAssets {
       if (task.attempts.length) {
         html += '<table class="attempts"><tr><th>#</th><th>lane</th><th>start</th><th>ran</th><th>outcome</th><th>exit</th><th>marks</th><th>peak memory</th><th>retried because</th></tr>';
         task.attempts.forEach(function (a) {
-          html += "<tr><td>" + a.seq + "</td><td>" + esc(a.lanes.map(function (l) { return data.lanes[l] ? data.lanes[l].label : "?"; }).join(", ")) + "</td><td>" + offset(a.start) + "</td><td>" + duration(a.stop - a.start) + (a.open ? " (open)" : "") + "</td><td>" + outcomeCell(a.outcome) + (a.cancel ? " · " + esc(a.cancel) : "") + "</td><td>" + (a.exit != null ? a.exit : "–") + "</td><td>" + (a.marks.map(function (m) { return esc(m[2]) + " at " + offset(m[0]); }).join("; ") || "–") + "</td><td>" + bytes(a.peak) + "</td><td>" + esc(a.retry || "–") + "</td></tr>";
+          html += "<tr><td>" + a.seq + "</td><td>" + esc(a.lanes.map(function (l) { return data.lanes[l] ? data.lanes[l].label : "?"; }).join(", ")) + "</td><td>" + offset(a.start) + "</td><td>" + duration(a.stop - a.start) + (a.open ? " (open)" : "") + "</td><td>" + outcomeCell(a.outcome) + (a.cancel ? " · " + esc(a.cancel) : "") + "</td><td>" + (a.exit != null ? a.exit : "–") + "</td><td>" + (a.marks.map(function (m) { return esc(m[2]) + " at " + offset(m[0]); }).concat(a.moreMarks ? [moreMarks(a)] : []).join("; ") || "–") + "</td><td>" + bytes(a.peak) + "</td><td>" + esc(a.retry || "–") + "</td></tr>";
         });
         html += "</table>";
         html += '<canvas id="progress-chart"></canvas>';

@@ -117,6 +117,7 @@ public enum RunReportPage {
                 w.beginArray(); w.int(Int(mark.time)); w.string(mark.kind.rawValue); w.string(mark.text); w.endArray()
             }
             w.endArray()
+            w.key("moreMarks"); w.int(attempt.moreMarks)
             w.key("progress")
             w.beginArray()
             for point in attempt.progress { w.int(Int(point.time)); w.seconds(point.fraction) }
