@@ -70,6 +70,16 @@ struct CLIStalledFileTests {
         return fd
     }
 
+    /// Polls until the file at `path` holds a line with `text` (or 15 s pass).
+    static func waitForLine(containing text: String, in path: String) async -> Bool {
+        let end = ContinuousClock.now + .seconds(15)
+        while ContinuousClock.now < end {
+            if let content = try? String(contentsOfFile: path, encoding: .utf8), content.contains(text) { return true }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return false
+    }
+
     /// `overtime run` of the chatty task with its events to a FIFO that is open and not read.
     static func chattyTaskWithEventsFIFO(budget: String) async throws -> (CLIScratch, Int32, CLIProcess) {
         let scratch = try CLIScratch()
@@ -123,8 +133,9 @@ struct CLIStalledFileTests {
         let overtime = CLIProcess(["run", "--progress", "none", "--events", events, "--budget", "2s", "--grace", "5s",
                                    "--", "python3", child, scratch.path("cancel"), "2"], in: scratch)
         try await overtime.start()
-        // Frozen while the task still reports: every write to the events file waits from here.
-        try await Task.sleep(for: .milliseconds(500))
+        // Frozen once the task runs and while it still reports: every write to the events
+        // file waits from here. (Frozen before overtime made the file, its start would wait.)
+        #expect(await Self.waitForLine(containing: #""event":"started""#, in: events), "the task never started: \(overtime.stderrSoFar)")
         try disk.freeze()
         let seen = await CLIStalledOutputTests.cancelSeen(scratch)
         disk.thaw()
@@ -148,7 +159,7 @@ struct CLIStalledFileTests {
                                        "command": ["python3", child, batch.path("cancel"), "2"]]]])
         let overtime = CLIProcess(["batch", batch.jobPath, "--run-dir", run, "--progress", "none"], in: batch.scratch)
         try await overtime.start()
-        try await Task.sleep(for: .milliseconds(500))
+        #expect(await Self.waitForLine(containing: #""event":"started""#, in: run + "/events.jsonl"), "the task never started: \(overtime.stderrSoFar)")
         try disk.freeze()
         let seen = await CLIStalledOutputTests.cancelSeen(batch.scratch)
         disk.thaw()
