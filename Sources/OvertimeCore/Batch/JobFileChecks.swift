@@ -71,29 +71,50 @@ struct JobFileProblems {
 
 /// Where the fields of each scope were in the file, so that a problem the checker finds
 /// about a field comes where the file lists that field.
+///
+/// Only the fields the checker places problems at are kept, and a task's name and end
+/// compactly: a file of a million tasks must not keep a table of every task's fields.
 struct JobFileLayout {
     enum Scope: Hashable {
         case top, defaults, task(Int)
     }
 
+    /// The fields whose places the checker asks for.
+    static let placedFields: Set = ["concurrency", "resources", "memory-max", "memory-warn"]
+    /// A task's name is read before its other fields, so problems about it come first.
+    static let taskName = JobFilePlace(field: -2)
+
     private var fields: [Scope: [String: JobFilePlace]] = [:]
     private var ends: [Scope: JobFilePlace] = [:]
+    /// Each task's end, by index: the field after its last one.
+    private var taskEnds: [Int32] = []
 
     mutating func note(_ scope: Scope, _ field: String, at place: JobFilePlace) {
+        guard Self.placedFields.contains(field) else { return }
         fields[scope, default: [:]][field] = place
     }
 
     /// Where a check of the scope as a whole goes: after its fields.
     mutating func noteEnd(_ scope: Scope, at place: JobFilePlace) {
-        ends[scope] = place
+        guard case let .task(index) = scope, place.within == 0 else {
+            ends[scope] = place
+            return
+        }
+        // A task that is no object has no end (its problems are unplaced).
+        while taskEnds.count <= index { taskEnds.append(Int32(JobFilePlace.unplaced.field)) }
+        taskEnds[index] = Int32(clamping: place.field)
     }
 
     func place(_ scope: Scope, _ field: String) -> JobFilePlace {
-        fields[scope]?[field] ?? .unplaced
+        if case .task = scope, field == "name" { return Self.taskName }
+        return fields[scope]?[field] ?? .unplaced
     }
 
     func end(_ scope: Scope) -> JobFilePlace {
-        ends[scope] ?? .unplaced
+        if case let .task(index) = scope {
+            return index < taskEnds.count ? JobFilePlace(field: Int(taskEnds[index])) : .unplaced
+        }
+        return ends[scope] ?? .unplaced
     }
 }
 
@@ -110,8 +131,9 @@ struct JobFileReading {
     var unnamedTasks: Set<Int> = []
     /// The requests of `defaults`, checked once, there.
     var defaultRequests: [String: Int]?
-    /// Tasks that gave no readable requests of their own: theirs are the defaults'.
-    var inheritedRequests: Set<Int> = []
+    /// Tasks that gave readable requests of their own (the others' are the defaults',
+    /// checked there); nil for a job built in code, where every task's are its own.
+    var ownRequests: Set<Int>?
     var layout = JobFileLayout()
     /// Which scopes gave `memory-max` and `memory-warn`; nil for a job built in code (the
     /// checker then reads its tasks' own values as given).
@@ -184,14 +206,13 @@ struct JobFileChecker {
         for (i, task) in file.tasks.enumerated() where !reading.unnamedTasks.contains(i) {
             noteName(task.name, at: i, place: layout.place(.task(i), "name"))
         }
-        let names = file.tasks.map(\.name)
         for (i, task) in file.tasks.enumerated() {
             let scope = JobFileScope.task(i, named: task.name)
-            if !reading.inheritedRequests.contains(i) {
+            if reading.ownRequests?.contains(i) ?? true {
                 checkRequests(task.resources, pools: file.resources, lenient: reading.unreadablePools, scope: scope,
                               at: layout.place(.task(i), "resources"))
             }
-            checkCommand(of: task, scope: scope, names: names, lookUp: commandProblem, at: layout.end(.task(i)))
+            checkCommand(of: task, scope: scope, lookUp: commandProblem, at: layout.end(.task(i)))
             checkDependencies(of: task, scope: scope, at: layout.end(.task(i)))
         }
         checkMemory(file.tasks, given: reading.memory ?? .init(ownValuesOf: file), layout: layout)
@@ -378,25 +399,70 @@ struct JobFileChecker {
             if target == task.name {
                 report.add(scope, path, "'\(target)' cannot wait for itself; remove it from 'after'", at: place)
             } else if index[target] == nil {
-                report.add(scope, path, "there is no task named '\(target)'\(JobFileText.suggestion(for: target, among: Array(index.keys).sorted()))", at: place)
+                report.add(scope, path, "there is no task named '\(target)'\(suggestion(for: target))", at: place)
             }
         }
     }
 
+    /// A program as the tasks that share one copy of their settings (`JobTask`) run it: its
+    /// lookup reads the filesystem, and a million tasks run a handful of programs.
+    private struct LookedUpCommand: Hashable {
+        var program: String
+        var settings: ObjectIdentifier
+    }
+
+    /// What each command's lookup found (nil: nothing wrong).
+    private var lookedUp: [LookedUpCommand: String?] = [:]
+
+    /// How many unknown names get a "did you mean": each looks through every name, and a
+    /// file of a million tasks with a million misspelt names must still be checked in
+    /// linear time.
+    static let suggestedNames = 100
+
+    private var suggestionsMade = 0
+    /// The task names sorted, and in file order, for suggestions; made when first needed.
+    private var sortedNames: [String]?
+    private var namesInFileOrder: [String]?
+
+    /// "; did you mean 'x'?" for an unknown name in `after`, while suggestions are made.
+    private mutating func suggestion(for name: String) -> String {
+        guard suggestionsMade < Self.suggestedNames else { return "" }
+        suggestionsMade += 1
+        if sortedNames == nil { sortedNames = nameIndex.keys.sorted() }
+        return JobFileText.suggestion(for: name, among: sortedNames!)
+    }
+
+    /// " (did you mean 'x'?)" for an unknown name in `command-made-by`, while suggestions
+    /// are made.
+    private mutating func aside(for name: String) -> String {
+        guard suggestionsMade < Self.suggestedNames else { return "" }
+        suggestionsMade += 1
+        if namesInFileOrder == nil { namesInFileOrder = nameIndex.sorted { $0.value < $1.value }.map(\.key) }
+        return JobFileText.aside(for: name, among: namesInFileOrder!)
+    }
+
     /// Each command must be found now, not hours in when its task is reached; a task whose
     /// command an earlier task makes names that task (`command-made-by`) instead.
-    private mutating func checkCommand(of task: JobTask, scope: JobFileScope, names: [String],
+    private mutating func checkCommand(of task: JobTask, scope: JobFileScope,
                                        lookUp: ((_ program: String, _ task: JobTask) -> String?)?, at place: JobFilePlace) {
         if let maker = task.commandMadeBy {
             if maker == task.name {
                 report.add(scope, "command-made-by", "names the task itself; name the earlier task that makes the command", at: place)
-            } else if !names.contains(maker) {
-                report.add(scope, "command-made-by", "there is no task named \(JobFileText.quote(maker))\(JobFileText.aside(for: maker, among: names))", at: place)
+            } else if nameIndex[maker] == nil {
+                report.add(scope, "command-made-by", "there is no task named \(JobFileText.quote(maker))\(aside(for: maker))", at: place)
             }
             return
         }
         guard let lookUp, let program = task.command.first else { return }
-        if let problem = lookUp(program, task) {
+        let key = LookedUpCommand(program: program, settings: ObjectIdentifier(task.settings))
+        let problem: String?
+        if let known = lookedUp[key] {
+            problem = known
+        } else {
+            problem = lookUp(program, task)
+            lookedUp[key] = problem
+        }
+        if let problem {
             report.add(scope, "command", problem, at: place)
         }
     }
