@@ -37,9 +37,9 @@ private func manyTasks(_ count: Int, broken: Int? = nil, brokenText: String = ""
         // The tasks have problems of their own (a misspelt field), but a file that is not
         // JSON is answered with its syntax error alone, wherever in the file it is.
         var json = manyTasks(3, broken: 1, brokenText: #"    {"name": "t1", "comand": ["true"]}"#, after: ",\n  \"concurrency\": 4,")
-        #expect(problems(json) == [#"not JSON: expected a string at line 7, column 1; a trailing comma at line 6, column 20: JSON allows none before '}' (the line reads: })"#])
+        #expect(problems(json) == [#"not JSON: expected a string at line 8, column 1; a trailing comma at line 7, column 19: JSON allows none before '}' (the line reads: })"#])
         json = manyTasks(3) + "{}"
-        #expect(problems(json) == ["not JSON: text after the document at line 8, column 1 (the line reads: {})"])
+        #expect(problems(json) == ["not JSON: text after the document at line 8, column 1; is a comma missing before it? (the line reads: {})"])
     }
 
     @Test func errorsMatchTheWholeTreeReaderByteForByte() {

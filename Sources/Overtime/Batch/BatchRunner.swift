@@ -297,7 +297,7 @@ final class BatchCore: EventSink {
         self.onDone = onDone
         encoder = EventEncoder(runID: runID)
         startedAt = TaskRunner.clock()
-        resumed = succeeded.intersection(job.tasks.map(\.name))
+        resumed = succeeded.isEmpty ? [] : succeeded.intersection(job.tasks.lazy.map(\.name))
         machine = QueueMachine(job: job, startedAt: startedAt, failFast: failFast, succeeded: resumed)
     }
 

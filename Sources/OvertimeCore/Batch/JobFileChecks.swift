@@ -79,8 +79,6 @@ struct JobFileLayout {
         case top, defaults, task(Int)
     }
 
-    /// The fields whose places the checker asks for.
-    static let placedFields: Set = ["concurrency", "resources", "memory-max", "memory-warn"]
     /// A task's name is read before its other fields, so problems about it come first.
     static let taskName = JobFilePlace(field: -2)
 
@@ -90,8 +88,12 @@ struct JobFileLayout {
     private var taskEnds: [Int32] = []
 
     mutating func note(_ scope: Scope, _ field: String, at place: JobFilePlace) {
-        guard Self.placedFields.contains(field) else { return }
-        fields[scope, default: [:]][field] = place
+        switch field {
+        case "concurrency", "resources", "memory-max", "memory-warn":  // those the checker asks for
+            fields[scope, default: [:]][field] = place
+        default:
+            break
+        }
     }
 
     /// Where a check of the scope as a whole goes: after its fields.
@@ -203,6 +205,7 @@ struct JobFileChecker {
             checkRequests(requests, pools: file.resources, lenient: reading.unreadablePools, scope: .defaults,
                           at: layout.place(.defaults, "resources"))
         }
+        nameIndex.reserveCapacity(file.tasks.count)
         for (i, task) in file.tasks.enumerated() where !reading.unnamedTasks.contains(i) {
             noteName(task.name, at: i, place: layout.place(.task(i), "name"))
         }
@@ -233,18 +236,19 @@ struct JobFileChecker {
         var reportedInDefaults = false
         for (i, task) in tasks.enumerated() {
             let own = JobFileLayout.Scope.task(i)
-            let scope = JobFileScope.task(i, named: task.name)
-            let ownMax = given.max.contains(own), ownWarn = given.warn.contains(own)
-            let place = layout.place(own, ownWarn ? "memory-warn" : "memory-max")
+            let ownWarn = given.warn.contains(own)
             guard let max = task.memory.max else {
-                let maxUnread = given.unreadableMax.contains(own) || (defaultsMaxUnread && !ownMax)
+                let maxUnread = given.unreadableMax.contains(own) || (defaultsMaxUnread && !given.max.contains(own))
                 if ownWarn, !maxUnread {
-                    report.add(scope, "memory-warn", "is set but the task has no memory-max; the warning comes ahead of a memory cancel, so give memory-max too, e.g. \"memory-max\": \"8G\"",
-                               at: place)
+                    report.add(.task(i, named: task.name), "memory-warn", "is set but the task has no memory-max; the warning comes ahead of a memory cancel, so give memory-max too, e.g. \"memory-max\": \"8G\"",
+                               at: layout.place(own, "memory-warn"))
                 }
                 continue
             }
             guard case let .bytes(warn) = task.memory.warn, warn > max else { continue }
+            let ownMax = given.max.contains(own)
+            let scope = JobFileScope.task(i, named: task.name)
+            let place = layout.place(own, ownWarn ? "memory-warn" : "memory-max")
             func problem(_ from: String) -> String {
                 "\(ByteSize.text(warn)) is above memory-max (\(ByteSize.text(max)))\(from); the warning comes before the cancel, so set it lower, e.g. \"90%\" (the default)"
             }
@@ -375,8 +379,10 @@ struct JobFileChecker {
         if name.hasPrefix("-") || name.hasPrefix(".") {
             return "\(JobFileText.quote(name)) starts with '\(name.first!)'; start it with a letter, a digit or '_' (it names the task's log file and is typed in commands)"
         }
-        if name.count > maximumNameLength {
-            return "is \(name.count) characters long; the longest name is \(maximumNameLength) (it names the task's log file)"
+        // Every character is ASCII by now: its UTF-8 count is its length, found without
+        // walking grapheme clusters.
+        if name.utf8.count > maximumNameLength {
+            return "is \(name.utf8.count) characters long; the longest name is \(maximumNameLength) (it names the task's log file)"
         }
         return nil
     }
@@ -478,7 +484,7 @@ struct JobFileChecker {
                 return j
             }
         }
-        for component in Self.stronglyConnectedComponents(edges) where component.count > 1 {
+        for component in Self.cyclicComponents(edges) {
             let members = Set(component)
             var covered = Set<Int>()
             for start in component.sorted() where !covered.contains(start) {
@@ -492,9 +498,11 @@ struct JobFileChecker {
         }
     }
 
-    /// Tarjan's algorithm, without recursion (a chain of thousands of tasks must not
-    /// exhaust a thread's stack).
-    static func stronglyConnectedComponents(_ edges: [[Int]]) -> [[Int]] {
+    /// The strongly connected components of more than one task (those that hold a cycle),
+    /// by Tarjan's algorithm, without recursion (a chain of thousands of tasks must not
+    /// exhaust a thread's stack). A task on its own is passed over without an allocation:
+    /// a million tasks are mostly that.
+    static func cyclicComponents(_ edges: [[Int]]) -> [[Int]] {
         let n = edges.count
         var order = [Int](repeating: -1, count: n)
         var low = [Int](repeating: 0, count: n)
@@ -502,8 +510,9 @@ struct JobFileChecker {
         var stack: [Int] = []
         var components: [[Int]] = []
         var counter = 0
-        for root in 0..<n where order[root] < 0 {
-            var work: [(node: Int, next: Int)] = [(root, 0)]
+        var work: [(node: Int, next: Int)] = []
+        for root in 0..<n where order[root] < 0 && !edges[root].isEmpty {
+            work.append((root, 0))
             order[root] = counter
             low[root] = counter
             counter += 1
@@ -529,15 +538,19 @@ struct JobFileChecker {
                 if let parent = work.last?.node {
                     low[parent] = min(low[parent], low[node])
                 }
-                if low[node] == order[node] {
-                    var component: [Int] = []
-                    while let top = stack.popLast() {
-                        onStack[top] = false
-                        component.append(top)
-                        if top == node { break }
-                    }
-                    components.append(component)
+                guard low[node] == order[node] else { continue }
+                if stack.last == node {
+                    stack.removeLast()
+                    onStack[node] = false
+                    continue
                 }
+                var component: [Int] = []
+                while let top = stack.popLast() {
+                    onStack[top] = false
+                    component.append(top)
+                    if top == node { break }
+                }
+                components.append(component)
             }
         }
         return components
