@@ -112,8 +112,9 @@ public final class BatchRunner: Sendable {
     /// Prepares the run directory and the supervisor; nothing starts until `start()`.
     /// - Throws: `BatchError` when the run directory or the resume source cannot be used.
     /// - Parameter jobFileText: the job file as read, kept in the run directory as
-    ///   `job.json` for `--resume`.
-    public init(job: JobFile, jobFileText: [UInt8]?, options: BatchOptions) throws {
+    ///   `job.json` for `--resume`, and let go of then: pass it with `consume` so that a
+    ///   large file's text is not held beside its queue.
+    public init(job: JobFile, jobFileText: consuming [UInt8]?, options: BatchOptions) throws {
         var job = job
         if let concurrency = options.concurrency { job.concurrency = concurrency }
         var succeeded: Set<String> = []
@@ -132,9 +133,9 @@ public final class BatchRunner: Sendable {
         }
         self.runID = runID
         journal = try RunJournal(directory: directory)
-        if let jobFileText, options.resume == nil {
+        if let text = jobFileText.take(), options.resume == nil {
             // Without them `--resume` has nothing to go on: better to run nothing.
-            if let failure = journal.writeFile("job.json", jobFileText) { throw BatchError(failure) }
+            if let failure = journal.writeFile("job.json", text) { throw BatchError(failure) }
             if let base = options.jobFileDirectory, let failure = journal.writeFile("job-directory", Array(base.utf8)) {
                 throw BatchError(failure)
             }

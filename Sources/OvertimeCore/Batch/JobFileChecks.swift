@@ -205,18 +205,22 @@ struct JobFileChecker {
             checkRequests(requests, pools: file.resources, lenient: reading.unreadablePools, scope: .defaults,
                           at: layout.place(.defaults, "resources"))
         }
-        nameIndex.reserveCapacity(file.tasks.count)
-        for (i, task) in file.tasks.enumerated() where !reading.unnamedTasks.contains(i) {
-            noteName(task.name, at: i, place: layout.place(.task(i), "name"))
+        // Tasks are looked at in place (`tasks[i]`) rather than copied out one by one, here
+        // and below: a copy retains and releases each of a task's parts, a million times a
+        // loop in a large file.
+        let tasks = file.tasks
+        nameIndex.reserveCapacity(tasks.count)
+        for i in tasks.indices where !reading.unnamedTasks.contains(i) {
+            noteName(tasks[i].name, at: i, place: layout.place(.task(i), "name"))
         }
-        for (i, task) in file.tasks.enumerated() {
-            let scope = JobFileScope.task(i, named: task.name)
+        for i in tasks.indices {
+            let scope = JobFileScope.task(i, named: tasks[i].name)
             if reading.ownRequests?.contains(i) ?? true {
-                checkRequests(task.resources, pools: file.resources, lenient: reading.unreadablePools, scope: scope,
+                checkRequests(tasks[i].resources, pools: file.resources, lenient: reading.unreadablePools, scope: scope,
                               at: layout.place(.task(i), "resources"))
             }
-            checkCommand(of: task, scope: scope, lookUp: commandProblem, at: layout.end(.task(i)))
-            checkDependencies(of: task, scope: scope, at: layout.end(.task(i)))
+            checkCommand(of: tasks[i], scope: scope, lookUp: commandProblem, at: layout.end(.task(i)))
+            checkDependencies(of: tasks[i], scope: scope, at: layout.end(.task(i)))
         }
         checkMemory(file.tasks, given: reading.memory ?? .init(ownValuesOf: file), layout: layout)
         checkCycles(file.tasks)
@@ -234,20 +238,20 @@ struct JobFileChecker {
                        at: layout.place(.defaults, "memory-warn"))
         }
         var reportedInDefaults = false
-        for (i, task) in tasks.enumerated() {
+        for i in tasks.indices {
             let own = JobFileLayout.Scope.task(i)
             let ownWarn = given.warn.contains(own)
-            guard let max = task.memory.max else {
+            guard let max = tasks[i].memory.max else {
                 let maxUnread = given.unreadableMax.contains(own) || (defaultsMaxUnread && !given.max.contains(own))
                 if ownWarn, !maxUnread {
-                    report.add(.task(i, named: task.name), "memory-warn", "is set but the task has no memory-max; the warning comes ahead of a memory cancel, so give memory-max too, e.g. \"memory-max\": \"8G\"",
+                    report.add(.task(i, named: tasks[i].name), "memory-warn", "is set but the task has no memory-max; the warning comes ahead of a memory cancel, so give memory-max too, e.g. \"memory-max\": \"8G\"",
                                at: layout.place(own, "memory-warn"))
                 }
                 continue
             }
-            guard case let .bytes(warn) = task.memory.warn, warn > max else { continue }
+            guard case let .bytes(warn) = tasks[i].memory.warn, warn > max else { continue }
             let ownMax = given.max.contains(own)
-            let scope = JobFileScope.task(i, named: task.name)
+            let scope = JobFileScope.task(i, named: tasks[i].name)
             let place = layout.place(own, ownWarn ? "memory-warn" : "memory-max")
             func problem(_ from: String) -> String {
                 "\(ByteSize.text(warn)) is above memory-max (\(ByteSize.text(max)))\(from); the warning comes before the cancel, so set it lower, e.g. \"90%\" (the default)"
@@ -376,11 +380,11 @@ struct JobFileChecker {
         if let bad = name.unicodeScalars.first(where: { !($0.isASCIILetterOrDigit || $0 == "-" || $0 == "_" || $0 == ".") }) {
             return "\(JobFileText.quote(name)) holds \(describe(bad)); a name is made of letters, digits, '-', '_' and '.' (it names the task's log file)"
         }
-        if name.hasPrefix("-") || name.hasPrefix(".") {
+        // Every character is ASCII by now: its first byte is its first character, and its
+        // UTF-8 count its length, found without walking grapheme clusters.
+        if let first = name.utf8.first, first == UInt8(ascii: "-") || first == UInt8(ascii: ".") {
             return "\(JobFileText.quote(name)) starts with '\(name.first!)'; start it with a letter, a digit or '_' (it names the task's log file and is typed in commands)"
         }
-        // Every character is ASCII by now: its UTF-8 count is its length, found without
-        // walking grapheme clusters.
         if name.utf8.count > maximumNameLength {
             return "is \(name.utf8.count) characters long; the longest name is \(maximumNameLength) (it names the task's log file)"
         }
@@ -477,9 +481,9 @@ struct JobFileChecker {
     /// names each one: every task caught in one is on at least one named cycle.
     mutating func checkCycles(_ tasks: [JobTask]) {
         let index = nameIndex
-        let edges: [[Int]] = tasks.enumerated().map { i, task in
+        let edges: [[Int]] = tasks.indices.map { i in
             var seen = Set<Int>()
-            return task.after.compactMap { dependency in
+            return tasks[i].after.compactMap { dependency in
                 guard let j = index[dependency.task], j != i, seen.insert(j).inserted else { return nil }
                 return j
             }

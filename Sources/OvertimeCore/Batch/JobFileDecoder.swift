@@ -214,8 +214,10 @@ struct JobFileDecoder {
             }
         case .array?:
             file.tasks.reserveCapacity(count(tasksMember) ?? 0)
+            // Captured as a constant: a captured variable would be copied for every task.
+            let taskDefaults = defaults
             tasks(tasksMember) { item in
-                file.tasks.append(task(item, index: file.tasks.count, defaults: defaults))
+                file.tasks.append(task(item, index: file.tasks.count, defaults: taskDefaults))
             }
         case let other?:
             top.problem(at: "tasks", "expected an array of task objects, got \(JobFileText.show(other))")
@@ -330,9 +332,15 @@ struct JobFileDecoder {
             }
         )
         // Neighbouring tasks mostly differ in name and command only: they share one copy.
-        if lastSettings?.value != settings { lastSettings = Shared(settings) }
+        let shared: Shared<TaskSettings>
+        if let last = lastSettings, last.value == settings {
+            shared = last
+        } else {
+            shared = Shared(settings)
+            lastSettings = shared
+        }
         return JobTask(name: name, command: own.command ?? [], after: own.after ?? [], commandMadeBy: own.commandMadeBy,
-                       settings: lastSettings!)
+                       settings: shared)
     }
 
     /// Reads the fields of a task or of `defaults`, the one at position `j` at `place(j)`.
