@@ -193,7 +193,7 @@ struct JobFileFields: Sequence {
     /// The items of an array, each with its path ("command[0]").
     func items(_ field: JobFileField) -> [JobFileField]? {
         guard case let .array(values) = field.value else { return nil }
-        return values.enumerated().map { k, value in JobFileField(item: k, of: field, value: value) }
+        return values.indices.map { k in JobFileField(item: k, of: field, value: values[k]) }
     }
 
     /// An array's items, or a problem ("expected …, got …") naming what was expected.
