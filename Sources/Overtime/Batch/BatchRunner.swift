@@ -29,7 +29,9 @@ public struct TaskReport: Sendable, Equatable {
 
 /// What a batch reports as it goes, on the supervisor's loop thread.
 public enum BatchUpdate: Sendable {
-    case started(task: String, attempt: Int, pid: Int32?)
+    /// An attempt started; `policy` is the task's budget rules, for a display's row (a
+    /// display need not hold every task's rules for the few that run at a time).
+    case started(task: String, attempt: Int, pid: Int32?, policy: BudgetPolicy = .default)
     case retrying(task: String, attempt: Int, after: Duration, because: String)
     case finished(TaskReport)
     /// A task's own event, as it happens (progress included, unthrottled).
@@ -351,7 +353,7 @@ final class BatchCore: EventSink {
         let now = event.time
         switch event.kind {
         case let .started(pid):
-            onUpdate(.started(task: job.tasks[index].name, attempt: machine.attempts[index], pid: pid))
+            onUpdate(.started(task: job.tasks[index].name, attempt: machine.attempts[index], pid: pid, policy: job.tasks[index].policy))
         case .ready:
             carryOut(machine.taskReady(index, now: now), at: now)
         case let .exited(outcome):
@@ -360,7 +362,7 @@ final class BatchCore: EventSink {
             handles[index] = nil
             lastOutcome[index] = outcome
             if case .failedToStart = outcome.termination {
-                onUpdate(.started(task: job.tasks[index].name, attempt: machine.attempts[index], pid: nil))
+                onUpdate(.started(task: job.tasks[index].name, attempt: machine.attempts[index], pid: nil, policy: job.tasks[index].policy))
             }
             carryOut(machine.attemptEnded(index, QueueMachine.AttemptResult(outcome), now: now), at: now)
         default:
