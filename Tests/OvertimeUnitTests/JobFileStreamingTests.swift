@@ -115,14 +115,30 @@ private func manyTasks(_ count: Int, broken: Int? = nil, brokenText: String = ""
         #expect(renamed == file.tasks[2])
     }
 
-    @Test func suggestionsForUnknownNamesStopAfterAHundred() {
-        let count = JobFileChecker.suggestedNames + 20
-        let list = (0..<count).map { #"{"name": "task\#($0)", "command": ["true"], "after": ["tsak\#($0)"]}"# }
-        let found = problems("{\"tasks\": [\(list.joined(separator: ","))]}")
+    @Test func suggestionsForUnknownNamesStopWhenTheirBudgetIsSpent() {
+        // 30 tasks: each suggestion looks through 30 names, so a budget of 300 makes 10.
+        let count = 30
+        let tasks = (0..<count).map { JobTask(name: "task\($0)", command: ["true"], after: [Dependency(task: "tsak\($0)")]) }
+        var checker = JobFileChecker()
+        checker.suggestionBudget = 300
+        checker.check(JobFile(tasks: tasks))
+        let found = checker.problems
         #expect(found.count == count)
-        #expect(found.filter { $0.contains("did you mean") }.count == JobFileChecker.suggestedNames)
+        #expect(found.filter { $0.contains("did you mean") }.count == 10)
         #expect(found[0] == "task 'task0': field 'after[0]': there is no task named 'tsak0'; did you mean 'task0'?")
         #expect(found[count - 1] == "task 'task\(count - 1)': field 'after[0]': there is no task named 'tsak\(count - 1)'")
+        // The default budget suggests for every unknown name of a file of 1,000 tasks.
+        #expect(JobFileChecker().suggestionBudget >= 1000 * 1000)
+    }
+
+    @Test func aCycleThroughEveryTaskIsNamedWhole() {
+        let count = 20_000
+        let tasks = (0..<count).map { JobTask(name: "t\($0)", command: ["true"], after: [Dependency(task: "t\(($0 + count - 1) % count)")]) }
+        var checker = JobFileChecker()
+        checker.check(JobFile(tasks: tasks))
+        #expect(checker.problems.count == 1)
+        #expect(checker.problems.first?.hasPrefix("task 't0': field 'after': dependency cycle t0 → t19999 → t19998 → ") == true)
+        #expect(checker.problems.first?.contains("→ t1 → t0 (each waits for the next)") == true)
     }
 }
 

@@ -393,7 +393,10 @@ struct JobFileChecker {
 
     private mutating func checkDependencies(of task: JobTask, scope: JobFileScope, at place: JobFilePlace) {
         let index = nameIndex
+        // Where each name was listed: made only for a task of several dependencies (a chain
+        // of a million tasks has one each).
         var seen: [String: Int] = [:]
+        let several = task.after.count > 1
         for (k, dependency) in task.after.enumerated() {
             let path = "after[\(k)]"
             let target = dependency.task
@@ -405,7 +408,7 @@ struct JobFileChecker {
                 report.add(scope, path, "'\(target)' is listed twice (also at after[\(first)]); list each task once, with the condition you mean", at: place)
                 continue
             }
-            seen[target] = k
+            if several { seen[target] = k }
             if target == task.name {
                 report.add(scope, path, "'\(target)' cannot wait for itself; remove it from 'after'", at: place)
             } else if index[target] == nil {
@@ -424,29 +427,35 @@ struct JobFileChecker {
     /// What each command's lookup found (nil: nothing wrong).
     private var lookedUp: [LookedUpCommand: String?] = [:]
 
-    /// How many unknown names get a "did you mean": each looks through every name, and a
-    /// file of a million tasks with a million misspelt names must still be checked in
-    /// linear time.
-    static let suggestedNames = 100
+    /// How many task names the suggestions for unknown names may look through in all:
+    /// each unknown name is compared with every task name, so a file of a million tasks
+    /// that all name a missing one would take hours. Past it, an unknown name gets no "did
+    /// you mean"; a file of 1,000 tasks gets a suggestion for each of 1,000 unknown names.
+    var suggestionBudget = 1_000_000
 
-    private var suggestionsMade = 0
+    private var namesLookedThrough = 0
     /// The task names sorted, and in file order, for suggestions; made when first needed.
     private var sortedNames: [String]?
     private var namesInFileOrder: [String]?
 
-    /// "; did you mean 'x'?" for an unknown name in `after`, while suggestions are made.
+    /// Whether one more suggestion fits in the budget (and counts it).
+    private mutating func maySuggest() -> Bool {
+        guard namesLookedThrough + nameIndex.count <= suggestionBudget else { return false }
+        namesLookedThrough += nameIndex.count
+        return true
+    }
+
+    /// "; did you mean 'x'?" for an unknown name in `after`, while the budget lasts.
     private mutating func suggestion(for name: String) -> String {
-        guard suggestionsMade < Self.suggestedNames else { return "" }
-        suggestionsMade += 1
+        guard maySuggest() else { return "" }
         if sortedNames == nil { sortedNames = nameIndex.keys.sorted() }
         return JobFileText.suggestion(for: name, among: sortedNames!)
     }
 
-    /// " (did you mean 'x'?)" for an unknown name in `command-made-by`, while suggestions
-    /// are made.
+    /// " (did you mean 'x'?)" for an unknown name in `command-made-by`, while the budget
+    /// lasts.
     private mutating func aside(for name: String) -> String {
-        guard suggestionsMade < Self.suggestedNames else { return "" }
-        suggestionsMade += 1
+        guard maySuggest() else { return "" }
         if namesInFileOrder == nil { namesInFileOrder = nameIndex.sorted { $0.value < $1.value }.map(\.key) }
         return JobFileText.aside(for: name, among: namesInFileOrder!)
     }
@@ -481,10 +490,10 @@ struct JobFileChecker {
     /// names each one: every task caught in one is on at least one named cycle.
     mutating func checkCycles(_ tasks: [JobTask]) {
         let index = nameIndex
+        // A task listed twice is one edge twice, which neither search minds.
         let edges: [[Int]] = tasks.indices.map { i in
-            var seen = Set<Int>()
-            return tasks[i].after.compactMap { dependency in
-                guard let j = index[dependency.task], j != i, seen.insert(j).inserted else { return nil }
+            tasks[i].after.compactMap { dependency in
+                guard let j = index[dependency.task], j != i else { return nil }
                 return j
             }
         }
@@ -571,9 +580,11 @@ struct JobFileChecker {
             head += 1
             for next in edges[node] where members.contains(next) {
                 if next == start {
+                    // Walked back from the end, then turned round: a cycle may hold a
+                    // million tasks.
                     var path = [node]
-                    while let p = previous[path[0]] { path.insert(p, at: 0) }
-                    return path
+                    while let p = previous[path[path.count - 1]] { path.append(p) }
+                    return path.reversed()
                 }
                 if previous[next] == nil, next != start {
                     previous[next] = node
