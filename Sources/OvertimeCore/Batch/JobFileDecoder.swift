@@ -17,8 +17,10 @@ struct JobFileDecoder {
     private(set) var reading = JobFileReading()
     /// The pools, known before any task is read.
     private var pools: [String: ResourcePool] = [:]
-    /// The settings of the task read last, which the next one shares when its are equal.
+    /// The settings of the task read last, which the next one shares when its are equal,
+    /// and those of a task that gives none (`sharedSettings`).
     private var lastSettings: Shared<TaskSettings>?
+    private var defaultSettings: Shared<TaskSettings>?
 
     init(baseDirectory: String, host: JobFileHost) {
         self.baseDirectory = baseDirectory
@@ -300,6 +302,33 @@ struct JobFileDecoder {
             fields.problem(at: "diagnose-limit", "needs a 'diagnose' command (here or in 'defaults') to limit")
         }
 
+        let settings = sharedSettings(own, over: defaults, givesAny: fields.members.contains { !Self.ownFields.contains($0.key) })
+        let environment = settings.value.environment
+        if settings.value.resources["gpu"] != nil, case .slots? = pools["gpu"], environment["CUDA_VISIBLE_DEVICES"] != nil {
+            let from = own.env?["CUDA_VISIBLE_DEVICES"] == nil ? " (it comes from 'defaults')" : ""
+            fields.problem(at: "env.CUDA_VISIBLE_DEVICES", "is set by Overtime from the 'gpu' slots the task is given\(from); leave it out")
+        }
+        return JobTask(name: name, command: own.command ?? [], after: own.after ?? [], commandMadeBy: own.commandMadeBy,
+                       settings: settings)
+    }
+
+    /// A task's settings, `own` laid over `defaults`, as one copy shared with other tasks:
+    /// the defaults' alone for a task that gives none of its own (`givesAny`), which is most
+    /// tasks of a large file, else the copy of the task read before when they are equal
+    /// (neighbouring tasks mostly differ in name and command only).
+    private mutating func sharedSettings(_ own: TaskFields, over defaults: TaskFields, givesAny: Bool) -> Shared<TaskSettings> {
+        if !givesAny, let defaultSettings { return defaultSettings }
+        let settings = Self.settings(own, over: defaults)
+        if !givesAny {
+            defaultSettings = Shared(settings)
+            return defaultSettings!
+        }
+        if let last = lastSettings, last.value == settings { return last }
+        lastSettings = Shared(settings)
+        return lastSettings!
+    }
+
+    private static func settings(_ own: TaskFields, over defaults: TaskFields) -> TaskSettings {
         var policy = BudgetPolicy.default
         if let budget = own.budget ?? defaults.budget { policy.budget = budget.duration }
         policy.window = own.window ?? defaults.window
@@ -308,18 +337,11 @@ struct JobFileDecoder {
         policy.warnBefore = own.warnBefore ?? defaults.warnBefore ?? policy.warnBefore
         policy.requireAdvance = own.requireAdvance ?? defaults.requireAdvance ?? policy.requireAdvance
         policy.minStart = own.minStart ?? defaults.minStart ?? policy.minStart
-
-        let environment = (defaults.env ?? [:]).merging(own.env ?? [:]) { _, mine in mine }
-        let resources = own.resources ?? defaults.resources ?? [:]
-        if resources["gpu"] != nil, case .slots? = pools["gpu"], environment["CUDA_VISIBLE_DEVICES"] != nil {
-            let from = own.env?["CUDA_VISIBLE_DEVICES"] == nil ? " (it comes from 'defaults')" : ""
-            fields.problem(at: "env.CUDA_VISIBLE_DEVICES", "is set by Overtime from the 'gpu' slots the task is given\(from); leave it out")
-        }
-        let settings = TaskSettings(
-            environment: environment,
+        return TaskSettings(
+            environment: (defaults.env ?? [:]).merging(own.env ?? [:]) { _, mine in mine },
             workingDirectory: own.cwd ?? defaults.cwd,
             policy: policy,
-            resources: resources,
+            resources: own.resources ?? defaults.resources ?? [:],
             retry: own.retry ?? defaults.retry ?? .none,
             inheritEnvironment: !(own.cleanEnv ?? defaults.cleanEnv ?? false),
             isolation: TaskIsolation(user: own.user ?? defaults.user, groupID: own.group ?? defaults.group,
@@ -331,16 +353,6 @@ struct JobFileDecoder {
                 DiagnoseCommand($0, limit: own.diagnoseLimit ?? defaults.diagnoseLimit ?? DiagnoseCommand.defaultLimit)
             }
         )
-        // Neighbouring tasks mostly differ in name and command only: they share one copy.
-        let shared: Shared<TaskSettings>
-        if let last = lastSettings, last.value == settings {
-            shared = last
-        } else {
-            shared = Shared(settings)
-            lastSettings = shared
-        }
-        return JobTask(name: name, command: own.command ?? [], after: own.after ?? [], commandMadeBy: own.commandMadeBy,
-                       settings: shared)
     }
 
     /// Reads the fields of a task or of `defaults`, the one at position `j` at `place(j)`.
