@@ -188,7 +188,7 @@ struct BatchCommand {
         Supervisor.holdTerminationSignalsUntilWatched()
         let runner: BatchRunner
         do {
-            runner = try BatchRunner(job: job, jobFileText: text, options: options)
+            runner = try BatchRunner(job: job, jobFileText: consume text, options: options)
         } catch {
             Terminal.error("overtime batch: \(error)")
             return 125

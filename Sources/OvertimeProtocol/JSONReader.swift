@@ -16,6 +16,12 @@ struct JSONReader {
         self.bytes = bytes
     }
 
+    /// A reader that starts at `index`, inside a document checked before.
+    init(_ bytes: UnsafeRawBufferPointer, at index: Int) {
+        self.bytes = bytes
+        self.index = index
+    }
+
     var atEnd: Bool { index >= bytes.count }
 
     @inline(__always)

@@ -277,6 +277,18 @@ struct DisplayBudgetModelTests {
         #expect(done.map(\.text) == ["b: succeeded in 2s"])
         #expect(m.batch?.succeeded == 1)
     }
+
+    @Test("a batch's task gets its budget rules with its start, not from a table of every task's")
+    func batchRulesComeWithTheStart() {
+        var m = DisplayModel()
+        m.batch = .init(runID: "r", total: 1_000_000, startedAt: at(0))
+        var rules = BudgetPolicy.default
+        rules.warnBefore = .seconds(7)
+        _ = m.apply(BatchUpdate.taskEvent(event(1, "a", 0, .started(pid: 1))))
+        _ = m.apply(BatchUpdate.started(task: "a", attempt: 1, pid: 1, policy: rules))
+        #expect(m.running.first?.policy == rules)
+        #expect(m.policies.isEmpty)
+    }
 }
 
 @Suite("Display: rows, notices and the status line")

@@ -29,7 +29,9 @@ public struct TaskReport: Sendable, Equatable {
 
 /// What a batch reports as it goes, on the supervisor's loop thread.
 public enum BatchUpdate: Sendable {
-    case started(task: String, attempt: Int, pid: Int32?)
+    /// An attempt started; `policy` is the task's budget rules, for a display's row (a
+    /// display need not hold every task's rules for the few that run at a time).
+    case started(task: String, attempt: Int, pid: Int32?, policy: BudgetPolicy = .default)
     case retrying(task: String, attempt: Int, after: Duration, because: String)
     case finished(TaskReport)
     /// A task's own event, as it happens (progress included, unthrottled).
@@ -112,8 +114,9 @@ public final class BatchRunner: Sendable {
     /// Prepares the run directory and the supervisor; nothing starts until `start()`.
     /// - Throws: `BatchError` when the run directory or the resume source cannot be used.
     /// - Parameter jobFileText: the job file as read, kept in the run directory as
-    ///   `job.json` for `--resume`.
-    public init(job: JobFile, jobFileText: [UInt8]?, options: BatchOptions) throws {
+    ///   `job.json` for `--resume`, and let go of then: pass it with `consume` so that a
+    ///   large file's text is not held beside its queue.
+    public init(job: JobFile, jobFileText: consuming [UInt8]?, options: BatchOptions) throws {
         var job = job
         if let concurrency = options.concurrency { job.concurrency = concurrency }
         var succeeded: Set<String> = []
@@ -132,9 +135,9 @@ public final class BatchRunner: Sendable {
         }
         self.runID = runID
         journal = try RunJournal(directory: directory, runID: runID)
-        if let jobFileText, options.resume == nil {
+        if let text = jobFileText.take(), options.resume == nil {
             // Without them `--resume` has nothing to go on: better to run nothing.
-            if let failure = journal.writeFile("job.json", jobFileText) { throw BatchError(failure) }
+            if let failure = journal.writeFile("job.json", text) { throw BatchError(failure) }
             if let base = options.jobFileDirectory, let failure = journal.writeFile("job-directory", Array(base.utf8)) {
                 throw BatchError(failure)
             }
@@ -298,7 +301,7 @@ final class BatchCore: EventSink {
         encoder = EventEncoder(runID: runID)
         startedAt = TaskRunner.clock()
         journal.onFailure { [loop = supervisor.loop] failure in _ = loop.execute { onUpdate(.recordFailed(failure)) } }
-        resumed = succeeded.intersection(job.tasks.map(\.name))
+        resumed = succeeded.isEmpty ? [] : succeeded.intersection(job.tasks.lazy.map(\.name))
         machine = QueueMachine(job: job, startedAt: startedAt, failFast: failFast, succeeded: resumed)
         finished = FinishedTasks(taskCount: job.tasks.count)
     }
@@ -355,7 +358,7 @@ final class BatchCore: EventSink {
         let now = event.time
         switch event.kind {
         case let .started(pid):
-            onUpdate(.started(task: job.tasks[index].name, attempt: machine.attempts[index], pid: pid))
+            onUpdate(.started(task: job.tasks[index].name, attempt: machine.attempts[index], pid: pid, policy: job.tasks[index].policy))
         case .ready:
             carryOut(machine.taskReady(index, now: now), at: now)
         case let .exited(outcome):
@@ -364,7 +367,7 @@ final class BatchCore: EventSink {
             handles[index] = nil
             lastOutcome[index] = outcome
             if case .failedToStart = outcome.termination {
-                onUpdate(.started(task: job.tasks[index].name, attempt: machine.attempts[index], pid: nil))
+                onUpdate(.started(task: job.tasks[index].name, attempt: machine.attempts[index], pid: nil, policy: job.tasks[index].policy))
             }
             carryOut(machine.attemptEnded(index, QueueMachine.AttemptResult(outcome), now: now), at: now)
         default:

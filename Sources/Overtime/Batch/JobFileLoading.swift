@@ -6,11 +6,6 @@ import Musl
 #endif
 
 extension JobFile {
-    /// The largest job file read: it keeps `/dev/zero` or a runaway generator from filling
-    /// memory. A million tasks of a few hundred bytes each must fit (16 MiB held about
-    /// 350,000 of the smallest), so the bound is 1 GiB.
-    public static let maximumFileSize = 1 << 30
-
     /// Reads, parses and validates the job file at `path`, and finds every task's command
     /// on its `PATH` (see `CommandLookup`). A relative `cwd` is resolved
     /// against the file's directory, or against the current directory when the file is a
@@ -62,7 +57,15 @@ extension JobFilePath {
             }
             isRegular = info.st_mode & S_IFMT == S_IFREG
         }
+        // Refused before it is read when its size is known, as it is read when it is not:
+        // what the machine cannot hold once read would otherwise be found by the OOM killer.
+        let availableMemory = MemoryHeadroom.current()
+        let largest = JobFile.largestReadableFile(availableMemory: availableMemory)
+        if isRegular, let problem = JobFile.sizeProblem(Int(info.st_size), availableMemory: availableMemory) {
+            return .failure(ReadProblem(message: problem))
+        }
         var bytes: [UInt8] = []
+        if isRegular { bytes.reserveCapacity(Int(info.st_size)) }
         var chunk = [UInt8](repeating: 0, count: 64 << 10)
         while true {
             let n: Int
@@ -73,8 +76,8 @@ extension JobFilePath {
             }
             if n == 0 { break }
             bytes.append(contentsOf: chunk[0..<n])
-            if bytes.count > JobFile.maximumFileSize {
-                return .failure(ReadProblem(message: "the job file is larger than \(JobFile.maximumFileSize >> 20) MiB; is this the right file?"))
+            if bytes.count > largest, let problem = JobFile.sizeProblem(bytes.count, whole: false, availableMemory: availableMemory) {
+                return .failure(ReadProblem(message: problem))
             }
         }
         return .success((bytes, isRegular))

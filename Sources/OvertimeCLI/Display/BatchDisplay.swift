@@ -45,7 +45,6 @@ final class BatchDisplay: Sendable {
         switch mode {
         case .tty:
             var model = DisplayModel()
-            for task in job.tasks { model.policies[task.name] = task.policy }
             model.batch = .init(runID: runID, total: tasks, startedAt: .now())
             let display = LiveDisplay(model: model, capabilities: DisplayCapabilities.detect(environment: environment),
                                       environment: environment) { [weak self] in self?.pollFollowedLog() }

@@ -89,7 +89,7 @@ struct LiveTask: Sendable, Equatable {
 struct DisplayModel: Sendable, Equatable {
     /// Running tasks by the supervisor's task id (ids grow in spawn order).
     private(set) var tasks: [Int: LiveTask] = [:]
-    /// Budget rules by task name (the run's one task, or the job file's tasks).
+    /// Budget rules by task name (the run's one task); a batch's come with each start.
     var policies: [String: BudgetPolicy] = [:]
     /// Set for `overtime batch`.
     var batch: BatchCounts?
@@ -202,9 +202,14 @@ struct DisplayModel: Sendable, Equatable {
     /// Applies one batch update (task events go through `apply(_:)`); returns its notices.
     mutating func apply(_ update: BatchUpdate) -> [Notice] {
         switch update {
-        case let .started(task, attempt, pid):
+        case let .started(task, attempt, pid, policy):
             attempts[task] = attempt
-            if let id = tasks.values.first(where: { $0.name == task })?.id { tasks[id]?.attempt = attempt }
+            if let id = tasks.values.first(where: { $0.name == task })?.id {
+                tasks[id]?.attempt = attempt
+                // A batch's rules come with each start (its row was opened by the task's own
+                // `started` event just before), not as a table of every task's.
+                if policies[task] == nil { tasks[id]?.policy = policy }
+            }
             batch?.retrying.remove(task)
             return [.started(task: task, pid: pid, attempt: attempt)]
         case let .retrying(task, attempt, after, because):

@@ -122,37 +122,75 @@ public enum ResourcePool: Sendable, Equatable {
 }
 
 /// One task of a job file, with the file's `defaults` merged in.
+///
+/// A file may hold a million tasks, nearly all alike but for their names and commands: what
+/// a task shares with its neighbours (its budget, environment, retries, isolation) is kept in
+/// one `TaskSettings` value that tasks with equal settings hold together, so a task costs
+/// its name, its command and a reference. Each property reads and writes as a plain one.
 public struct JobTask: Sendable, Equatable {
     /// Unique in the file; letters, digits, `-`, `_` and `.` (it names the task's log file).
     public var name: String
     /// argv, run directly (never through a shell), found on `PATH`.
     public var command: [String]
-    /// Set on top of the inherited environment (`env`).
-    public var environment: [String: String]
-    /// Where it runs (`cwd`); absolute once parsed (a relative path in the file is resolved
-    /// against the file's directory). nil: the supervisor's own directory.
-    public var workingDirectory: String?
-    /// `budget`, `window`, `max-runtime`, `grace`, `warn-before`, `require-advance`, `min-start`.
-    public var policy: BudgetPolicy
     /// What must happen to other tasks before this one starts, in file order.
     public var after: [Dependency]
     /// The earlier task that makes this task's command (`command-made-by`): its command is
     /// not looked up when the file is checked.
     public var commandMadeBy: String?
+    /// The rest, shared with the tasks whose rest is equal.
+    private(set) var settings: Shared<TaskSettings>
+
+    /// Set on top of the inherited environment (`env`).
+    public var environment: [String: String] {
+        get { settings.value.environment }
+        set { change(\.environment, to: newValue) }
+    }
+    /// Where it runs (`cwd`); absolute once parsed (a relative path in the file is resolved
+    /// against the file's directory). nil: the supervisor's own directory.
+    public var workingDirectory: String? {
+        get { settings.value.workingDirectory }
+        set { change(\.workingDirectory, to: newValue) }
+    }
+    /// `budget`, `window`, `max-runtime`, `grace`, `warn-before`, `require-advance`, `min-start`.
+    public var policy: BudgetPolicy {
+        get { settings.value.policy }
+        set { change(\.policy, to: newValue) }
+    }
     /// How much of each pool it needs while it runs, e.g. `["gpu": 2]`.
-    public var resources: [String: Int]
+    public var resources: [String: Int] {
+        get { settings.value.resources }
+        set { change(\.resources, to: newValue) }
+    }
     /// Whether and when a failed attempt is tried again.
-    public var retry: RetryPolicy
+    public var retry: RetryPolicy {
+        get { settings.value.retry }
+        set { change(\.retry, to: newValue) }
+    }
     /// False when the task starts from an empty environment (`clean-env`).
-    public var inheritEnvironment: Bool
+    public var inheritEnvironment: Bool {
+        get { settings.value.inheritEnvironment }
+        set { change(\.inheritEnvironment, to: newValue) }
+    }
     /// `user`, `group`, `limits`, `nice`.
-    public var isolation: TaskIsolation
+    public var isolation: TaskIsolation {
+        get { settings.value.isolation }
+        set { change(\.isolation, to: newValue) }
+    }
     /// `notify-socket`, `notify-fd`: the readiness protocols it may speak.
-    public var readiness: Readiness
+    public var readiness: Readiness {
+        get { settings.value.readiness }
+        set { change(\.readiness, to: newValue) }
+    }
     /// `memory-max`, `memory-warn`: its memory watchdog (DESIGN §7).
-    public var memory: MemoryPolicy
+    public var memory: MemoryPolicy {
+        get { settings.value.memory }
+        set { change(\.memory, to: newValue) }
+    }
     /// `diagnose`, `diagnose-limit`: run before a timeout or memory cancel (DESIGN §7).
-    public var diagnose: DiagnoseCommand?
+    public var diagnose: DiagnoseCommand? {
+        get { settings.value.diagnose }
+        set { change(\.diagnose, to: newValue) }
+    }
 
     public init(
         name: String,
@@ -170,20 +208,53 @@ public struct JobTask: Sendable, Equatable {
         memory: MemoryPolicy = .none,
         diagnose: DiagnoseCommand? = nil
     ) {
+        let settings = TaskSettings(environment: environment, workingDirectory: workingDirectory, policy: policy,
+                                    resources: resources, retry: retry, inheritEnvironment: inheritEnvironment,
+                                    isolation: isolation, readiness: readiness, memory: memory, diagnose: diagnose)
+        self.init(name: name, command: command, after: after, commandMadeBy: commandMadeBy, settings: Shared(settings))
+    }
+
+    init(name: String, command: [String], after: [Dependency], commandMadeBy: String?, settings: Shared<TaskSettings>) {
         self.name = name
         self.command = command
-        self.environment = environment
-        self.workingDirectory = workingDirectory
-        self.policy = policy
         self.after = after
         self.commandMadeBy = commandMadeBy
-        self.resources = resources
-        self.retry = retry
-        self.inheritEnvironment = inheritEnvironment
-        self.isolation = isolation
-        self.readiness = readiness
-        self.memory = memory
-        self.diagnose = diagnose
+        self.settings = settings
+    }
+
+    /// A task's own copy of its settings, with one of them changed (the copy it shared is
+    /// left as the other tasks have it).
+    private mutating func change<Value>(_ setting: WritableKeyPath<TaskSettings, Value>, to value: Value) {
+        var changed = settings.value
+        changed[keyPath: setting] = value
+        settings = Shared(changed)
+    }
+}
+
+/// What a task has beside its name, command and dependencies (see `JobTask`).
+struct TaskSettings: Sendable, Equatable {
+    var environment: [String: String]
+    var workingDirectory: String?
+    var policy: BudgetPolicy
+    var resources: [String: Int]
+    var retry: RetryPolicy
+    var inheritEnvironment: Bool
+    var isolation: TaskIsolation
+    var readiness: Readiness
+    var memory: MemoryPolicy
+    var diagnose: DiagnoseCommand?
+}
+
+/// An immutable value held by reference, so that many holders share one copy.
+final class Shared<Value: Sendable & Equatable>: Sendable, Equatable {
+    let value: Value
+
+    init(_ value: Value) {
+        self.value = value
+    }
+
+    static func == (a: Shared, b: Shared) -> Bool {
+        a === b || a.value == b.value
     }
 }
 

@@ -71,29 +71,52 @@ struct JobFileProblems {
 
 /// Where the fields of each scope were in the file, so that a problem the checker finds
 /// about a field comes where the file lists that field.
+///
+/// Only the fields the checker places problems at are kept, and a task's name and end
+/// compactly: a file of a million tasks must not keep a table of every task's fields.
 struct JobFileLayout {
     enum Scope: Hashable {
         case top, defaults, task(Int)
     }
 
+    /// A task's name is read before its other fields, so problems about it come first.
+    static let taskName = JobFilePlace(field: -2)
+
     private var fields: [Scope: [String: JobFilePlace]] = [:]
     private var ends: [Scope: JobFilePlace] = [:]
+    /// Each task's end, by index: the field after its last one.
+    private var taskEnds: [Int32] = []
 
     mutating func note(_ scope: Scope, _ field: String, at place: JobFilePlace) {
-        fields[scope, default: [:]][field] = place
+        switch field {
+        case "concurrency", "resources", "memory-max", "memory-warn":  // those the checker asks for
+            fields[scope, default: [:]][field] = place
+        default:
+            break
+        }
     }
 
     /// Where a check of the scope as a whole goes: after its fields.
     mutating func noteEnd(_ scope: Scope, at place: JobFilePlace) {
-        ends[scope] = place
+        guard case let .task(index) = scope, place.within == 0 else {
+            ends[scope] = place
+            return
+        }
+        // A task that is no object has no end (its problems are unplaced).
+        while taskEnds.count <= index { taskEnds.append(Int32(JobFilePlace.unplaced.field)) }
+        taskEnds[index] = Int32(clamping: place.field)
     }
 
     func place(_ scope: Scope, _ field: String) -> JobFilePlace {
-        fields[scope]?[field] ?? .unplaced
+        if case .task = scope, field == "name" { return Self.taskName }
+        return fields[scope]?[field] ?? .unplaced
     }
 
     func end(_ scope: Scope) -> JobFilePlace {
-        ends[scope] ?? .unplaced
+        if case let .task(index) = scope {
+            return index < taskEnds.count ? JobFilePlace(field: Int(taskEnds[index])) : .unplaced
+        }
+        return ends[scope] ?? .unplaced
     }
 }
 
@@ -110,8 +133,9 @@ struct JobFileReading {
     var unnamedTasks: Set<Int> = []
     /// The requests of `defaults`, checked once, there.
     var defaultRequests: [String: Int]?
-    /// Tasks that gave no readable requests of their own: theirs are the defaults'.
-    var inheritedRequests: Set<Int> = []
+    /// Tasks that gave readable requests of their own (the others' are the defaults',
+    /// checked there); nil for a job built in code, where every task's are its own.
+    var ownRequests: Set<Int>?
     var layout = JobFileLayout()
     /// Which scopes gave `memory-max` and `memory-warn`; nil for a job built in code (the
     /// checker then reads its tasks' own values as given).
@@ -181,18 +205,22 @@ struct JobFileChecker {
             checkRequests(requests, pools: file.resources, lenient: reading.unreadablePools, scope: .defaults,
                           at: layout.place(.defaults, "resources"))
         }
-        for (i, task) in file.tasks.enumerated() where !reading.unnamedTasks.contains(i) {
-            noteName(task.name, at: i, place: layout.place(.task(i), "name"))
+        // Tasks are looked at in place (`tasks[i]`) rather than copied out one by one, here
+        // and below: a copy retains and releases each of a task's parts, a million times a
+        // loop in a large file.
+        let tasks = file.tasks
+        nameIndex.reserveCapacity(tasks.count)
+        for i in tasks.indices where !reading.unnamedTasks.contains(i) {
+            noteName(tasks[i].name, at: i, place: layout.place(.task(i), "name"))
         }
-        let names = file.tasks.map(\.name)
-        for (i, task) in file.tasks.enumerated() {
-            let scope = JobFileScope.task(i, named: task.name)
-            if !reading.inheritedRequests.contains(i) {
-                checkRequests(task.resources, pools: file.resources, lenient: reading.unreadablePools, scope: scope,
+        for i in tasks.indices {
+            let scope = JobFileScope.task(i, named: tasks[i].name)
+            if reading.ownRequests?.contains(i) ?? true {
+                checkRequests(tasks[i].resources, pools: file.resources, lenient: reading.unreadablePools, scope: scope,
                               at: layout.place(.task(i), "resources"))
             }
-            checkCommand(of: task, scope: scope, names: names, lookUp: commandProblem, at: layout.end(.task(i)))
-            checkDependencies(of: task, scope: scope, at: layout.end(.task(i)))
+            checkCommand(of: tasks[i], scope: scope, lookUp: commandProblem, at: layout.end(.task(i)))
+            checkDependencies(of: tasks[i], scope: scope, at: layout.end(.task(i)))
         }
         checkMemory(file.tasks, given: reading.memory ?? .init(ownValuesOf: file), layout: layout)
         checkCycles(file.tasks)
@@ -210,20 +238,21 @@ struct JobFileChecker {
                        at: layout.place(.defaults, "memory-warn"))
         }
         var reportedInDefaults = false
-        for (i, task) in tasks.enumerated() {
+        for i in tasks.indices {
             let own = JobFileLayout.Scope.task(i)
-            let scope = JobFileScope.task(i, named: task.name)
-            let ownMax = given.max.contains(own), ownWarn = given.warn.contains(own)
-            let place = layout.place(own, ownWarn ? "memory-warn" : "memory-max")
-            guard let max = task.memory.max else {
-                let maxUnread = given.unreadableMax.contains(own) || (defaultsMaxUnread && !ownMax)
+            let ownWarn = given.warn.contains(own)
+            guard let max = tasks[i].memory.max else {
+                let maxUnread = given.unreadableMax.contains(own) || (defaultsMaxUnread && !given.max.contains(own))
                 if ownWarn, !maxUnread {
-                    report.add(scope, "memory-warn", "is set but the task has no memory-max; the warning comes ahead of a memory cancel, so give memory-max too, e.g. \"memory-max\": \"8G\"",
-                               at: place)
+                    report.add(.task(i, named: tasks[i].name), "memory-warn", "is set but the task has no memory-max; the warning comes ahead of a memory cancel, so give memory-max too, e.g. \"memory-max\": \"8G\"",
+                               at: layout.place(own, "memory-warn"))
                 }
                 continue
             }
-            guard case let .bytes(warn) = task.memory.warn, warn > max else { continue }
+            guard case let .bytes(warn) = tasks[i].memory.warn, warn > max else { continue }
+            let ownMax = given.max.contains(own)
+            let scope = JobFileScope.task(i, named: tasks[i].name)
+            let place = layout.place(own, ownWarn ? "memory-warn" : "memory-max")
             func problem(_ from: String) -> String {
                 "\(ByteSize.text(warn)) is above memory-max (\(ByteSize.text(max)))\(from); the warning comes before the cancel, so set it lower, e.g. \"90%\" (the default)"
             }
@@ -351,18 +380,23 @@ struct JobFileChecker {
         if let bad = name.unicodeScalars.first(where: { !($0.isASCIILetterOrDigit || $0 == "-" || $0 == "_" || $0 == ".") }) {
             return "\(JobFileText.quote(name)) holds \(describe(bad)); a name is made of letters, digits, '-', '_' and '.' (it names the task's log file)"
         }
-        if name.hasPrefix("-") || name.hasPrefix(".") {
+        // Every character is ASCII by now: its first byte is its first character, and its
+        // UTF-8 count its length, found without walking grapheme clusters.
+        if let first = name.utf8.first, first == UInt8(ascii: "-") || first == UInt8(ascii: ".") {
             return "\(JobFileText.quote(name)) starts with '\(name.first!)'; start it with a letter, a digit or '_' (it names the task's log file and is typed in commands)"
         }
-        if name.count > maximumNameLength {
-            return "is \(name.count) characters long; the longest name is \(maximumNameLength) (it names the task's log file)"
+        if name.utf8.count > maximumNameLength {
+            return "is \(name.utf8.count) characters long; the longest name is \(maximumNameLength) (it names the task's log file)"
         }
         return nil
     }
 
     private mutating func checkDependencies(of task: JobTask, scope: JobFileScope, at place: JobFilePlace) {
         let index = nameIndex
+        // Where each name was listed: made only for a task of several dependencies (a chain
+        // of a million tasks has one each).
         var seen: [String: Int] = [:]
+        let several = task.after.count > 1
         for (k, dependency) in task.after.enumerated() {
             let path = "after[\(k)]"
             let target = dependency.task
@@ -374,29 +408,80 @@ struct JobFileChecker {
                 report.add(scope, path, "'\(target)' is listed twice (also at after[\(first)]); list each task once, with the condition you mean", at: place)
                 continue
             }
-            seen[target] = k
+            if several { seen[target] = k }
             if target == task.name {
                 report.add(scope, path, "'\(target)' cannot wait for itself; remove it from 'after'", at: place)
             } else if index[target] == nil {
-                report.add(scope, path, "there is no task named '\(target)'\(JobFileText.suggestion(for: target, among: Array(index.keys).sorted()))", at: place)
+                report.add(scope, path, "there is no task named '\(target)'\(suggestion(for: target))", at: place)
             }
         }
     }
 
+    /// A program as the tasks that share one copy of their settings (`JobTask`) run it: its
+    /// lookup reads the filesystem, and a million tasks run a handful of programs.
+    private struct LookedUpCommand: Hashable {
+        var program: String
+        var settings: ObjectIdentifier
+    }
+
+    /// What each command's lookup found (nil: nothing wrong).
+    private var lookedUp: [LookedUpCommand: String?] = [:]
+
+    /// How many task names the suggestions for unknown names may look through in all:
+    /// each unknown name is compared with every task name, so a file of a million tasks
+    /// that all name a missing one would take hours. Past it, an unknown name gets no "did
+    /// you mean"; a file of 1,000 tasks gets a suggestion for each of 1,000 unknown names.
+    var suggestionBudget = 1_000_000
+
+    private var namesLookedThrough = 0
+    /// The task names sorted, and in file order, for suggestions; made when first needed.
+    private var sortedNames: [String]?
+    private var namesInFileOrder: [String]?
+
+    /// Whether one more suggestion fits in the budget (and counts it).
+    private mutating func maySuggest() -> Bool {
+        guard namesLookedThrough + nameIndex.count <= suggestionBudget else { return false }
+        namesLookedThrough += nameIndex.count
+        return true
+    }
+
+    /// "; did you mean 'x'?" for an unknown name in `after`, while the budget lasts.
+    private mutating func suggestion(for name: String) -> String {
+        guard maySuggest() else { return "" }
+        if sortedNames == nil { sortedNames = nameIndex.keys.sorted() }
+        return JobFileText.suggestion(for: name, among: sortedNames!)
+    }
+
+    /// " (did you mean 'x'?)" for an unknown name in `command-made-by`, while the budget
+    /// lasts.
+    private mutating func aside(for name: String) -> String {
+        guard maySuggest() else { return "" }
+        if namesInFileOrder == nil { namesInFileOrder = nameIndex.sorted { $0.value < $1.value }.map(\.key) }
+        return JobFileText.aside(for: name, among: namesInFileOrder!)
+    }
+
     /// Each command must be found now, not hours in when its task is reached; a task whose
     /// command an earlier task makes names that task (`command-made-by`) instead.
-    private mutating func checkCommand(of task: JobTask, scope: JobFileScope, names: [String],
+    private mutating func checkCommand(of task: JobTask, scope: JobFileScope,
                                        lookUp: ((_ program: String, _ task: JobTask) -> String?)?, at place: JobFilePlace) {
         if let maker = task.commandMadeBy {
             if maker == task.name {
                 report.add(scope, "command-made-by", "names the task itself; name the earlier task that makes the command", at: place)
-            } else if !names.contains(maker) {
-                report.add(scope, "command-made-by", "there is no task named \(JobFileText.quote(maker))\(JobFileText.aside(for: maker, among: names))", at: place)
+            } else if nameIndex[maker] == nil {
+                report.add(scope, "command-made-by", "there is no task named \(JobFileText.quote(maker))\(aside(for: maker))", at: place)
             }
             return
         }
         guard let lookUp, let program = task.command.first else { return }
-        if let problem = lookUp(program, task) {
+        let key = LookedUpCommand(program: program, settings: ObjectIdentifier(task.settings))
+        let problem: String?
+        if let known = lookedUp[key] {
+            problem = known
+        } else {
+            problem = lookUp(program, task)
+            lookedUp[key] = problem
+        }
+        if let problem {
             report.add(scope, "command", problem, at: place)
         }
     }
@@ -405,14 +490,14 @@ struct JobFileChecker {
     /// names each one: every task caught in one is on at least one named cycle.
     mutating func checkCycles(_ tasks: [JobTask]) {
         let index = nameIndex
-        let edges: [[Int]] = tasks.enumerated().map { i, task in
-            var seen = Set<Int>()
-            return task.after.compactMap { dependency in
-                guard let j = index[dependency.task], j != i, seen.insert(j).inserted else { return nil }
+        // A task listed twice is one edge twice, which neither search minds.
+        let edges: [[Int]] = tasks.indices.map { i in
+            tasks[i].after.compactMap { dependency in
+                guard let j = index[dependency.task], j != i else { return nil }
                 return j
             }
         }
-        for component in Self.stronglyConnectedComponents(edges) where component.count > 1 {
+        for component in Self.cyclicComponents(edges) {
             let members = Set(component)
             var covered = Set<Int>()
             for start in component.sorted() where !covered.contains(start) {
@@ -426,9 +511,11 @@ struct JobFileChecker {
         }
     }
 
-    /// Tarjan's algorithm, without recursion (a chain of thousands of tasks must not
-    /// exhaust a thread's stack).
-    static func stronglyConnectedComponents(_ edges: [[Int]]) -> [[Int]] {
+    /// The strongly connected components of more than one task (those that hold a cycle),
+    /// by Tarjan's algorithm, without recursion (a chain of thousands of tasks must not
+    /// exhaust a thread's stack). A task on its own is passed over without an allocation:
+    /// a million tasks are mostly that.
+    static func cyclicComponents(_ edges: [[Int]]) -> [[Int]] {
         let n = edges.count
         var order = [Int](repeating: -1, count: n)
         var low = [Int](repeating: 0, count: n)
@@ -436,8 +523,9 @@ struct JobFileChecker {
         var stack: [Int] = []
         var components: [[Int]] = []
         var counter = 0
-        for root in 0..<n where order[root] < 0 {
-            var work: [(node: Int, next: Int)] = [(root, 0)]
+        var work: [(node: Int, next: Int)] = []
+        for root in 0..<n where order[root] < 0 && !edges[root].isEmpty {
+            work.append((root, 0))
             order[root] = counter
             low[root] = counter
             counter += 1
@@ -463,15 +551,19 @@ struct JobFileChecker {
                 if let parent = work.last?.node {
                     low[parent] = min(low[parent], low[node])
                 }
-                if low[node] == order[node] {
-                    var component: [Int] = []
-                    while let top = stack.popLast() {
-                        onStack[top] = false
-                        component.append(top)
-                        if top == node { break }
-                    }
-                    components.append(component)
+                guard low[node] == order[node] else { continue }
+                if stack.last == node {
+                    stack.removeLast()
+                    onStack[node] = false
+                    continue
                 }
+                var component: [Int] = []
+                while let top = stack.popLast() {
+                    onStack[top] = false
+                    component.append(top)
+                    if top == node { break }
+                }
+                components.append(component)
             }
         }
         return components
@@ -488,9 +580,11 @@ struct JobFileChecker {
             head += 1
             for next in edges[node] where members.contains(next) {
                 if next == start {
+                    // Walked back from the end, then turned round: a cycle may hold a
+                    // million tasks.
                     var path = [node]
-                    while let p = previous[path[0]] { path.insert(p, at: 0) }
-                    return path
+                    while let p = previous[path[path.count - 1]] { path.append(p) }
+                    return path.reversed()
                 }
                 if previous[next] == nil, next != start {
                     previous[next] = node

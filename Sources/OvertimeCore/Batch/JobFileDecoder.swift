@@ -17,6 +17,10 @@ struct JobFileDecoder {
     private(set) var reading = JobFileReading()
     /// The pools, known before any task is read.
     private var pools: [String: ResourcePool] = [:]
+    /// The settings of the task read last, which the next one shares when its are equal,
+    /// and those of a task that gives none (`sharedSettings`).
+    var lastSettings: Shared<TaskSettings>?
+    var defaultSettings: Shared<TaskSettings>?
 
     init(baseDirectory: String, host: JobFileHost) {
         self.baseDirectory = baseDirectory
@@ -76,23 +80,35 @@ struct JobFileDecoder {
     /// The job the file describes, as far as it could be read; nil when it is not a JSON
     /// object at all.
     mutating func decode(_ input: [UInt8]) -> JobFile? {
-        var bytes = input
-        if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { bytes.removeFirst(3) }
+        var bytes = input[...]
+        if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { bytes = bytes.dropFirst(3) }
         if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D }) {
             report.add(.top, nil, "the file is empty; expected a JSON object such as {\"tasks\": [{\"name\": \"hello\", \"command\": [\"echo\", \"hello\"]}]}")
             return nil
         }
-        let root: JSONValue
+        // The tasks are read one at a time from the text, each into its `JobTask`: the
+        // file is never one tree of every task beside the model made of it.
+        let outline: JSONOutline
         do {
-            root = try JSONValue.parse(bytes)
+            outline = try JSONOutline.parse(bytes, leavingOut: "tasks")
         } catch {
-            report.add(.top, nil, JobFileText.syntaxProblem(error, in: bytes))
+            report.add(.top, nil, JobFileText.syntaxProblem(error, in: Array(bytes)))
             return nil
         }
-        return decode(root)
+        return decode(outline.root) { member, body in
+            outline.forEachElement(ofMember: member, in: bytes, body)
+        } count: { member in
+            outline.elementCount(ofMember: member)
+        }
     }
 
-    mutating func decode(_ root: JSONValue) -> JobFile? {
+    /// Reads the job `root` describes.
+    /// - Parameters:
+    ///   - tasks: calls its second argument with each task of the top-level member it is
+    ///     given the position of, when that member's tasks are not in `root` (`JSONOutline`).
+    ///   - count: how many tasks `tasks` will give for a member; nil when they are in `root`.
+    mutating func decode(_ root: JSONValue, tasks: (Int, (JSONValue) -> Void) -> Void = { _, _ in },
+                         count: (Int) -> Int? = { _ in nil }) -> JobFile? {
         guard case let .object(members) = root else {
             if case .array = root {
                 report.add(.top, nil, "the top level is an array; a job file is an object that holds the tasks: {\"tasks\": [...]}")
@@ -107,8 +123,10 @@ struct JobFileDecoder {
         let top = JobFileFields(members, scope: .top, report: report)
         var file = JobFile(tasks: [])
         reading.memory = JobFileReading.MemoryFields()
+        reading.ownRequests = []
         var defaultsField: JobFileField?
         var tasksField: JobFileField?
+        var tasksMember = 0
         for (k, field) in top.enumerated() {
             report.place = JobFilePlace(field: k)
             reading.layout.note(.top, field.key, at: report.place)
@@ -159,6 +177,7 @@ struct JobFileDecoder {
                 defaultsField = field
             case "tasks":
                 tasksField = field
+                tasksMember = k
             default:
                 if Self.ownFields.contains(field.key) {
                     top.problem(field, "is a field of each task, not of the job file; put it in the task objects under 'tasks'")
@@ -191,9 +210,16 @@ struct JobFileDecoder {
         case nil:
             top.problem(at: "tasks", "is missing; expected an array of tasks, e.g. \"tasks\": [{\"name\": \"hello\", \"command\": [\"echo\", \"hello\"]}]")
             reading.tasksUnreadable = true
-        case let .array(items)?:
+        case let .array(items)? where count(tasksMember) == nil:
             for (i, item) in items.enumerated() {
                 file.tasks.append(task(item, index: i, defaults: defaults))
+            }
+        case .array?:
+            file.tasks.reserveCapacity(count(tasksMember) ?? 0)
+            // Captured as a constant: a captured variable would be copied for every task.
+            let taskDefaults = defaults
+            tasks(tasksMember) { item in
+                file.tasks.append(task(item, index: file.tasks.count, defaults: taskDefaults))
             }
         case let other?:
             top.problem(at: "tasks", "expected an array of task objects, got \(JobFileText.show(other))")
@@ -207,49 +233,12 @@ struct JobFileDecoder {
 
     // MARK: Tasks and defaults
 
-    /// The fields of a task or of `defaults`, as given (nil: not given, or not readable).
-    struct TaskFields {
-        var command: [String]?
-        var commandMadeBy: String?
-        var after: [Dependency]?
-        var env: [String: String]?
-        var cwd: String?
-        var budget: JobFileFields.Limit?
-        var window: Duration?
-        var maxRuntime: JobFileFields.Limit?
-        var grace: Duration?
-        var warnBefore: Duration?
-        var requireAdvance: Bool?
-        var minStart: Duration?
-        var resources: [String: Int]?
-        var retry: RetryPolicy?
-        var cleanEnv: Bool?
-        var user: Account?
-        var group: UInt32?
-        var limits: [ResourceLimit]?
-        var nice: Int32?
-        var notifySocket: Bool?
-        var notifyFD: Int32?
-        /// `memory-max`; its `bytes` nil for `"none"` (no watchdog, whatever `defaults` says).
-        var memoryMax: MemoryLimit?
-        var memoryWarn: MemoryPolicy.WarnLevel?
-        var diagnose: String?
-        var diagnoseLimit: Duration?
-    }
-
-    /// A `memory-max`, or `none`.
-    struct MemoryLimit {
-        var bytes: UInt64?
-    }
-
     private mutating func task(_ value: JSONValue, index: Int, defaults: TaskFields) -> JobTask {
         // The name first: every other message about this task is labelled with it.
-        report.place = JobFilePlace(field: -2)
-        reading.layout.note(.task(index), "name", at: report.place)
+        report.place = JobFileLayout.taskName
         guard case let .object(members) = value else {
             report.add(.task(index, nil), nil, "expected an object with at least 'name' and 'command', got \(JobFileText.show(value))")
             reading.unnamedTasks.insert(index)
-            reading.inheritedRequests.insert(index)
             return JobTask(name: "", command: [])
         }
         var name = ""
@@ -273,46 +262,19 @@ struct JobFileDecoder {
         if own.command == nil, !fields.contains("command") {
             fields.problem(at: "command", "is missing; expected the program and its arguments as an array, e.g. [\"python\", \"train.py\"]")
         }
-        if own.resources == nil { reading.inheritedRequests.insert(index) }
+        if own.resources != nil { reading.ownRequests?.insert(index) }
         if own.diagnoseLimit != nil, own.diagnose == nil, defaults.diagnose == nil {
             fields.problem(at: "diagnose-limit", "needs a 'diagnose' command (here or in 'defaults') to limit")
         }
 
-        var policy = BudgetPolicy.default
-        if let budget = own.budget ?? defaults.budget { policy.budget = budget.duration }
-        policy.window = own.window ?? defaults.window
-        if let maxRuntime = own.maxRuntime ?? defaults.maxRuntime { policy.maxRuntime = maxRuntime.duration }
-        policy.grace = own.grace ?? defaults.grace ?? policy.grace
-        policy.warnBefore = own.warnBefore ?? defaults.warnBefore ?? policy.warnBefore
-        policy.requireAdvance = own.requireAdvance ?? defaults.requireAdvance ?? policy.requireAdvance
-        policy.minStart = own.minStart ?? defaults.minStart ?? policy.minStart
-
-        let environment = (defaults.env ?? [:]).merging(own.env ?? [:]) { _, mine in mine }
-        let resources = own.resources ?? defaults.resources ?? [:]
-        if resources["gpu"] != nil, case .slots? = pools["gpu"], environment["CUDA_VISIBLE_DEVICES"] != nil {
+        let settings = sharedSettings(own, over: defaults, givesAny: fields.members.contains { !Self.ownFields.contains($0.key) })
+        let environment = settings.value.environment
+        if settings.value.resources["gpu"] != nil, case .slots? = pools["gpu"], environment["CUDA_VISIBLE_DEVICES"] != nil {
             let from = own.env?["CUDA_VISIBLE_DEVICES"] == nil ? " (it comes from 'defaults')" : ""
             fields.problem(at: "env.CUDA_VISIBLE_DEVICES", "is set by Overtime from the 'gpu' slots the task is given\(from); leave it out")
         }
-        return JobTask(
-            name: name,
-            command: own.command ?? [],
-            environment: environment,
-            workingDirectory: own.cwd ?? defaults.cwd,
-            policy: policy,
-            after: own.after ?? [],
-            commandMadeBy: own.commandMadeBy,
-            resources: resources,
-            retry: own.retry ?? defaults.retry ?? .none,
-            inheritEnvironment: !(own.cleanEnv ?? defaults.cleanEnv ?? false),
-            isolation: TaskIsolation(user: own.user ?? defaults.user, groupID: own.group ?? defaults.group,
-                                     limits: Self.merged(own.limits, over: defaults.limits), niceness: own.nice ?? defaults.nice),
-            readiness: Readiness(notifySocket: own.notifySocket ?? defaults.notifySocket ?? true, notifyFD: own.notifyFD ?? defaults.notifyFD),
-            memory: MemoryPolicy(max: (own.memoryMax ?? defaults.memoryMax)?.bytes,
-                                 warn: own.memoryWarn ?? defaults.memoryWarn ?? MemoryPolicy.defaultWarn),
-            diagnose: (own.diagnose ?? defaults.diagnose).map {
-                DiagnoseCommand($0, limit: own.diagnoseLimit ?? defaults.diagnoseLimit ?? DiagnoseCommand.defaultLimit)
-            }
-        )
+        return JobTask(name: name, command: own.command ?? [], after: own.after ?? [], commandMadeBy: own.commandMadeBy,
+                       settings: settings)
     }
 
     /// Reads the fields of a task or of `defaults`, the one at position `j` at `place(j)`.

@@ -32,10 +32,44 @@ final class JobFileReport {
 }
 
 /// One value of a job file and its path there ("budget", "retries.on[1]", "resources.gpu").
+///
+/// The key and path are spelt out only when asked for (mostly for a message): a file of a
+/// million tasks has millions of fields, nearly all read without a word.
 struct JobFileField {
-    let key: String
     let value: JSONValue
-    let path: String
+    /// The member's name; for an array's item, the array's key.
+    private let name: String
+    /// The item's position, for an array's item.
+    private let index: Int?
+    /// The path of the object holding the member (or the array); nil at a scope's own level.
+    private let parent: String?
+
+    /// A member of the object at `parent`.
+    init(key: String, value: JSONValue, parent: String?) {
+        self.value = value
+        name = key
+        index = nil
+        self.parent = parent
+    }
+
+    /// Item `index` of the array `array`.
+    init(item index: Int, of array: JobFileField, value: JSONValue) {
+        self.value = value
+        name = array.key
+        self.index = index
+        parent = array.parent
+    }
+
+    /// "budget"; "command[0]" for an item.
+    var key: String {
+        index.map { "\(name)[\($0)]" } ?? name
+    }
+
+    /// "retries.on[1]".
+    var path: String {
+        let member = parent.map { "\($0).\(name)" } ?? name
+        return index.map { "\(member)[\($0)]" } ?? member
+    }
 }
 
 /// Whether every part of a value made of several (a retry policy, a dependency) could be
@@ -78,11 +112,17 @@ struct JobFileFields: Sequence {
         path.map { "\($0).\(key)" } ?? key
     }
 
-    func makeIterator() -> AnyIterator<JobFileField> {
-        var rest = members[...]
-        return AnyIterator {
+    func makeIterator() -> Iterator {
+        Iterator(rest: members[...], path: path)
+    }
+
+    struct Iterator: IteratorProtocol {
+        var rest: ArraySlice<(key: String, value: JSONValue)>
+        let path: String?
+
+        mutating func next() -> JobFileField? {
             guard let (key, value) = rest.popFirst() else { return nil }
-            return JobFileField(key: key, value: value, path: path(of: key))
+            return JobFileField(key: key, value: value, parent: path)
         }
     }
 
@@ -97,6 +137,13 @@ struct JobFileFields: Sequence {
 
     /// Each field may appear once; JSON readers disagree on which of two copies wins.
     private func noteRepeatedFields() {
+        // An object of a few fields (a task, mostly) is looked over without a table.
+        if members.count <= 8 {
+            for (i, member) in members.enumerated() where members[..<i].count(where: { $0.key == member.key }) == 1 {
+                report.add(scope, path(of: member.key), "is given more than once; keep one")
+            }
+            return
+        }
         var counts: [String: Int] = [:]
         for member in members {
             counts[member.key, default: 0] += 1
@@ -146,7 +193,7 @@ struct JobFileFields: Sequence {
     /// The items of an array, each with its path ("command[0]").
     func items(_ field: JobFileField) -> [JobFileField]? {
         guard case let .array(values) = field.value else { return nil }
-        return values.enumerated().map { k, value in JobFileField(key: "\(field.key)[\(k)]", value: value, path: "\(field.path)[\(k)]") }
+        return values.indices.map { k in JobFileField(item: k, of: field, value: values[k]) }
     }
 
     /// An array's items, or a problem ("expected …, got …") naming what was expected.

@@ -20,6 +20,9 @@ public struct JobFileHost: Sendable {
     public var accounts: AccountLookup
     /// What is wrong with a task's command (not found on its `PATH`, not executable), or
     /// nil when it is there; nil: commands are not looked up (a file read only to be read).
+    /// Asked once for each program among tasks whose settings (environment, directory) are
+    /// one shared copy, not once a task: the answer may depend on the task's settings, not
+    /// on its name.
     public var commandProblem: (@Sendable (_ program: String, _ task: JobTask) -> String?)?
 
     public init(accounts: AccountLookup, commandProblem: (@Sendable (_ program: String, _ task: JobTask) -> String?)? = nil) {

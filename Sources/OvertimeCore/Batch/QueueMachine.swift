@@ -146,7 +146,10 @@ public struct QueueMachine: Sendable {
         let count = job.tasks.count
         var index: [String: Int] = [:]
         index.reserveCapacity(count)
-        for (i, task) in job.tasks.enumerated() { index[task.name] = i }
+        // Tasks are looked at in place (`tasks[i]`), not copied out: a copy retains and
+        // releases each of a task's parts, a million times a loop in a large file.
+        let tasks = job.tasks
+        for i in tasks.indices { index[tasks[i].name] = i }
         indexByName = index
         var states = [State](repeating: .waiting, count: count)
         var ready = [Bool](repeating: false, count: count)
@@ -163,16 +166,17 @@ public struct QueueMachine: Sendable {
         var lanes: [Lane] = []
         var laneOf = [Int](repeating: 0, count: count)
         var offsets: [Duration] = []
-        for (i, task) in job.tasks.enumerated() {
-            if let lane = laneByRequest[task.resources] {
+        for i in tasks.indices {
+            let request = tasks[i].resources
+            if let lane = laneByRequest[request] {
                 laneOf[i] = lane
             } else {
                 laneOf[i] = lanes.count
-                laneByRequest[task.resources] = lanes.count
-                lanes.append(Lane(request: task.resources))
+                laneByRequest[request] = lanes.count
+                lanes.append(Lane(request: request))
             }
-            if deadline != nil { offsets.append(task.policy.minStart) }
-            for dependency in task.after {
+            if deadline != nil { offsets.append(tasks[i].policy.minStart) }
+            for dependency in tasks[i].after {
                 guard let d = index[dependency.task] else {
                     unknownDependency.append((i, dependency.task))
                     unmet[i] += 1  // never met
