@@ -166,7 +166,7 @@ struct CLIStalledFileTests {
     /// A batch on a frozen filesystem (`disk`, thawed by the caller) with a task, `late`,
     /// that starts once the run directory is frozen: its log file is new and cannot be made
     /// until the thaw. Beside it `chatty` (2 s budget, silent from 2 s) runs on.
-    static func batchStartingTaskWhileFrozen(late: [String]) async throws -> (CLIBatchFixture, CLIFrozenFilesystem, String, CLIProcess) {
+    static func batchStartingTaskWhileFrozen(late: [String], options: (CLIBatchFixture) -> [String] = { _ in [] }) async throws -> (CLIBatchFixture, CLIFrozenFilesystem, String, CLIProcess) {
         let batch = try CLIBatchFixture()
         let disk = try CLIFrozenFilesystem(at: batch.path("disk"))
         do {
@@ -179,7 +179,7 @@ struct CLIStalledFileTests {
                 ["name": "gate", "command": ["sh", "-c", "while [ ! -e \(go) ]; do sleep 0.05; done"]],
                 ["name": "late", "after": ["gate"], "command": late],
             ]])
-            let overtime = CLIProcess(["batch", batch.jobPath, "--run-dir", run, "--progress", "none"], in: batch.scratch)
+            let overtime = CLIProcess(["batch", batch.jobPath, "--run-dir", run, "--progress", "none"] + options(batch), in: batch.scratch)
             try await overtime.start()
             try await Task.sleep(for: .milliseconds(500))
             try disk.freeze()
@@ -239,5 +239,24 @@ struct CLIStalledFileTests {
         #expect(lines.contains { $0.contains(#""event":"finished""#) && $0.contains(#""task":"late""#) && $0.contains(#""reason":"shutdown""#) },
                 "late did not end as cancelled by the shutdown:\n\(journal)")
         #expect(FileManager.default.fileExists(atPath: run + "/summary.json"), "no summary: \(r)")
+    }
+
+    @Test("ctl extend and cancel of a batch task waiting for its log on a frozen filesystem: answered at once, done once it has started",
+          .enabled(if: getuid() == 0, "mounting and freezing a filesystem needs root"))
+    func controlWhileTaskStartsOnFrozenFilesystem() async throws {
+        let (batch, disk, run, overtime) = try await Self.batchStartingTaskWhileFrozen(late: ["sleep", "30"]) { ["--control", $0.path("ctl.sock")] }
+        defer { disk.close() }
+        let socket = batch.path("ctl.sock")
+        try await Task.sleep(for: .milliseconds(500))
+        let extend = try await CLICtl.ctl(socket: socket, ["extend", "late", "10s"], in: batch.scratch)
+        let cancel = try await CLICtl.ctl(socket: socket, ["cancel", "late"], in: batch.scratch)
+        disk.thaw()
+        let r = await overtime.finish(timeout: .seconds(30))
+        #expect(extend.status == 0 && extend.stdout.contains("starting"), "extend of a starting task: \(extend)")
+        #expect(cancel.status == 0, "cancel of a starting task: \(cancel)")
+        let (journal, lines) = Self.journalLines(run)
+        #expect(lines.contains { $0.contains(#""event":"finished""#) && $0.contains(#""task":"late""#) && $0.contains(#""reason":"user""#) },
+                "late did not end as cancelled by the operator:\n\(journal)")
+        #expect(r.status == 1, "\(r)")
     }
 }
