@@ -191,6 +191,7 @@ struct CLIStalledFileTests {
         }
     }
 
+    /// The run's journal and its lines, each checked to be a whole JSON object.
     static func journalLines(_ run: String) -> (String, [Substring]) {
         let journal = (try? String(contentsOfFile: run + "/events.jsonl", encoding: .utf8)) ?? ""
         let lines = journal.split(separator: "\n")
