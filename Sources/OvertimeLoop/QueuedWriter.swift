@@ -57,6 +57,8 @@ public final class QueuedWriter: @unchecked Sendable {
     private struct Entry {
         var bytes: [UInt8]
         var key: Int?
+        /// Run on the writing thread in this entry's place (`perform`).
+        var work: (@Sendable () -> Void)? = nil
     }
 
     private struct Queue {
@@ -143,15 +145,29 @@ public final class QueuedWriter: @unchecked Sendable {
             case .kept:
                 break
             }
-            q.entries.append(Entry(bytes: bytes, key: importance.key))
             q.bytes += bytes.count
-            defer { q.threadStarted = true }
-            // A thread busy writing looks at the queue again when done: no wake-up needed
-            // (a futex call saved per line in a burst).
-            return (!q.threadStarted, !q.writing)
+            return Self.enqueue(Entry(bytes: bytes, key: importance.key), &q)
         }
         if startThread { start() }
         if wake { signal() }
+    }
+
+    /// Runs `work` on the writing thread once everything queued before it is written (or
+    /// the output is gone), before anything queued after it: blocking work on the same
+    /// output's filesystem, kept off the loop and in order. Not after `closeWhenWritten`.
+    public func perform(_ work: @escaping @Sendable () -> Void) {
+        let (startThread, wake) = queue.withLock { q in Self.enqueue(Entry(bytes: [], key: nil, work: work), &q) }
+        if startThread { start() }
+        if wake { signal() }
+    }
+
+    /// Appends `entry`; says whether the thread must be started, or woken. A thread busy
+    /// writing looks at the queue again when done: no wake-up needed (a futex call saved
+    /// per line in a burst).
+    private static func enqueue(_ entry: Entry, _ q: inout Queue) -> (startThread: Bool, wake: Bool) {
+        q.entries.append(entry)
+        defer { q.threadStarted = true }
+        return (!q.threadStarted, !q.writing)
     }
 
     /// Waits until everything queued has been written (or the output is gone): before exit.
@@ -227,15 +243,23 @@ public final class QueuedWriter: @unchecked Sendable {
     }
 
     private func writeTaken(_ entries: [Entry]) {
-        // One write for what was taken, not one per line.
+        // One write for what was taken between two pieces of work, not one per line.
         var joined: [UInt8] = []
         joined.reserveCapacity(entries.reduce(0) { $0 + $1.bytes.count })
-        for entry in entries { joined += entry.bytes }
-        let ok = queue.withLock { $0.broken } ? false : output(joined)
+        var ok = true
+        for entry in entries {
+            if let work = entry.work {
+                ok = writeJoined(&joined, ok)
+                work()
+            }
+            joined += entry.bytes
+        }
+        ok = writeJoined(&joined, ok)
         let dropped = queue.withLock { q -> (Int, Int)? in
             if !ok {
                 q.broken = true
-                q.entries.removeAll()
+                // Work still runs: whoever queued it waits for it.
+                q.entries.removeAll { $0.work == nil }
                 q.latestIndex.removeAll()
                 q.bytes = 0
             }
@@ -247,6 +271,14 @@ public final class QueuedWriter: @unchecked Sendable {
         if let (lines, bytes) = dropped { dropNote(lines, bytes) }
         queue.withLock { $0.writing = false }
         signal()
+    }
+
+    /// Writes what `joined` holds, unless the output is gone; empties it. Returns whether the
+    /// output can go on.
+    private func writeJoined(_ joined: inout [UInt8], _ ok: Bool) -> Bool {
+        defer { joined.removeAll(keepingCapacity: true) }
+        guard ok, !queue.withLock({ $0.broken }) else { return false }
+        return joined.isEmpty || output(joined)
     }
 }
 

@@ -69,4 +69,29 @@ import Glibc
         writer.flush()
         #expect(calls.withLock { $0 } == 1)
     }
+
+    @Test("perform: work runs on the writing thread between the lines queued before and after it, and still runs once the output has failed")
+    func performRunsInOrder() {
+        let seen = Mutex<[String]>([])
+        let failing = Mutex(false)
+        let writer = QueuedWriter(output: { bytes in
+            seen.withLock { $0.append(String(decoding: bytes, as: UTF8.self)) }
+            return !failing.withLock { $0 }
+        }) { _, _ in }
+        writer.write(Array("one\n".utf8))
+        writer.perform { seen.withLock { $0.append("work") } }
+        writer.write(Array("two\n".utf8))
+        writer.flush()
+        #expect(seen.withLock { $0 } == ["one\n", "work", "two\n"])
+        failing.withLock { $0 = true }
+        writer.write(Array("three\n".utf8))
+        writer.flush()
+        // Whoever queued work waits for it: a broken output does not let it go (flush no
+        // longer waits once the output is gone, so this waits for the work itself).
+        let ran = Mutex(false)
+        writer.perform { ran.withLock { $0 = true } }
+        let until = ContinuousClock.now + .seconds(5)
+        while !ran.withLock({ $0 }), ContinuousClock.now < until { usleep(1000) }
+        #expect(ran.withLock { $0 }, "the work queued after the output failed never ran")
+    }
 }

@@ -173,4 +173,102 @@ struct CLIStalledFileTests {
         #expect(lines.contains { $0.contains(#""event":"finished""#) && $0.contains("chatty") }, "the task's end was lost:\n\(journal)")
         #expect(FileManager.default.fileExists(atPath: run + "/summary.json"), "no summary: \(r)")
     }
+
+    /// A batch on a frozen filesystem (`disk`, thawed by the caller) with a task, `late`,
+    /// that starts once the run directory is frozen: its log file is new and cannot be made
+    /// until the thaw. Beside it `chatty` (2 s budget, silent from 2 s) runs on.
+    static func batchStartingTaskWhileFrozen(late: [String], options: (CLIBatchFixture) -> [String] = { _ in [] }) async throws -> (CLIBatchFixture, CLIFrozenFilesystem, String, CLIProcess) {
+        let batch = try CLIBatchFixture()
+        let disk = try CLIFrozenFilesystem(at: batch.path("disk"))
+        do {
+            let child = try batch.scratch.python("chatty.py", CLIStalledOutputTests.chattyThenSilent)
+            let run = disk.path + "/run"
+            let go = batch.path("go")
+            // `late` starts once `gate` ends, which it does once the test says go.
+            try batch.writeJob(["concurrency": 2, "tasks": [
+                ["name": "chatty", "budget": "2s", "grace": "5s", "command": ["python3", child, batch.path("cancel"), "2"]],
+                ["name": "gate", "command": ["sh", "-c", "while [ ! -e \(go) ]; do sleep 0.05; done"]],
+                ["name": "late", "after": ["gate"], "command": late],
+            ]])
+            let overtime = CLIProcess(["batch", batch.jobPath, "--run-dir", run, "--progress", "none"] + options(batch), in: batch.scratch)
+            try await overtime.start()
+            try await Task.sleep(for: .milliseconds(500))
+            try disk.freeze()
+            _ = try batch.scratch.write("go", "")
+            return (batch, disk, run, overtime)
+        } catch {
+            disk.close()
+            throw error
+        }
+    }
+
+    /// The run's journal and its lines, each checked to be a whole JSON object.
+    static func journalLines(_ run: String) -> (String, [Substring]) {
+        let journal = (try? String(contentsOfFile: run + "/events.jsonl", encoding: .utf8)) ?? ""
+        let lines = journal.split(separator: "\n")
+        #expect(lines.allSatisfy { (try? CLIJSON.object(String($0))) != nil }, "a cut or garbled journal line")
+        return (journal, lines)
+    }
+
+    @Test("a batch task that starts while its run directory is frozen: the other task's deadline cancels on time; once thawed, it runs and its log is whole",
+          .enabled(if: getuid() == 0, "mounting and freezing a filesystem needs root"))
+    func taskStartsOnFrozenFilesystem() async throws {
+        let (batch, disk, run, overtime) = try await Self.batchStartingTaskWhileFrozen(late: ["sh", "-c", "echo late ran"])
+        defer { disk.close() }
+        let seen = await CLIStalledOutputTests.cancelSeen(batch.scratch)
+        disk.thaw()
+        let late = seen == nil ? await CLIStalledOutputTests.cancelSeen(batch.scratch) : nil
+        let r = await overtime.finish(timeout: .seconds(30))
+        #expect(seen?.reason == "timeout", "chatty saw no timeout cancel while 'late' waited for its log (after the thaw: \(String(describing: late))): \(r)")
+        #expect((seen?.at ?? 99) < 9, "cancelled at \(seen?.at ?? late?.at ?? -1) s, not near 4 s: \(r)")
+        #expect(r.status == 1, "\(r)")
+        let (journal, lines) = Self.journalLines(run)
+        for (task, state) in [("chatty", "failed"), ("gate", "succeeded"), ("late", "succeeded")] {
+            #expect(lines.contains { $0.contains(#""event":"finished""#) && $0.contains(#""task":"\#(task)""#) && $0.contains(#""state":"\#(state)""#) },
+                    "\(task) did not finish \(state):\n\(journal)")
+        }
+        #expect((try? String(contentsOfFile: run + "/logs/late.log", encoding: .utf8)) == "late ran\n", "late's log: \(r)")
+        #expect(FileManager.default.fileExists(atPath: run + "/logs/chatty.log"), "no log for chatty")
+        #expect(FileManager.default.fileExists(atPath: run + "/summary.json"), "no summary: \(r)")
+    }
+
+    @Test("a SIGTERM while a batch task waits for its log on a frozen filesystem: obeyed at once; the waiting task is cancelled as it starts",
+          .enabled(if: getuid() == 0, "mounting and freezing a filesystem needs root"))
+    func stopWhileTaskStartsOnFrozenFilesystem() async throws {
+        let (batch, disk, run, overtime) = try await Self.batchStartingTaskWhileFrozen(late: ["sleep", "30"])
+        defer { disk.close() }
+        // `gate` ends within 50 ms of the go; then `late` waits for its log.
+        try await Task.sleep(for: .milliseconds(500))
+        overtime.signal(SIGTERM)
+        let seen = await CLIStalledOutputTests.cancelSeen(batch.scratch)
+        disk.thaw()
+        let r = await overtime.finish(timeout: .seconds(30))
+        #expect(seen?.reason == "shutdown", "chatty saw no shutdown cancel while 'late' waited for its log: \(String(describing: seen)); \(r)")
+        #expect((seen?.at ?? 99) < 9, "cancelled at \(seen?.at ?? -1) s: \(r)")
+        let (journal, lines) = Self.journalLines(run)
+        // An ordinary attempt, cancelled: `--resume` runs it again.
+        #expect(lines.contains { $0.contains(#""event":"attempt""#) && $0.contains(#""task":"late""#) }, "no attempt of late:\n\(journal)")
+        #expect(lines.contains { $0.contains(#""event":"finished""#) && $0.contains(#""task":"late""#) && $0.contains(#""reason":"shutdown""#) },
+                "late did not end as cancelled by the shutdown:\n\(journal)")
+        #expect(FileManager.default.fileExists(atPath: run + "/summary.json"), "no summary: \(r)")
+    }
+
+    @Test("ctl extend and cancel of a batch task waiting for its log on a frozen filesystem: answered at once, done once it has started",
+          .enabled(if: getuid() == 0, "mounting and freezing a filesystem needs root"))
+    func controlWhileTaskStartsOnFrozenFilesystem() async throws {
+        let (batch, disk, run, overtime) = try await Self.batchStartingTaskWhileFrozen(late: ["sleep", "30"]) { ["--control", $0.path("ctl.sock")] }
+        defer { disk.close() }
+        let socket = batch.path("ctl.sock")
+        try await Task.sleep(for: .milliseconds(500))
+        let extend = try await CLICtl.ctl(socket: socket, ["extend", "late", "10s"], in: batch.scratch)
+        let cancel = try await CLICtl.ctl(socket: socket, ["cancel", "late"], in: batch.scratch)
+        disk.thaw()
+        let r = await overtime.finish(timeout: .seconds(30))
+        #expect(extend.status == 0 && extend.stdout.contains("starting"), "extend of a starting task: \(extend)")
+        #expect(cancel.status == 0, "cancel of a starting task: \(cancel)")
+        let (journal, lines) = Self.journalLines(run)
+        #expect(lines.contains { $0.contains(#""event":"finished""#) && $0.contains(#""task":"late""#) && $0.contains(#""reason":"user""#) },
+                "late did not end as cancelled by the operator:\n\(journal)")
+        #expect(r.status == 1, "\(r)")
+    }
 }

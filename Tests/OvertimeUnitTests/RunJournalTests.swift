@@ -7,6 +7,27 @@ import Glibc
 #endif
 
 @Suite struct RunJournalTests {
+    /// Prepares `name`'s log for `attempt` and waits for the journal's thread to be done.
+    static func prepare(_ journal: RunJournal, _ name: String, attempt: Int) async -> String? {
+        await withCheckedContinuation { done in journal.prepareLog(name, attempt: attempt) { done.resume(returning: $0) } }
+    }
+
+    @Test("prepareLog: the log is created for a first attempt, marked before a retry; a log that cannot be made is left to the start to report, a marker is the record's")
+    func prepareLogCreatesAndMarks() async throws {
+        let directory = NSTemporaryDirectory() + "overtime-journal-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let journal = try RunJournal(directory: directory, runID: "r1")
+        #expect(await Self.prepare(journal, "a", attempt: 1) == nil)
+        #expect(try String(contentsOfFile: journal.logPath(for: "a"), encoding: .utf8) == "")
+        #expect(await Self.prepare(journal, "a", attempt: 2) == nil)
+        #expect(try String(contentsOfFile: journal.logPath(for: "a"), encoding: .utf8) == "--- overtime: attempt 2 ---\n")
+        // A name whose log cannot be made (its directory does not exist).
+        #expect(await Self.prepare(journal, "missing/b", attempt: 1) == nil)
+        let failure = await Self.prepare(journal, "missing/b", attempt: 2)
+        #expect(failure?.contains("cannot write \(journal.logPath(for: "missing/b"))") == true, "\(String(describing: failure))")
+        #expect(journal.failures.count == 1, "\(journal.failures)")
+    }
+
     @Test("a journal nobody can write to for a while: appends never wait; kept lines all arrive, in order; progress past the limit is held back and said so")
     func stalledJournalHoldsBackProgressOnly() async throws {
         let directory = NSTemporaryDirectory() + "overtime-journal-\(UUID().uuidString)"

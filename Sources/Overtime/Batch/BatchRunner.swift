@@ -268,6 +268,11 @@ final class BatchCore: EventSink {
     /// The running attempt of each task, steered through its handle as an embedding
     /// program steers its own (`TaskHandle.syncOperations`).
     private(set) var handles: [Int: TaskHandle] = [:]
+    /// Tasks the queue started that are not running yet: their log is being made on the
+    /// journal's thread (for as long as the run directory stalls), or their runner has yet
+    /// to start. What was asked of each meanwhile (a cancel, a stop, an
+    /// extend) waits here, in order, and is done to it once it has started.
+    private var starting: [Int: [(TaskHandle.SynchronousOperations) -> Void]] = [:]
     private var lastOutcome: [Int: TaskOutcome] = [:]
     private var finished: FinishedTasks
     private var journalThrottle = FrequentEventThrottle(interval: BatchCore.journalProgressInterval)
@@ -325,7 +330,7 @@ final class BatchCore: EventSink {
     /// The first SIGINT/SIGTERM stops the batch; a later one kills what still runs.
     func terminationSignal(_ reason: CancelReason, shutdownGrace: Duration?) {
         if stoppedBy != nil {
-            for handle in handles.values { handle.syncOperations.escalate() }
+            for index in Set(handles.keys).union(starting.keys) { whenStarted(index) { $0.escalate() } }
             return
         }
         stopGrace = shutdownGrace.map(Supervisor.grace(within:))
@@ -365,6 +370,7 @@ final class BatchCore: EventSink {
             // Nothing more comes from this attempt's runner.
             indexByTaskID[event.task.id] = nil
             handles[index] = nil
+            starting[index] = nil
             lastOutcome[index] = outcome
             if case .failedToStart = outcome.termination {
                 onUpdate(.started(task: job.tasks[index].name, attempt: machine.attempts[index], pid: nil, policy: job.tasks[index].policy))
@@ -388,7 +394,7 @@ final class BatchCore: EventSink {
             launch(index, attempt: attempt, slots: slots, amounts: amounts, endsBy: endsBy)
         case let .cancel(index, reason):
             let grace = stopGrace.map { min(job.tasks[index].policy.grace, $0) }
-            handles[index]?.syncOperations.cancel(reason: reason, grace: grace)
+            whenStarted(index) { $0.cancel(reason: reason, grace: grace) }
         case let .retry(index, nextAttempt, at):
             let name = job.tasks[index].name
             let because = lastOutcome[index].map(Self.failureReason) ?? "failed"
@@ -414,6 +420,22 @@ final class BatchCore: EventSink {
         }
     }
 
+    /// Does `request` to task `index`'s attempt now if it runs, or once it has started.
+    private func whenStarted(_ index: Int, _ request: @escaping (TaskHandle.SynchronousOperations) -> Void) {
+        if starting[index] != nil {
+            starting[index]!.append(request)
+        } else if let handle = handles[index] {
+            request(handle.syncOperations)
+        }
+    }
+
+    /// Starts an attempt the queue decided on: its log is made off the loop, then it is
+    /// spawned here. The queue counts it as running from now (its resources are taken), so a
+    /// cancel or a stop that comes while its log is made is done to it once it has started
+    /// (`starting`), a process that then ends at once: the journal gets its attempt, start
+    /// and end, the summary its cancel's reason, and `--resume` runs it again, as for any
+    /// task cancelled just after its start. Not starting it would leave an attempt with
+    /// neither.
     private func launch(_ index: Int, attempt: Int, slots: [String: [String]], amounts: [String: Int], endsBy: MonotonicInstant?) {
         let task = job.tasks[index]
         var environment = task.environment
@@ -428,7 +450,6 @@ final class BatchCore: EventSink {
         }
         var policy = task.policy
         policy.endsBy = endsBy
-        if let failure = journal.markAttempt(task.name, attempt: attempt) { onUpdate(.recordFailed(failure)) }
         let log = journal.logPath(for: task.name)
         var spec = TaskSpec(name: task.name, arguments: task.command, environment: environment,
                             inheritEnvironment: task.inheritEnvironment,
@@ -438,6 +459,24 @@ final class BatchCore: EventSink {
         spec.readiness = task.readiness
         spec.memory = task.memory
         spec.diagnose = task.diagnose
+        starting[index] = []
+        let core = LoopBound(self, loop: supervisor.loop)
+        journal.prepareLog(task.name, attempt: attempt) { [spec] failure in
+            _ = core.loop.execute { core.value.spawn(index, spec, attempt: attempt, slots: slots, amounts: amounts, log: log, failure) }
+        }
+    }
+
+    /// Does what was asked of an attempt while it was starting, now that its runner takes it.
+    private func runnerStarted(_ index: Int, _ handle: TaskHandle) {
+        guard handles[index] === handle, let asked = starting.removeValue(forKey: index) else { return }
+        for request in asked { request(handle.syncOperations) }
+    }
+
+    /// Spawns an attempt whose log is ready (marked, or not: `failure` says why).
+    private func spawn(_ index: Int, _ spec: TaskSpec, attempt: Int, slots: [String: [String]], amounts: [String: Int], log: String,
+                       _ failure: String?) {
+        if let failure { onUpdate(.recordFailed(failure)) }
+        let task = job.tasks[index]
         let handle: TaskHandle
         if let launcher {
             var step = launcher
@@ -448,6 +487,10 @@ final class BatchCore: EventSink {
         }
         indexByTaskID[handle.ref.id] = index
         handles[index] = handle
+        // The supervisor starts the runner on the loop's next turn, queued just now; the loop
+        // runs what it is given in order, so this comes right after.
+        let core = LoopBound(self, loop: supervisor.loop)
+        _ = supervisor.loop.execute { core.value.runnerStarted(index, handle) }
         record(batchEvent: "attempt", task: task.name, now: TaskRunner.clock()) { w in
             w.key("attempt"); w.int(attempt)
             if !slots.isEmpty || !amounts.isEmpty {
@@ -670,11 +713,17 @@ extension BatchCore: ControlTarget {
             ?? .failure(ControlFailure("no task named '\(name)' in this batch" + ControlWords.didYouMean(name, among: job.tasks.map(\.name))))
     }
 
-    private func runningTask(_ index: Int) -> Result<TaskHandle.SynchronousOperations, ControlFailure> {
-        guard case .running = machine.states[index], let handle = handles[index] else {
+    /// An operator's extend or revoke: done now to a running task; to one still starting
+    /// (its log being made), once it has started.
+    private func changeBudget(_ index: Int, _ action: String, uid: UInt32,
+                              _ request: @escaping (TaskHandle.SynchronousOperations) -> TaskMachine.OperatorResult) -> Result<String, ControlFailure> {
+        guard case .running = machine.states[index], handles[index] != nil || starting[index] != nil else {
             return .failure(ControlFailure("'\(job.tasks[index].name)' is not running"))
         }
-        return .success(handle.syncOperations)
+        recordOperator(index, action, uid: uid)
+        if let handle = handles[index], starting[index] == nil { return ControlWords.budget(request(handle.syncOperations)) }
+        whenStarted(index) { _ = request($0) }
+        return .success("starting: done once it has started")
     }
 
     private func recordOperator(_ index: Int, _ action: String, uid: UInt32) {
@@ -704,19 +753,13 @@ extension BatchCore: ControlTarget {
 
     func controlExtend(task: String, by amount: Duration, pastMax: Bool, uid: UInt32) -> Result<String, ControlFailure> {
         index(of: task).flatMap { index in
-            runningTask(index).flatMap { task in
-                recordOperator(index, ControlWords.extendAction(amount, pastMax: pastMax), uid: uid)
-                return ControlWords.budget(task.extend(by: amount, pastMax: pastMax))
-            }
+            changeBudget(index, ControlWords.extendAction(amount, pastMax: pastMax), uid: uid) { $0.extend(by: amount, pastMax: pastMax) }
         }
     }
 
     func controlRevoke(task: String, after: Duration, uid: UInt32) -> Result<String, ControlFailure> {
         index(of: task).flatMap { index in
-            runningTask(index).flatMap { task in
-                recordOperator(index, ControlWords.revokeAction(after), uid: uid)
-                return ControlWords.budget(task.revoke(after: after))
-            }
+            changeBudget(index, ControlWords.revokeAction(after), uid: uid) { $0.revoke(after: after) }
         }
     }
 }

@@ -8,7 +8,8 @@ import OvertimeProtocol
 import Synchronization
 
 /// A batch's run directory: `events.jsonl` (every state change, appended as it happens),
-/// `logs/<task>.log` (each task's stdout and stderr, written by the task itself), `job.json`
+/// `logs/<task>.log` (each task's stdout and stderr, written by the task itself; created,
+/// and marked before a retry, by the journal's thread), `job.json`
 /// (the job file it ran) with `job-directory` (where its relative `cwd`s were resolved), and
 /// `summary.json` at the end.
 ///
@@ -103,19 +104,19 @@ public final class RunJournal: Sendable {
         return file.record.withLock { Self.fail(&$0, "cannot write \(path)", code) }
     }
 
-    /// Appends a marker to a task's log before an attempt, so retries read apart.
-    /// - Returns: a message when it could not be written.
-    @discardableResult
-    public func markAttempt(_ name: String, attempt: Int) -> String? {
-        guard attempt > 1 else { return nil }
-        let fd = open(logPath(for: name), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
-        guard fd >= 0 else {
-            let code = errno
-            return file.record.withLock { Self.fail(&$0, "cannot write \(logPath(for: name))", code) }
+    /// Makes task `name`'s log ready for an attempt on the journal's thread, never the
+    /// loop's (creating a file waits while its filesystem stalls): creates it, and before a
+    /// retry appends a marker, so retries read apart. Then calls `done` there, with a message
+    /// when the marker could not be written. A log that cannot be created is not reported
+    /// here: the task's start then fails, saying why.
+    public func prepareLog(_ name: String, attempt: Int, then done: @escaping @Sendable (String?) -> Void) {
+        let path = logPath(for: name), file = self.file
+        writer.perform {
+            let fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
+            let code = fd < 0 ? errno : attempt > 1 ? Self.writeAll(fd, Array("--- overtime: attempt \(attempt) ---\n".utf8)) : 0
+            if fd >= 0 { close(fd) }
+            done(code == 0 || attempt == 1 ? nil : file.record.withLock { Self.fail(&$0, "cannot write \(path)", code) })
         }
-        let code = Self.writeAll(fd, Array("--- overtime: attempt \(attempt) ---\n".utf8))
-        close(fd)
-        return code == 0 ? nil : file.record.withLock { Self.fail(&$0, "cannot write \(logPath(for: name))", code) }
     }
 
     /// Records a failure; returns its message unless the same one was recorded already
