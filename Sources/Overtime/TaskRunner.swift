@@ -454,8 +454,7 @@ final class TaskRunner {
         for _ in 0..<3 where notifyReceiver == nil {
             let address = "@overtime/\(core.runID)/\(ref.id)-\(Self.nameSuffix())/notify"
             notifyReceiver = try? DatagramReceiver(loop: supervisor.loop, path: address, admit: { [unowned self] sender in
-                guard let sender else { return true }
-                return !self.refusedNotifiers.remembers(.init(pid: sender.pid, uid: sender.uid), now: Self.clock())
+                self.admitsNotifier(sender)
             }) { [unowned self] datagram in
                 self.notified(datagram)
             }
@@ -469,12 +468,6 @@ final class TaskRunner {
         var descriptors = datagram.descriptors
         defer { descriptors.forEach(Descriptors.close) }
         let now = Self.clock()
-        guard isMember(datagram.sender) else {
-            reportRefusedNotifiers(now: now)
-            if let sender = datagram.sender { refusedNotifiers.refused(.init(pid: sender.pid, uid: sender.uid), now: now) }
-            supervisor.emit(TaskEvent(task: ref, time: now, kind: .reporterRefused(pid: datagram.sender?.pid, uid: datagram.sender?.uid)))
-            return
-        }
         if datagram.truncated {
             decide(at: now) { machine, actions in
                 machine.rejectLine(ProtocolError(.tooLong, "an sd_notify datagram longer than \(DatagramReceiver.maximumLength) bytes"),
@@ -518,11 +511,30 @@ final class TaskRunner {
         }
     }
 
+    /// Whether a datagram from `sender` is the task's, asked before it is read: a sender
+    /// refused in the last second is dropped unchecked and counted; a new one is checked, and
+    /// refused once, said. So only the task's own datagrams count against the socket's
+    /// budget of handled datagrams a second, and an outsider's flood cannot use it up. A
+    /// sender without a pid the supervisor can see (another pid namespace) is never a
+    /// process of the task: it is remembered under pid 0.
+    private func admitsNotifier(_ sender: PeerCredentials?) -> Bool {
+        let now = Self.clock()
+        let key = RefusedSenders.Sender(pid: sender?.pid ?? 0, uid: sender?.uid ?? .max)
+        if refusedNotifiers.remembers(key, now: now) { return false }
+        if isMember(sender) { return true }
+        reportRefusedNotifiers(now: now)
+        refusedNotifiers.refused(key, now: now)
+        supervisor.emit(TaskEvent(task: ref, time: now, kind: .reporterRefused(pid: sender?.pid, uid: sender?.uid)))
+        return false
+    }
+
     /// The datagrams of refused senders dropped unread, once their senders are forgotten
     /// (`now` nil: all of them, at the end).
     private func reportRefusedNotifiers(now: MonotonicInstant?) {
         for (sender, count) in refusedNotifiers.due(now: now) {
-            supervisor.emit(TaskEvent(task: ref, time: now ?? Self.clock(), kind: .reporterRefused(pid: sender.pid, uid: sender.uid, count: count)))
+            let named = sender.pid > 0   // pid 0: a sender the kernel could not name here
+            supervisor.emit(TaskEvent(task: ref, time: now ?? Self.clock(),
+                                      kind: .reporterRefused(pid: named ? sender.pid : nil, uid: named ? sender.uid : nil, count: count)))
         }
     }
 
@@ -753,9 +765,17 @@ final class TaskRunner {
             writer = QueuedWriter(fd: fd, closesDescriptor: true) { _, _ in }
         }
 
-        func write(_ text: String) { writer.write(Array(text.utf8)) }
+        /// Queues `text`, and waits a moment for it to be written: the diagnose command writes
+        /// to the same output, and a note belongs before (or after) what it printed. A
+        /// stalled output holds the loop for that moment only.
+        func write(_ text: String) {
+            writer.write(Array(text.utf8))
+            writer.flush(waitingAtMost: Self.orderWait)
+        }
 
         func close() { writer.closeWhenWritten() }
+
+        static let orderWait = Duration.milliseconds(50)
     }
 
     /// Starts the diagnose command against the still-running leader (DESIGN §7). Outside

@@ -470,7 +470,7 @@ struct RunCommand {
             }
             if jsonReport || reportPath == "-" || reportFile?.inheritedDescriptor == 1 { Terminal.writeOut(report) }
             if reportFile?.inheritedDescriptor == 2 { Terminal.stderr.write(report) }
-            if let reportFile, reportFile.inheritedDescriptor.map({ $0 > 2 }) ?? true, let failure = reportFile.write(report) {
+            if let reportFile, reportFile.inheritedDescriptor != 1, reportFile.inheritedDescriptor != 2, let failure = reportFile.write(report) {
                 Terminal.error("overtime: --report: cannot write \(reportFile.path): \(failure.reason)")
                 supervisor.shutdown()
                 return 125   // the report was asked for and is not there: Overtime failed

@@ -11,13 +11,12 @@ import Musl
 /// this user owns with no other name (hard link), is written to a temporary beside it that is
 /// renamed over it, so a reader (node_exporter, a browser) sees the old file or the new one,
 /// never half of one. Anything else is written through, as a shell's `>` would: a symlink's
-/// target, a FIFO, a character device, a regular file that is someone else's or has other
-/// names. A name of one of Overtime's own descriptors (`/dev/stdout`, `/dev/stderr`,
+/// target, a FIFO (which must have its reader already), a character device, a regular file
+/// that is someone else's or has other names. A name of one of Overtime's own descriptors (`/dev/stdout`, `/dev/stderr`,
 /// `/dev/fd/N`, `/proc/self/fd/N`) is written to that descriptor where it stands, as `-`
-/// writes to stdout: never cut, never rewound. All of these are opened here, so a descriptor
-/// that is not open, or a target that cannot be written, is known before the task runs (a
-/// FIFO's open waits for a reader, as `>` does), and no rename ever replaces a symlink, a
-/// device or a FIFO with a regular file.
+/// writes to stdout: never cut, never rewound. All of these are opened here, without waiting,
+/// so a descriptor that is not open, or a target that cannot be written, is known before the
+/// task runs, and no rename ever replaces a symlink, a device or a FIFO with a regular file.
 public final class OutputFile: Sendable {
     public let path: String
     /// The descriptor written through, for anything but a regular file of ours.
@@ -25,33 +24,57 @@ public final class OutputFile: Sendable {
     /// The descriptor of Overtime's that the path names (`/dev/stdout` names 1), if it does.
     public let inheritedDescriptor: Int32?
 
-    /// - Throws: `SystemError` when the path is a directory, its directory does not exist or
+    /// Why a path cannot be written: the errno in words, and a hint where one helps.
+    public struct Refusal: Error, Sendable, CustomStringConvertible {
+        public let reason: String
+        public var description: String { reason }
+
+        init(_ code: Int32, hint: String? = nil) {
+            reason = String(cString: strerror(code)) + (hint.map { " (\($0))" } ?? "")
+        }
+    }
+
+    /// - Throws: `Refusal` when the path is a directory, its directory does not exist or
     ///   cannot be written, or what it names cannot be opened for writing.
-    public init(path: String) throws(SystemError) {
+    public init(path: String) throws(Refusal) {
         self.path = path
         inheritedDescriptor = Self.descriptorNamed(by: path)
         if let inheritedDescriptor {
+            // Only one the user gave: every descriptor Overtime makes is close-on-exec from
+            // birth, and one inherited across exec cannot be.
+            let flags = fcntl(inheritedDescriptor, F_GETFD)
+            guard flags >= 0, flags & FD_CLOEXEC == 0 else {
+                throw Refusal(EBADF, hint: "descriptor \(inheritedDescriptor): none was given to overtime")
+            }
             // Not open is the user's mistake here, not a bug of ours: said, not trapped on.
             let copy = fcntl(inheritedDescriptor, F_DUPFD_CLOEXEC, 3)
-            guard copy >= 0 else { throw SystemError("write to descriptor \(inheritedDescriptor) (\(path))", errno: errno) }
+            guard copy >= 0 else { throw Refusal(errno) }
             through = copy
             return
         }
         var info = stat()
         if lstat(path, &info) != 0 {
             let code = errno
-            guard code == ENOENT else { throw SystemError("look at \(path)", errno: code) }
+            guard code == ENOENT else { throw Refusal(code) }
             through = nil
         } else if info.st_mode & S_IFMT == S_IFDIR {
-            throw SystemError("write \(path)", errno: EISDIR)
+            throw Refusal(EISDIR)
         } else if Self.isOurs(info) {
             through = nil
         } else {
-            through = try syscall("open \(path)") { open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644) }
+            // Never waiting: a FIFO with no reader yet is refused (ENXIO) rather than waited
+            // on, since the wait could not be interrupted. Blocking again once open.
+            let fd = open(path, O_WRONLY | O_CREAT | O_NONBLOCK | O_CLOEXEC, 0o644)
+            guard fd >= 0 else {
+                let code = errno
+                throw Refusal(code, hint: code == ENXIO ? "a FIFO nobody reads yet: start its reader first" : nil)
+            }
+            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
+            through = fd
             return
         }
         let directory = Self.directory(of: path)
-        guard access(directory, W_OK) == 0 else { throw SystemError("write in \(directory)", errno: errno) }
+        guard access(directory, W_OK) == 0 else { throw Refusal(errno, hint: "in \(directory)") }
     }
 
     deinit {
@@ -71,14 +94,8 @@ public final class OutputFile: Sendable {
 
     private func writeReturningErrno(_ bytes: [UInt8]) -> Int32? {
         if let through { return writeWhole(through, bytes) }
-        var info = stat()
-        // Looked at again: what stood there when it was named may have been replaced since.
-        if lstat(path, &info) == 0, !Self.isOurs(info) {
-            let fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
-            guard fd >= 0 else { return errno }
-            defer { Descriptors.close(fd) }
-            return writeWhole(fd, bytes)
-        }
+        // Replaced whole, whatever stands there now: a symlink planted since the start is
+        // replaced, never followed (the temporary is made with O_EXCL and O_NOFOLLOW).
         return Descriptors.replaceFile(path, with: bytes, temporary: path + ".tmp-\(getpid())")
     }
 

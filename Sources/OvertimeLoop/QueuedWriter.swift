@@ -180,6 +180,24 @@ public final class QueuedWriter: @unchecked Sendable {
         pthread_mutex_unlock(lock)
     }
 
+    /// `flush`, for at most `limit`: where the order of what is written here and what
+    /// another writer writes to the same output matters, but not enough to wait long for.
+    /// - Returns: whether everything queued was written.
+    @discardableResult
+    public func flush(waitingAtMost limit: Duration) -> Bool {
+        var end = timespec()
+        clock_gettime(CLOCK_REALTIME, &end)
+        let total = Int64(end.tv_nsec) + limit.components.attoseconds / 1_000_000_000 + limit.components.seconds * 1_000_000_000
+        end.tv_sec += Int(total / 1_000_000_000)
+        end.tv_nsec = Int(total % 1_000_000_000)
+        pthread_mutex_lock(lock)
+        defer { pthread_mutex_unlock(lock) }
+        while queue.withLock({ q in !q.broken && q.threadStarted && (q.writing || !q.entries.isEmpty) }) {
+            if pthread_cond_timedwait(condition, lock, &end) == ETIMEDOUT { return false }
+        }
+        return true
+    }
+
     /// Nothing more will be written: what is queued is written, then `onClose` runs (closing
     /// the descriptor) and the thread ends, all without waiting here.
     public func closeWhenWritten() {
@@ -230,15 +248,16 @@ public final class QueuedWriter: @unchecked Sendable {
         }
     }
 
+    /// Takes what is queued; the writer counts as writing until `writeTaken` is done with
+    /// it (nothing taken: not writing, or a `flush` would wait for ever).
     private func takeAll() -> [Entry] {
         queue.withLock { q in
-            defer {
-                q.entries.removeAll(keepingCapacity: true)
-                q.latestIndex.removeAll(keepingCapacity: true)
-                q.bytes = 0
-                q.writing = true
-            }
-            return q.entries
+            let taken = q.entries
+            q.entries.removeAll(keepingCapacity: true)
+            q.latestIndex.removeAll(keepingCapacity: true)
+            q.bytes = 0
+            q.writing = !taken.isEmpty
+            return taken
         }
     }
 

@@ -59,6 +59,24 @@ import Glibc
         #expect(!text.contains("after the close"))
     }
 
+    @Test("flush(waitingAtMost:) gives up on an output that does not take what waits, and reports done once it has")
+    func boundedFlush() async throws {
+        var ends: [Int32] = [-1, -1]
+        #expect(pipe(&ends) == 0)
+        defer { close(ends[0]) }
+        let writer = QueuedWriter(fd: ends[1], closesDescriptor: true) { _, _ in }
+        // More than the pipe holds, and nobody reads.
+        writer.write([UInt8](repeating: 0x78, count: 1 << 20))
+        let clock = ContinuousClock()
+        let started = clock.now
+        #expect(!writer.flush(waitingAtMost: .milliseconds(100)))
+        #expect(clock.now - started < .seconds(5), "the bounded flush waited \(clock.now - started)")
+        writer.closeWhenWritten()
+        let read = await Thread.detachedRead(ends[0]).value
+        #expect(read.count == 1 << 20)
+        #expect(writer.flush(waitingAtMost: .milliseconds(100)))
+    }
+
     @Test("an output that fails ends the writing: flush returns, and later writes are let go")
     func failedOutputEndsTheWriting() {
         let calls = Mutex(0)

@@ -61,6 +61,30 @@ import Glibc
         #expect(scratch.read("ran") == nil, "the task ran before the refusal")
     }
 
+    @Test("--report and --metrics-file to a FIFO nobody reads yet: 125 at once, before the task starts, never a wait")
+    func fifoWithoutReaderIsRefused() async throws {
+        let scratch = try CLIScratch()
+        #expect(mkfifo(scratch.path("fifo"), 0o644) == 0)
+        for option in ["--report", "--metrics-file"] {
+            let r = try await cliRun(["run", option, scratch.path("fifo"), "--progress", "none", "--"] + Self.marker(scratch),
+                                     in: scratch, timeout: .seconds(10))
+            #expect(!r.timedOut && r.status == 125, "\(option): \(r)")
+            #expect(r.stderr.contains("nobody reads yet"), "\(option): \(r.stderr)")
+        }
+        #expect(scratch.read("ran") == nil, "the task ran before the refusal")
+    }
+
+    @Test("--report /dev/fd/N naming a descriptor of overtime's own (here the --events file), not one given to it: 125 before the task starts")
+    func ownDescriptorIsRefused() async throws {
+        let scratch = try CLIScratch()
+        // --events is opened first and takes the lowest free descriptor, 3.
+        let r = try await cliRun(["run", "--events", scratch.path("events"), "--report", "/dev/fd/3", "--progress", "none", "--"]
+                                 + Self.marker(scratch), in: scratch)
+        #expect(r.status == 125, "\(r)")
+        #expect(r.stderr.contains("none was given to overtime"), "\(r.stderr)")
+        #expect(scratch.read("ran") == nil, "the task ran before the refusal")
+    }
+
     @Test("--metrics-file through a symlink: the target holds the page, the symlink stays")
     func metricsFileThroughSymlink() async throws {
         let scratch = try CLIScratch()

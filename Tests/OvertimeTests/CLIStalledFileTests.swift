@@ -70,12 +70,26 @@ struct CLIStalledFileTests {
         return fd
     }
 
-    /// Polls until the file at `path` holds a line with `text` (or 15 s pass).
-    static func waitForLine(containing text: String, in path: String) async -> Bool {
+    /// Polls until the file at `path` holds a line with each of `texts` (or 15 s pass).
+    static func waitForLine(containing texts: String..., in path: String) async -> Bool {
         let end = ContinuousClock.now + .seconds(15)
         while ContinuousClock.now < end {
-            if let content = try? String(contentsOfFile: path, encoding: .utf8), content.contains(text) { return true }
+            if let content = try? String(contentsOfFile: path, encoding: .utf8),
+               content.split(separator: "\n").contains(where: { line in texts.allSatisfy { line.contains($0) } }) { return true }
             try? await Task.sleep(for: .milliseconds(20))
+        }
+        return false
+    }
+
+    /// Polls `ctl status` until task `name` is in `state` (or 15 s pass).
+    static func waitForState(_ state: String, of name: String, socket: String, in scratch: CLIScratch) async -> Bool {
+        let end = ContinuousClock.now + .seconds(15)
+        while ContinuousClock.now < end {
+            if let r = try? await CLICtl.ctl(["--socket", socket, "status", "--json"], in: scratch, timeout: .seconds(5)), r.status == 0,
+               let reply = try? CLIJSON.object(r.stdout.trimmingCharacters(in: .whitespacesAndNewlines)),
+               let tasks = reply["tasks"] as? [[String: Any]],
+               tasks.contains(where: { $0["name"] as? String == name && $0["state"] as? String == state }) { return true }
+            try? await Task.sleep(for: .milliseconds(50))
         }
         return false
     }
@@ -176,8 +190,9 @@ struct CLIStalledFileTests {
 
     /// A batch on a frozen filesystem (`disk`, thawed by the caller) with a task, `late`,
     /// that starts once the run directory is frozen: its log file is new and cannot be made
-    /// until the thaw. Beside it `chatty` (2 s budget, silent from 2 s) runs on.
-    static func batchStartingTaskWhileFrozen(late: [String], options: (CLIBatchFixture) -> [String] = { _ in [] }) async throws -> (CLIBatchFixture, CLIFrozenFilesystem, String, CLIProcess) {
+    /// until the thaw. Beside it `chatty` (2 s budget, silent from 2 s) runs on. Returned
+    /// once `late` waits for its log; the batch's control socket is `ctl.sock`.
+    static func batchStartingTaskWhileFrozen(late: [String]) async throws -> (CLIBatchFixture, CLIFrozenFilesystem, String, CLIProcess) {
         let batch = try CLIBatchFixture()
         let disk = try CLIFrozenFilesystem(at: batch.path("disk"))
         do {
@@ -190,11 +205,18 @@ struct CLIStalledFileTests {
                 ["name": "gate", "command": ["sh", "-c", "while [ ! -e \(go) ]; do sleep 0.05; done"]],
                 ["name": "late", "after": ["gate"], "command": late],
             ]])
-            let overtime = CLIProcess(["batch", batch.jobPath, "--run-dir", run, "--progress", "none"] + options(batch), in: batch.scratch)
+            let socket = batch.path("ctl.sock")
+            let overtime = CLIProcess(["batch", batch.jobPath, "--run-dir", run, "--progress", "none", "--control", socket], in: batch.scratch)
             try await overtime.start()
-            try await Task.sleep(for: .milliseconds(500))
+            // Frozen once both run (frozen before overtime made its directory, overtime itself
+            // would wait); then `gate` ends and `late` starts.
+            for task in ["chatty", "gate"] {
+                #expect(await waitForLine(containing: #""task":"\#(task)""#, #""event":"started""#, in: run + "/events.jsonl"),
+                        "\(task) never started: \(overtime.stderrSoFar)")
+            }
             try disk.freeze()
             _ = try batch.scratch.write("go", "")
+            #expect(await waitForState("starting", of: "late", socket: socket, in: batch.scratch), "late never came to wait for its log")
             return (batch, disk, run, overtime)
         } catch {
             disk.close()
@@ -237,8 +259,6 @@ struct CLIStalledFileTests {
     func stopWhileTaskStartsOnFrozenFilesystem() async throws {
         let (batch, disk, run, overtime) = try await Self.batchStartingTaskWhileFrozen(late: ["sleep", "30"])
         defer { disk.close() }
-        // `gate` ends within 50 ms of the go; then `late` waits for its log.
-        try await Task.sleep(for: .milliseconds(500))
         overtime.signal(SIGTERM)
         let seen = await CLIStalledOutputTests.cancelSeen(batch.scratch)
         disk.thaw()
@@ -256,10 +276,9 @@ struct CLIStalledFileTests {
     @Test("ctl extend and cancel of a batch task waiting for its log on a frozen filesystem: answered at once, done once it has started",
           .enabled(if: getuid() == 0, "mounting and freezing a filesystem needs root"))
     func controlWhileTaskStartsOnFrozenFilesystem() async throws {
-        let (batch, disk, run, overtime) = try await Self.batchStartingTaskWhileFrozen(late: ["sleep", "30"]) { ["--control", $0.path("ctl.sock")] }
+        let (batch, disk, run, overtime) = try await Self.batchStartingTaskWhileFrozen(late: ["sleep", "30"])
         defer { disk.close() }
         let socket = batch.path("ctl.sock")
-        try await Task.sleep(for: .milliseconds(500))
         let extend = try await CLICtl.ctl(socket: socket, ["extend", "late", "10s"], in: batch.scratch)
         let cancel = try await CLICtl.ctl(socket: socket, ["cancel", "late"], in: batch.scratch)
         disk.thaw()

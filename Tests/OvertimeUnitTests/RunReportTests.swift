@@ -183,7 +183,7 @@ import Testing
 
     @Test("10 MB texts from a journal are cut on the page, at a character, saying how long they are; marks and GPU ids are bounded")
     func longTextsAreCut() throws {
-        // "é" as e + a combining accent: a cut between the two would change the character.
+        // "é" as e + a combining accent: two scalars a character.
         let title = String(repeating: "e\u{301}", count: 5_000_000)
         let name = "n" + String(repeating: "a", count: 10_000_000)
         let long = String(repeating: "x", count: 10 * 1024 * 1024)
@@ -208,7 +208,11 @@ import Testing
         }
         #expect(attempt.detail?.hasSuffix(marker) == true && attempt.memorySource?.hasSuffix(marker) == true)
         let shownTitle = try #require(attempt.title)
-        #expect(shownTitle == String(repeating: "e\u{301}", count: RunReport.textLimit) + "… (14.3 MiB in the journal)", "cut at a character")
+        #expect(shownTitle == String(repeating: "e\u{301}", count: RunReport.textLimit / 2) + "… (14.3 MiB in the journal)", "cut at a scalar")
+        // One character of two million combining marks is cut too: a limit in characters
+        // would let it through whole.
+        let oneCharacter = "e" + String(repeating: "\u{301}", count: 2_000_000)
+        #expect(RunReport.shown(oneCharacter).utf8.count < 1_000, "\(RunReport.shown(oneCharacter).utf8.count) bytes shown")
         #expect(attempt.marks.count == RunReport.markLimit && attempt.moreMarks == 1_001 - RunReport.markLimit)
         #expect(attempt.gpus.count == RunReport.gpuLimit && report.lanes.filter { $0.gpu != nil }.count == RunReport.gpuLimit)
         let page = RunReportPage.html(report)

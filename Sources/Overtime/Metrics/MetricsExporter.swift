@@ -64,7 +64,8 @@ final class MetricsExporter {
     private let onProblem: @Sendable (String) -> Void
     private var finished = false
 
-    init(settings: MetricsSettings, info: RunMetrics, target: any ControlTarget, loop: EventLoop,
+    /// - Parameter file: the `--metrics-file`, opened (`MetricsFile.open`) off the loop.
+    init(settings: MetricsSettings, file: MetricsFile?, info: RunMetrics, target: any ControlTarget, loop: EventLoop,
          usageSources: @escaping () -> [Int: UsageSampler.Source], onProblem: @escaping @Sendable (String) -> Void) throws(MetricsError) {
         self.info = info
         self.target = target
@@ -72,24 +73,12 @@ final class MetricsExporter {
         self.loop = loop
         self.onProblem = onProblem
         fileInterval = settings.fileInterval
-        if let path = settings.file {
-            let file: OutputFile
-            do {
-                file = try OutputFile(path: path)
-            } catch {
-                throw MetricsError("--metrics-file: cannot write \(path): \(error.reason)")
-            }
-            self.file = file
-            fileWriter = Self.pageWriter(file, onProblem: onProblem)
+        self.file = file?.output
+        fileWriter = file.map { Self.pageWriter($0.output, onProblem: onProblem) }
+        if let earlier = file?.earlierPage, info.lastSuccess == nil {
             // The file is the textfile collector's only memory: a failed run must not make it
-            // forget when the job last succeeded. (Read only when it is a file of ours: a FIFO
-            // or a device may never answer.)
-            if file.isReplaced, info.lastSuccess == nil, let earlier = Descriptors.readWholeFile(path) {
-                self.info.lastSuccess = RunMetrics.lastSuccess(inPage: earlier)
-            }
-        } else {
-            file = nil
-            fileWriter = nil
+            // forget when the job last succeeded.
+            self.info.lastSuccess = RunMetrics.lastSuccess(inPage: earlier)
         }
         if let address = settings.address {
             do {
@@ -207,6 +196,25 @@ final class MetricsExporter {
     }
 }
 
+/// The `--metrics-file` as the run starts: where its pages go, and the page an earlier run
+/// left there (read only from a regular file of the user's own: a FIFO or a device may never
+/// answer).
+struct MetricsFile: Sendable {
+    let output: OutputFile
+    let earlierPage: [UInt8]?
+
+    /// - Throws: `MetricsError` when `path` cannot be written.
+    static func open(_ path: String) throws(MetricsError) -> MetricsFile {
+        let output: OutputFile
+        do {
+            output = try OutputFile(path: path)
+        } catch {
+            throw MetricsError("--metrics-file: cannot write \(path): \(error.reason)")
+        }
+        return MetricsFile(output: output, earlierPage: output.isReplaced ? Descriptors.readWholeFile(path) : nil)
+    }
+}
+
 /// One HTTP client: what it sent so far, its time, its answer and its end. Loop-thread only.
 ///
 /// It has `MetricsExporter.clientTime` to send its request head (then 408) and as long again
@@ -280,6 +288,9 @@ extension Supervisor {
     /// - Throws: `MetricsError` when the address cannot be bound.
     func startMetrics(_ settings: MetricsSettings, command: String, onProblem: @escaping @Sendable (String) -> Void,
                       attach: @escaping @Sendable () -> (target: any ControlTarget, deadline: MonotonicInstant?)) throws(MetricsError) -> MetricsAddress? {
+        // Opened here, not on the loop: a FIFO's open waits for its reader, and a page on a
+        // stalled filesystem may be slow to read.
+        let file = try settings.file.map { path throws(MetricsError) in try MetricsFile.open(path) }
         let done = Completion<Result<MetricsAddress?, MetricsError>>()
         let core = self.core
         let runID = self.runID
@@ -288,7 +299,7 @@ extension Supervisor {
             let info = RunMetrics(version: settings.version, runID: runID, command: command, startedAt: .now(),
                                   deadline: deadline, wallOffsetNanoseconds: core.value.encoder.wallOffsetNanoseconds)
             do throws(MetricsError) {
-                let exporter = try MetricsExporter(settings: settings, info: info, target: target, loop: loop, usageSources: {
+                let exporter = try MetricsExporter(settings: settings, file: file, info: info, target: target, loop: loop, usageSources: {
                     core.value.runners.compactMapValues { ($0 as? TaskRunner)?.usageSource }
                 }, onProblem: onProblem)
                 core.value.metrics = exporter

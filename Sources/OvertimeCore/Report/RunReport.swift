@@ -119,7 +119,7 @@ public struct RunReport: Sendable {
     public var lines = 0
 
     /// A text from the journal (a name, a title, a detail, a reason, a result) longer than
-    /// this many characters is cut (`shown`); the journal keeps it whole. A journal is
+    /// this many Unicode scalars is cut (`shown`); the journal keeps it whole. A journal is
     /// anyone's file: ten 10 MB titles must not make a page no browser can open.
     public static let textLimit = 400
     /// Marks kept per attempt (cancels, kills, operator actions, memory warnings); the rest
@@ -133,15 +133,17 @@ public struct RunReport: Sendable {
 
     public var runID: String? { runs.last?.id }
 
-    /// `text` as the page shows it: whole up to `textLimit` characters, else its first
-    /// `textLimit` characters (never a split one) and how long it is in the journal:
-    /// `… (9.5 MiB in the journal)`.
+    /// `text` as the page shows it: whole up to `textLimit` Unicode scalars, else its first
+    /// `textLimit` scalars and how long it is in the journal: `… (9.5 MiB in the journal)`.
+    /// Counted in scalars, not characters: one character may hold any number of combining
+    /// marks, so a limit in characters would bound nothing.
     public static func shown(_ text: String) -> String {
-        // Fewer bytes than the limit: no more characters either, and nothing to count.
+        // Fewer bytes than the limit: no more scalars either, and nothing to count.
         guard text.utf8.count > textLimit else { return text }
-        let cut = text.prefix(textLimit)
-        guard cut.endIndex < text.endIndex else { return text }
-        return cut + "… (\(ByteSize.text(UInt64(text.utf8.count))) in the journal)"
+        let scalars = text.unicodeScalars
+        guard let end = scalars.index(scalars.startIndex, offsetBy: textLimit, limitedBy: scalars.endIndex),
+              end < scalars.endIndex else { return text }
+        return String(scalars[..<end]) + "… (\(ByteSize.text(UInt64(text.utf8.count))) in the journal)"
     }
 
     /// The tasks counted by outcome.
@@ -468,7 +470,7 @@ enum LanePacker {
 }
 
 private extension Optional where Wrapped == JSONValue {
-    /// A string field as the page shows it: cut to `RunReport.textLimit` characters.
+    /// A string field as the page shows it: cut to `RunReport.textLimit` Unicode scalars.
     var text: String? {
         if case let .string(s)? = self { return RunReport.shown(s) }
         return nil
