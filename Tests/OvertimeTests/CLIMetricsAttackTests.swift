@@ -11,8 +11,10 @@ import Glibc
 import Musl
 #endif
 
-/// Holds `count` connections to 127.0.0.1:`port` from 127.0.0.1 to 127.0.0.8 (so that both a
-/// host's share and the whole are full), opening a new one whenever one is closed, for
+/// Holds `count` connections to 127.0.0.1:`port` from 127.0.0.2 to 127.0.0.9 (so that both a
+/// host's share and the whole are full; the scrapes come from 127.0.0.1, another host, as
+/// Prometheus's would: a flood from the scraper's own host may push its scrape out, as
+/// docs/metrics.md says), opening a new one whenever one is closed, for
 /// `seconds`. `slowloris`: a request line sent a byte every quarter second, never finished;
 /// `unread`: a whole request, its answer never read. Prints `holding` once all are open and
 /// `reopened N` at the end, on stderr.
@@ -25,7 +27,7 @@ request = b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n" + b"X-Slow: " + b"a" *
 def open_one(i):
     s = socket.socket()
     try:
-        s.bind(("127.0.0.%d" % (1 + i % 8), 0))
+        s.bind(("127.0.0.%d" % (2 + i % 8), 0))
         s.connect(("127.0.0.1", port))
         s.sendall(request[:1] if mode == "slowloris" else b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
         s.setblocking(False)

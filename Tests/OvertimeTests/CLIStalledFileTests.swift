@@ -209,11 +209,12 @@ struct CLIStalledFileTests {
             let overtime = CLIProcess(["batch", batch.jobPath, "--run-dir", run, "--progress", "none", "--control", socket], in: batch.scratch)
             try await overtime.start()
             // Frozen once both run (frozen before overtime made its directory, overtime itself
-            // would wait); then `gate` ends and `late` starts.
-            for task in ["chatty", "gate"] {
-                #expect(await waitForLine(containing: #""task":"\#(task)""#, #""event":"started""#, in: run + "/events.jsonl"),
-                        "\(task) never started: \(overtime.stderrSoFar)")
-            }
+            // would wait) and chatty has its SIGTERM handler (its first progress comes after
+            // it); then `gate` ends and `late` starts.
+            #expect(await waitForLine(containing: #""task":"gate""#, #""event":"started""#, in: run + "/events.jsonl"),
+                    "gate never started: \(overtime.stderrSoFar)")
+            #expect(await waitForLine(containing: #""task":"chatty""#, #""event":"progress""#, in: run + "/events.jsonl"),
+                    "chatty never reported: \(overtime.stderrSoFar)")
             try disk.freeze()
             _ = try batch.scratch.write("go", "")
             #expect(await waitForState("starting", of: "late", socket: socket, in: batch.scratch), "late never came to wait for its log")
