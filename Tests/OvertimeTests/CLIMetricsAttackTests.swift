@@ -117,18 +117,7 @@ struct CLIMetricsAttackTests {
             guard connected == 0 else { return ("cannot connect", false) }
             let requests = Array(String(repeating: "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", count: 200).utf8)
             _ = requests.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            // Everything until the server's end (a reset after it is an end too).
-            var received: [UInt8] = []
-            var buffer = [UInt8](repeating: 0, count: 65536)
-            let readEnd = Date().addingTimeInterval(10)
-            while Date() < readEnd {
-                var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-                guard poll(&entry, 1, 100) >= 0 else { break }
-                if entry.revents == 0 { continue }
-                let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-                if n <= 0 { break }
-                received.append(contentsOf: buffer[0..<n])
-            }
+            let received = CLIMetrics.receiveAll(fd, timeout: 10)
             // A server that still reads takes these; a closed connection refuses them.
             let writeEnd = Date().addingTimeInterval(5)
             let more = Array("GET /metrics HTTP/1.1\r\n\r\n".utf8)

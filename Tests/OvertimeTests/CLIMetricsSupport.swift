@@ -24,6 +24,23 @@ enum CLIMetrics {
         return nil
     }
 
+    /// What `fd` receives until the server's end (a reset after it is an end too), or until
+    /// `timeout` seconds pass.
+    static func receiveAll(_ fd: Int32, timeout: Double) -> [UInt8] {
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        let end = Date().addingTimeInterval(timeout)
+        while Date() < end {
+            var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&entry, 1, 100) >= 0 else { break }
+            if entry.revents == 0 { continue }
+            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n <= 0 { break }
+            received.append(contentsOf: buffer[0..<n])
+        }
+        return received
+    }
+
     /// Sends `request` to 127.0.0.1:`port` and reads until the server closes (or `timeout`
     /// seconds pass); nil when it cannot connect. `halfClose` ends the sending side after
     /// the request, as `printf ... | nc` does.
@@ -44,18 +61,7 @@ enum CLIMetrics {
             offset += n
         }
         if halfClose { shutdown(fd, Int32(SHUT_WR)) }
-        var received: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 65536)
-        let end = Date().addingTimeInterval(timeout)
-        while Date() < end {
-            var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            guard poll(&entry, 1, 100) >= 0 else { break }
-            if entry.revents == 0 { continue }
-            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            if n <= 0 { break }
-            received.append(contentsOf: buffer[0..<n])
-        }
-        return String(decoding: received, as: UTF8.self)
+        return String(decoding: receiveAll(fd, timeout: timeout), as: UTF8.self)
     }
 
     struct Response {
