@@ -74,8 +74,11 @@ let package = Package(
         .executableTarget(
             name: "OvertimeCLI",
             dependencies: ["Overtime", "OvertimeLoop"],
-            linkerSettings: cliEntry
+            linkerSettings: cliEntry,
+            plugins: ["BuildInfo"]
         ),
+        // The version (the checkout's VERSION file) and the commit, for `overtime version`.
+        .plugin(name: "BuildInfo", capability: .buildTool()),
         // Drives the library for scripts/bench (spawn throughput, protocol throughput).
         .executableTarget(
             name: "overtime-bench",

@@ -10,7 +10,8 @@ import Musl
 /// module, `OvertimeCLI`: a type of the module's name would capture `OvertimeCLI.X`.)
 @main
 enum OvertimeCommand {
-    static let version = "0.1.0"
+    /// The VERSION file's, stamped in at build time (Plugins/BuildInfo).
+    static let version = BuildInfo.version
 
     static let help = """
     Usage: overtime <command> [options]
@@ -94,7 +95,7 @@ enum OvertimeCommand {
                 if arguments.dropFirst().first == "report" { throw HelpRequest(text: ReportCommand.help) }
                 throw HelpRequest(text: help)
             case "version", "--version", "-V":
-                Terminal.out("overtime \(version)")
+                Terminal.out("overtime \(version) (commit \(BuildInfo.commit))")
                 return 0
             default:
                 throw UsageError(message: "overtime: unknown command '\(command)'\(suggestion(for: command, among: ["run", "batch", "ctl", "report", "help", "version"])); see 'overtime --help'")

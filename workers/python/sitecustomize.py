@@ -7,6 +7,12 @@ start-up, and this is it. Under Overtime it installs the tqdm and rich bridges (
 runs the ``sitecustomize`` this one hides, if there is one further along sys.path (Debian's
 in /usr/lib/python3.X, a virtualenv's, your own), as ``sitecustomize``, so that nothing it
 did is lost. pip does not install this file: a pip install uses the ``.pth`` line instead.
+
+The same file is Overtime's bundled bridge (``share/overtime/python`` beside the ``overtime``
+command of a wheel, the tarball or the image), which the supervisor appends to each task's
+PYTHONPATH. There the library sits in ``lib/`` under this file, and goes on sys.path last:
+a copy of ``overtime_worker`` the job installed itself, or put on its own PYTHONPATH, is
+found first and used.
 """
 
 
@@ -14,6 +20,10 @@ def _bridge():
     import os
     if os.environ.get("OVERTIME_FD") or os.environ.get("OVERTIME_SOCKET"):
         try:
+            import sys
+            bundled = os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib")
+            if bundled not in sys.path and os.path.isfile(os.path.join(bundled, "_overtime_worker_startup.py")):
+                sys.path.append(bundled)
             import _overtime_worker_startup
             _overtime_worker_startup.install()
         except Exception:

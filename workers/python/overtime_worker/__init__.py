@@ -60,7 +60,16 @@ __all__ = [
     "track",
 ]
 
-__version__ = "1.0.0"
+try:
+    from ._version import version as __version__   # written into every built wheel
+except ImportError:   # run from a checkout (PYTHONPATH=workers/python): the checkout's VERSION
+    def _checkout_version() -> str:
+        try:
+            with open(os.path.join(os.path.dirname(__file__), "..", "..", "..", "VERSION")) as f:
+                return f.read().strip()
+        except OSError:
+            return "unknown"
+    __version__ = _checkout_version()
 
 T = TypeVar("T")
 
