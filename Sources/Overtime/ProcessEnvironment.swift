@@ -37,4 +37,13 @@ public enum ProcessEnvironment {
         }
         return result
     }
+
+    /// The running program's own file, every symbolic link on the way resolved
+    /// (`/proc/self/exe`); nil when it cannot be read.
+    public static func executablePath() -> String? {
+        var buffer = [CChar](repeating: 0, count: 4096)
+        let n = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+        guard n > 0 else { return nil }
+        return String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
 }

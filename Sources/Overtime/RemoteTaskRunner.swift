@@ -35,6 +35,8 @@ public struct RemoteLauncher: Sendable, Equatable {
         if !spec.readiness.notifySocket { words += ["--notify-socket", "off"] }
         if let fd = spec.readiness.notifyFD { words += ["--notify-fd", String(fd)] }
         if !spec.inheritEnvironment { words.append("--clean-env") }
+        // The node's overtime hands its own bundled bridge over, unless this task's is off.
+        if spec.pythonBridge == nil { words += ["--python-bridge", "off"] }
         for (name, value) in spec.environment.sorted(by: { $0.key < $1.key }) { words += ["--env", "\(name)=\(value)"] }
         let isolation = spec.isolation
         if let user = isolation.user { words += ["--user", String(user.uid)] }

@@ -246,10 +246,14 @@ final class TaskRunner {
     }
 
     /// The variables set on top of the inherited environment: the account's (HOME, USER,
-    /// LOGNAME, when switching user), the task's own, then the `OVERTIME_*` ones, which
-    /// nothing may override.
+    /// LOGNAME, when switching user), the task's own, PYTHONPATH with the Python bridge after
+    /// the task's own entries, then the `OVERTIME_*` ones, which nothing may override.
     private func environmentOverrides() -> [String] {
         var overrides = spec.isolation.accountEnvironment.merging(spec.environment) { _, task in task }
+        if let bridge = spec.pythonBridge {
+            let own = spec.environment["PYTHONPATH"] ?? (spec.inheritEnvironment ? ProcessEnvironment.values(of: ["PYTHONPATH"])["PYTHONPATH"] : nil)
+            overrides["PYTHONPATH"] = PythonBridge.searchPath(own, appending: bridge)
+        }
         overrides["OVERTIME_FD"] = "3"
         if let reporterListener { overrides["OVERTIME_SOCKET"] = reporterListener.path }
         if let notifyReceiver {

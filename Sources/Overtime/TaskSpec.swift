@@ -90,6 +90,10 @@ public struct TaskSpec: Sendable {
     public var memory: MemoryPolicy = .none
     /// Run before a `timeout` or `memory` cancel (DESIGN §7).
     public var diagnose: DiagnoseCommand?
+    /// A directory put on the task's PYTHONPATH after its own entries: Overtime's bundled
+    /// Python bridge (`PythonBridge.besideExecutable()`), so that its bars report with no
+    /// library installed in its environment. Nil: PYTHONPATH is left as the task has it.
+    public var pythonBridge: String?
 
     public init(
         name: String? = nil,

@@ -110,3 +110,17 @@ func parseContainment(_ text: String, command: String) throws(UsageError) -> Con
     default: throw UsageError(message: "\(command): --cgroup: '\(text)' is neither auto nor off")
     }
 }
+
+/// An option that is on or off (`--notify-socket`, `--python-bridge`).
+func parseSwitch(_ text: String, option: String, command: String) throws(UsageError) -> Bool {
+    switch text.lowercased() {
+    case "on", "yes", "true", "1": return true
+    case "off", "no", "false", "0": return false
+    default: throw UsageError(message: "\(command): \(option): '\(text)' is neither on nor off")
+    }
+}
+
+/// The Python bridge for `--python-bridge`: the bundled one beside this binary when on.
+func pythonBridge(on: Bool) -> String? {
+    on ? PythonBridge.besideExecutable() : nil
+}

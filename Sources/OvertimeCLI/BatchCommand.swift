@@ -59,6 +59,10 @@ struct BatchCommand {
                            --cpus-per-task and --gres=gpu:N), supervised on its node by
                            'overtime run' and heard here; the run directory must be on a
                            filesystem every node shares
+      --python-bridge on|off
+                           off: no task is handed overtime's bundled Python bridge (on by
+                           default where overtime has one; a task's "python-bridge": false
+                           turns it off for that task; 'overtime run --help' says more)
 
     \(MetricsOptions.help)
 
@@ -73,7 +77,7 @@ struct BatchCommand {
     task's process group. A signal Overtime was started with ignored stays ignored.
     """
 
-    static let knownOptions = ["--concurrency", "--fail-fast", "--run-dir", "--resume", "--progress", "--control", "--help", "--follow", "--shutdown-grace", "--cgroup", "--executor"] + EngineOptions.names + MetricsOptions.names
+    static let knownOptions = ["--concurrency", "--fail-fast", "--run-dir", "--resume", "--progress", "--control", "--help", "--follow", "--shutdown-grace", "--cgroup", "--executor", "--python-bridge"] + EngineOptions.names + MetricsOptions.names
     /// The control socket's path (`--control`); nil for the per-user default.
     var controlPath: String?
     /// The orchestrator's time for the whole shutdown (`--shutdown-grace`).
@@ -84,6 +88,7 @@ struct BatchCommand {
         var command = BatchCommand()
         var shutdownGraceText: String?
         var positional: [String] = []
+        var pythonBridgeOn = true
         while let token = cursor.next() {
             switch token {
             case .endOfOptions:
@@ -122,6 +127,8 @@ struct BatchCommand {
                     command.options.executor = executor
                 case "--cgroup":
                     command.options.containment = try parseContainment(try value(), command: "overtime batch")
+                case "--python-bridge":
+                    pythonBridgeOn = try parseSwitch(try value(), option: option, command: "overtime batch")
                 case "--follow":
                     let name = try value()
                     guard !name.isEmpty else { throw UsageError(message: "overtime batch: --follow needs a task name") }
@@ -146,6 +153,7 @@ struct BatchCommand {
             throw UsageError(message: "overtime batch: one job file at a time; got \(positional.joined(separator: " "))")
         }
         command.jobFile = positional.first
+        command.options.pythonBridge = pythonBridge(on: pythonBridgeOn)
         if command.jobFile == nil {
             guard let resume = command.options.resume else {
                 throw UsageError(message: "overtime batch: no job file given; usage: overtime batch FILE [options]")

@@ -68,6 +68,12 @@ struct RunCommand {
       --clean-env          start CMD from an empty environment (then --env, and the
                            OVERTIME_* variables); CMD is looked up on its own PATH, or
                            /usr/local/bin:/usr/bin:/bin when it has none
+      --python-bridge on|off
+                           on (default): where overtime was installed with its bundled
+                           Python bridge (the wheel, the tarball, the image), put it on
+                           CMD's PYTHONPATH after CMD's own entries, so tqdm, rich and
+                           Lightning bars report progress with nothing installed in CMD's
+                           Python; a copy of overtime-worker CMD has itself comes first
 
     Isolation (set in CMD's process before exec; if one cannot be set, CMD does not run and
     Overtime exits 125):
@@ -153,7 +159,7 @@ struct RunCommand {
     static let knownOptions = ["--budget", "--window", "--max-runtime", "--grace", "--warn-before",
                                "--require-advance", "--name", "--progress", "--json", "--preserve-status", "--control", "--shutdown-grace", "--env", "--clean-env", "--user", "--group",
                                "--limit-as", "--limit-nofile", "--limit-cpu", "--limit-nproc", "--nice", "--notify-socket",
-                               "--notify-fd", "--cgroup", "--memory-max", "--memory-warn", "--diagnose", "--diagnose-limit", "--control-stdio", "--output", "--report", "--events", "--help"] + EngineOptions.names + MetricsOptions.names
+                               "--notify-fd", "--python-bridge", "--cgroup", "--memory-max", "--memory-warn", "--diagnose", "--diagnose-limit", "--control-stdio", "--output", "--report", "--events", "--help"] + EngineOptions.names + MetricsOptions.names
 
     /// The help, with the containment this machine gives (DESIGN §7: never a silent downgrade).
     static var helpWithContainment: String {
@@ -179,6 +185,7 @@ struct RunCommand {
         var diagnoseLimit: Duration?
         var outputFile: String?
         var progressGiven = false
+        var pythonBridgeOn = true
 
         func duration(_ option: String, _ text: String, allowNone: Bool = false) throws(UsageError) -> Duration? {
             do {
@@ -273,12 +280,9 @@ struct RunCommand {
                     try noValue()
                     command.preserveStatus = true
                 case "--notify-socket":
-                    let text = try value()
-                    switch text.lowercased() {
-                    case "on", "yes", "true", "1": readiness.notifySocket = true
-                    case "off", "no", "false", "0": readiness.notifySocket = false
-                    default: throw UsageError(message: "overtime run: --notify-socket: '\(text)' is neither on nor off")
-                    }
+                    readiness.notifySocket = try parseSwitch(try value(), option: option, command: "overtime run")
+                case "--python-bridge":
+                    pythonBridgeOn = try parseSwitch(try value(), option: option, command: "overtime run")
                 case "--report":
                     let text = try value()
                     guard !text.isEmpty else { throw UsageError(message: "overtime run: --report needs a file, or - for stdout") }
@@ -341,6 +345,7 @@ struct RunCommand {
         command.spec = TaskSpec(name: name, arguments: argv, environment: environment,
                                 inheritEnvironment: inheritEnvironment, policy: policy, isolation: isolation)
         command.spec.readiness = readiness
+        command.spec.pythonBridge = pythonBridge(on: pythonBridgeOn)
         if memoryWarnGiven, memory.max == nil {
             throw UsageError(message: "overtime run: --memory-warn needs --memory-max (the warning is about the cancel to come)")
         }

@@ -89,6 +89,9 @@ public struct BatchOptions: Sendable {
     public var executor: JobFile.Executor?
     /// The `overtime` binary the srun executor runs on the nodes (default: this process's own).
     public var overtimeBinary: String?
+    /// The Python bridge handed to each task whose `python-bridge` is on (`TaskSpec.pythonBridge`);
+    /// nil: none.
+    public var pythonBridge: String?
     public var onUpdate: @Sendable (BatchUpdate) -> Void
 
     public init(runDirectory: String? = nil, failFast: Bool = false, resume: String? = nil, concurrency: Int? = nil,
@@ -152,7 +155,7 @@ public final class BatchRunner: Sendable {
             launcher = try SrunExecutor.launcher(runDirectory: journal.directory, overtime: options.overtimeBinary)
         }
         let batch = BatchCore(job: job, runID: runID, succeeded: succeeded, failFast: options.failFast, supervisor: supervisor,
-                              journal: journal, launcher: launcher, onUpdate: options.onUpdate) { summary in completion.complete(summary) }
+                              journal: journal, launcher: launcher, pythonBridge: options.pythonBridge, onUpdate: options.onUpdate) { summary in completion.complete(summary) }
         core = LoopBound(batch, loop: supervisor.loop)
         let core = self.core
         supervisor.loop.execute { supervisor.addSink(core.value) }
@@ -255,6 +258,8 @@ final class BatchCore: EventSink {
     let job: JobFile
     /// Where tasks run when not here: each a job step of the allocation (`srun`).
     private let launcher: RemoteLauncher?
+    /// For each task whose `python-bridge` is on (`BatchOptions.pythonBridge`).
+    private let pythonBridge: String?
     private let runID: String
     let supervisor: Supervisor
     private let journal: RunJournal
@@ -294,9 +299,10 @@ final class BatchCore: EventSink {
     static let journalProgressInterval = Duration.seconds(1)
 
     init(job: JobFile, runID: String, succeeded: Set<String>, failFast: Bool, supervisor: Supervisor, journal: RunJournal,
-         launcher: RemoteLauncher? = nil,
+         launcher: RemoteLauncher? = nil, pythonBridge: String? = nil,
          onUpdate: @escaping @Sendable (BatchUpdate) -> Void, onDone: @escaping @Sendable (BatchSummary) -> Void) {
         self.launcher = launcher
+        self.pythonBridge = pythonBridge
         self.job = job
         self.runID = runID
         self.supervisor = supervisor
@@ -459,6 +465,7 @@ final class BatchCore: EventSink {
         spec.readiness = task.readiness
         spec.memory = task.memory
         spec.diagnose = task.diagnose
+        if task.pythonBridge { spec.pythonBridge = pythonBridge }
         starting[index] = []
         let core = LoopBound(self, loop: supervisor.loop)
         journal.prepareLog(task.name, attempt: attempt) { [spec] failure in

@@ -20,7 +20,7 @@ enum SrunExecutor {
         if nodes > 1, let local = localFilesystem(runDirectory) {
             throw BatchError("the run directory \(runDirectory) is on \(local), which the other \(nodes - 1) node(s) of job \(job) do not see: the tasks' logs must be on a filesystem every node shares (NFS, Lustre, GPFS, …); pass --run-dir on one")
         }
-        guard let binary = overtime ?? ownExecutable() else {
+        guard let binary = overtime ?? ProcessEnvironment.executablePath() else {
             throw BatchError("cannot tell where this overtime binary is, for the nodes to run it; pass its path")
         }
         // The steps' own words: one task, one node, CPUs of their own; output as it comes.
@@ -48,13 +48,6 @@ enum SrunExecutor {
     /// `path` from `/` (the nodes run from wherever srun puts them).
     static func absolute(_ path: String) -> String {
         path.hasPrefix("/") ? path : JobFilePath.currentDirectory() + "/" + path
-    }
-
-    static func ownExecutable() -> String? {
-        var buffer = [CChar](repeating: 0, count: 4096)
-        let n = readlink("/proc/self/exe", &buffer, buffer.count - 1)
-        guard n > 0 else { return nil }
-        return String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
 }

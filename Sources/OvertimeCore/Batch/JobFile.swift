@@ -192,6 +192,12 @@ public struct JobTask: Sendable, Equatable {
         set { change(\.diagnose, to: newValue) }
     }
 
+    /// `python-bridge`: whether the task is handed Overtime's bundled Python bridge.
+    public var pythonBridge: Bool {
+        get { settings.value.pythonBridge }
+        set { change(\.pythonBridge, to: newValue) }
+    }
+
     public init(
         name: String,
         command: [String],
@@ -206,11 +212,13 @@ public struct JobTask: Sendable, Equatable {
         isolation: TaskIsolation = .none,
         readiness: Readiness = Readiness(),
         memory: MemoryPolicy = .none,
-        diagnose: DiagnoseCommand? = nil
+        diagnose: DiagnoseCommand? = nil,
+        pythonBridge: Bool = true
     ) {
         let settings = TaskSettings(environment: environment, workingDirectory: workingDirectory, policy: policy,
                                     resources: resources, retry: retry, inheritEnvironment: inheritEnvironment,
-                                    isolation: isolation, readiness: readiness, memory: memory, diagnose: diagnose)
+                                    isolation: isolation, readiness: readiness, memory: memory, diagnose: diagnose,
+                                    pythonBridge: pythonBridge)
         self.init(name: name, command: command, after: after, commandMadeBy: commandMadeBy, settings: Shared(settings))
     }
 
@@ -243,6 +251,7 @@ struct TaskSettings: Sendable, Equatable {
     var readiness: Readiness
     var memory: MemoryPolicy
     var diagnose: DiagnoseCommand?
+    var pythonBridge: Bool
 }
 
 /// An immutable value held by reference, so that many holders share one copy.

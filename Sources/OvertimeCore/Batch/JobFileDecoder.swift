@@ -33,7 +33,7 @@ struct JobFileDecoder {
     static let taskFields = ["name", "command", "env", "cwd", "budget", "window", "max-runtime", "grace",
                              "warn-before", "require-advance", "min-start", "after", "resources", "retries",
                              "clean-env", "user", "group", "limits", "nice", "command-made-by", "notify-socket", "notify-fd",
-                             "memory-max", "memory-warn", "diagnose", "diagnose-limit"]
+                             "memory-max", "memory-warn", "diagnose", "diagnose-limit", "python-bridge"]
     /// Fields every task gives for itself.
     static let ownFields: Set = ["name", "command", "after", "command-made-by"]
     static let defaultsFields = taskFields.filter { !ownFields.contains($0) }
@@ -326,6 +326,8 @@ struct JobFileDecoder {
                 f.retry = retries(field, in: fields)
             case "clean-env":
                 f.cleanEnv = fields.bool(field)
+            case "python-bridge":
+                f.pythonBridge = fields.bool(field)
             case "user":
                 f.user = isolationText(field, in: fields, example: "\"nobody\" or 65534", host.accounts.user)
             case "group":

@@ -28,6 +28,7 @@ extension JobFileDecoder {
         var memoryWarn: MemoryPolicy.WarnLevel?
         var diagnose: String?
         var diagnoseLimit: Duration?
+        var pythonBridge: Bool?
     }
 
     /// A `memory-max`, or `none`.
@@ -74,7 +75,8 @@ extension JobFileDecoder {
                                  warn: own.memoryWarn ?? defaults.memoryWarn ?? MemoryPolicy.defaultWarn),
             diagnose: (own.diagnose ?? defaults.diagnose).map {
                 DiagnoseCommand($0, limit: own.diagnoseLimit ?? defaults.diagnoseLimit ?? DiagnoseCommand.defaultLimit)
-            }
+            },
+            pythonBridge: own.pythonBridge ?? defaults.pythonBridge ?? true
         )
     }
 }
