@@ -108,13 +108,20 @@ struct CLIExitCodeTests {
         #expect(r.stderr.isEmpty, "\(r)")
     }
 
-    @Test("--version prints the version and exits 0", arguments: ["--version", "version"])
+    /// The checkout's VERSION file, the one place the version is written.
+    static let checkoutVersion = (try? String(contentsOfFile: URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("VERSION").path, encoding: .utf8))?
+        .trimmingCharacters(in: .whitespacesAndNewlines)
+
+    @Test("--version prints the VERSION file's version and the commit it was built from, and exits 0", arguments: ["--version", "version"])
     func version(flag: String) async throws {
         let scratch = try CLIScratch()
         let r = try await cliRun([flag], in: scratch)
         #expect(r.status == 0, "\(r)")
+        let version = try #require(Self.checkoutVersion)
         let line = r.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
-        #expect(line.range(of: #"^overtime \d+\.\d+\.\d+"#, options: .regularExpression) != nil, "\(r)")
+        #expect(line.hasPrefix("overtime \(version) (commit "), "\(r)")
+        #expect(line.range(of: #"\(commit ([0-9a-f]{12}(-dirty)?|unknown)\)$"#, options: .regularExpression) != nil, "\(r)")
         #expect(r.stderr.isEmpty, "\(r)")
     }
 }
