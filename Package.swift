@@ -70,10 +70,11 @@ let package = Package(
         // `Sources/Overtime` collides on a case-insensitive filesystem. The product (and so
         // the binary, `.build/<config>/overtime`) keeps the name users type.
         // It names OvertimeLoop too, for its plain system calls alone (Syscall.retrying,
-        // Descriptors.writeAll): one EINTR loop and one write-all loop for the whole program.
+        // Descriptors.writeAll): one EINTR loop and one write-all loop for the whole program;
+        // and OvertimeProtocol, whose messages and JSON writer it prints.
         .executableTarget(
             name: "OvertimeCLI",
-            dependencies: ["Overtime", "OvertimeLoop"],
+            dependencies: ["Overtime", "OvertimeLoop", "OvertimeProtocol"],
             linkerSettings: cliEntry,
             plugins: ["BuildInfo"]
         ),

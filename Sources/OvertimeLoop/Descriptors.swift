@@ -118,7 +118,7 @@ public enum Descriptors {
         } catch {
             code = error.errno
         }
-        if Glibc.close(fd) != 0, code == 0 { code = errno }
+        if systemClose(fd) != 0, code == 0 { code = errno }
         if code == 0, rename(temporary, path) != 0 { code = errno }
         guard code != 0 else { return nil }
         unlink(temporary)
@@ -126,7 +126,7 @@ public enum Descriptors {
     }
 
     public static func close(_ fd: Int32) {
-        _ = Glibc.close(fd)  // after close, even EINTR leaves fd closed on Linux: never retry
+        _ = systemClose(fd)  // after close, even EINTR leaves fd closed on Linux: never retry
     }
 
     /// Writes every byte of `bytes` to `fd`, however many calls that takes (a pipe or a
@@ -179,7 +179,7 @@ public enum Descriptors {
             }
         } catch where error.errno == ENOTSOCK {
             do throws(SystemError) {
-                return try Syscall.retrying("write") { Glibc.write(fd, bytes.baseAddress, bytes.count) }
+                return try Syscall.retrying("write") { systemWrite(fd, bytes.baseAddress, bytes.count) }
             } catch {
                 return error.errno == EAGAIN || error.errno == EWOULDBLOCK ? 0 : nil
             }

@@ -87,7 +87,7 @@ final class GroupGuard {
             let code: Int32
             do throws(SystemError) {
                 let sent = try Syscall.retrying("send to the group guard") {
-                    withUnsafeBytes(of: &next) { Glibc.send(channel, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT)) }
+                    withUnsafeBytes(of: &next) { systemSend(channel, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT)) }
                 }
                 if sent == MemoryLayout<Int32>.size {
                     pending.removeFirst()

@@ -167,8 +167,8 @@ final class WorkerConnection: Sendable {
             var offset = 0
             while offset < buffer.count {
                 // MSG_NOSIGNAL: a supervisor that went away must not kill the job with SIGPIPE.
-                var n = Glibc.send(fd, buffer.baseAddress! + offset, buffer.count - offset, Int32(MSG_NOSIGNAL))
-                if n < 0, errno == ENOTSOCK { n = Glibc.write(fd, buffer.baseAddress! + offset, buffer.count - offset) }
+                var n = sendToSupervisor(fd, buffer.baseAddress! + offset, buffer.count - offset, Int32(MSG_NOSIGNAL))
+                if n < 0, errno == ENOTSOCK { n = writeToSupervisor(fd, buffer.baseAddress! + offset, buffer.count - offset) }
                 if n > 0 {
                     offset += n
                 } else if n < 0, errno == EINTR {
@@ -386,4 +386,14 @@ private func startThread(_ body: @escaping @Sendable () -> Void) {
         return nil
     }, box)
     if rc != 0 { Unmanaged<Box>.fromOpaque(box).release() }
+}
+
+// send(2) and write(2) by names the connection's own `write` does not shadow (a
+// module-qualified `Glibc.send` would leave the Musl build without them).
+private func sendToSupervisor(_ fd: Int32, _ bytes: UnsafeRawPointer, _ count: Int, _ flags: Int32) -> Int {
+    send(fd, bytes, count, flags)
+}
+
+private func writeToSupervisor(_ fd: Int32, _ bytes: UnsafeRawPointer, _ count: Int) -> Int {
+    write(fd, bytes, count)
 }

@@ -70,7 +70,7 @@ extension JobFilePath {
         while true {
             let n: Int
             do throws(SystemError) {
-                n = try Syscall.retrying("read") { chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) } }
+                n = try Syscall.retrying("read") { chunk.withUnsafeMutableBytes { systemRead(fd, $0.baseAddress, $0.count) } }
             } catch {
                 return .failure(ReadProblem(message: "cannot read the job file: \(explain(error.errno))"))
             }

@@ -47,7 +47,7 @@ public final class RunJournal: Sendable {
         let encoder = EventEncoder(runID: runID)
         let lines = JournalFile(fd: fd, path: path)
         file = lines
-        writer = QueuedWriter(output: { bytes in lines.write(bytes) }, onClose: { Glibc.close(fd) }) { held, bytes in
+        writer = QueuedWriter(output: { bytes in lines.write(bytes) }, onClose: { Descriptors.close(fd) }) { held, bytes in
             var w = JSONWriter(capacity: 128)
             w.beginObject()
             w.key("time"); w.string(encoder.timestamp(.now()))
@@ -212,7 +212,7 @@ private final class JournalFile: @unchecked Sendable {
         var written = 0
         let code = bytes.withUnsafeBytes { raw -> Int32 in
             while written < raw.count {
-                let n = Glibc.write(fd, raw.baseAddress! + written, raw.count - written)
+                let n = systemWrite(fd, raw.baseAddress! + written, raw.count - written)
                 if n < 0, errno == EINTR { continue }
                 guard n > 0 else { return n == 0 ? ENOSPC : errno }
                 written += n

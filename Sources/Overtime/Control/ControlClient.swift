@@ -85,6 +85,6 @@ public final class ControlClient {
     }
 
     public func close() {
-        Glibc.close(fd)
+        Descriptors.close(fd)
     }
 }

@@ -330,6 +330,6 @@ enum CursorGuard {
     static func restore() {
         guard hidden.exchange(false, ordering: .relaxed) else { return }
         let show: StaticString = "\r\n\u{1B}[?25h"
-        _ = Glibc.write(2, show.utf8Start, show.utf8CodeUnitCount)
+        _ = systemWrite(2, show.utf8Start, show.utf8CodeUnitCount)
     }
 }
