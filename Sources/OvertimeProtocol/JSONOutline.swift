@@ -14,7 +14,7 @@ public struct JSONOutline: Sendable {
     private let leftOut: [Int: (offset: Int, count: Int)]
 
     /// Reads `bytes`, leaving out the arrays held by top-level members named `key`.
-    /// - Throws: `ProtocolError` as `JSONValue.parse` does (`at byte N`, from the start of
+    /// - Throws: `ProtocolError` as `JSONValue.parse` does (its `offset` from the start of
     ///   `bytes`).
     public static func parse(_ bytes: ArraySlice<UInt8>, leavingOut key: String) throws(ProtocolError) -> JSONOutline {
         try bytes.withUnsafeBytes { buffer in
@@ -26,7 +26,7 @@ public struct JSONOutline: Sendable {
                     guard reader.atEnd else { throw ProtocolError(.notJSON, "text after the document") }
                     return outline
                 } catch {
-                    throw ProtocolError(error.kind, "\(error.message) at byte \(reader.index)")
+                    throw ProtocolError(error.kind, error.message, offset: reader.index)
                 }
             }
         }.get()

@@ -39,7 +39,7 @@ public enum JSONValue: Sendable, Equatable {
 extension JSONValue {
     /// Parses one JSON document (a job file, a control request), with the same strict
     /// reader the protocol uses, but no line-length limit.
-    /// - Throws: `ProtocolError` saying what is wrong and where (`at byte N`).
+    /// - Throws: `ProtocolError` saying what is wrong, and where (its `offset`).
     public static func parse(_ bytes: [UInt8]) throws(ProtocolError) -> JSONValue {
         try bytes.withUnsafeBytes { buffer in
             Result { () throws(ProtocolError) -> JSONValue in
@@ -50,7 +50,7 @@ extension JSONValue {
                     guard reader.atEnd else { throw ProtocolError(.notJSON, "text after the document") }
                     return value
                 } catch {
-                    throw ProtocolError(error.kind, "\(error.message) at byte \(reader.index)")
+                    throw ProtocolError(error.kind, error.message, offset: reader.index)
                 }
             }
         }.get()

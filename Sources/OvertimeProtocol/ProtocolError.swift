@@ -22,11 +22,18 @@ public struct ProtocolError: Error, Sendable, Equatable, CustomStringConvertible
     public var kind: Kind
     /// A short phrase naming what was wrong, e.g. "`completed` must be an integer ≥ 0".
     public var message: String
+    /// Where a whole document broke, in bytes from its start (`JSONValue.parse`); nil for a
+    /// line of the channel, which is refused whole.
+    public var offset: Int?
 
-    public init(_ kind: Kind, _ message: String) {
+    public init(_ kind: Kind, _ message: String, offset: Int? = nil) {
         self.kind = kind
         self.message = message
+        self.offset = offset
     }
 
-    public var description: String { "\(kind.rawValue): \(message)" }
+    /// The message with where it broke, if known: "unexpected character at byte 12".
+    public var located: String { offset.map { "\(message) at byte \($0)" } ?? message }
+
+    public var description: String { "\(kind.rawValue): \(located)" }
 }

@@ -126,4 +126,24 @@ struct JSONReaderTests {
         #expect(try decodeChild("{\"type\":\"result\",\"value\":[ true ,\tfalse\r, null ]}")
             == .result(.array([.bool(true), .bool(false), .null])))
     }
+
+    // MARK: where a document broke
+
+    @Test("a whole document's error carries where it broke as a number, not in its text")
+    func documentErrorOffset() {
+        do {
+            _ = try JSONValue.parse(Array(#"{"a": 1,}"#.utf8))
+            Issue.record("accepted a trailing comma")
+        } catch {
+            #expect(error.offset == 8, "\(error)")
+            #expect(!error.message.contains("byte"), "\(error.message)")
+            #expect(error.located == error.message + " at byte 8")
+        }
+        do {
+            _ = try JSONOutline.parse(Array(#"{"tasks": [1, 2,, 3]}"#.utf8)[...], leavingOut: "tasks")
+            Issue.record("accepted a double comma")
+        } catch {
+            #expect(error.offset == 16, "\(error)")
+        }
+    }
 }

@@ -76,18 +76,12 @@ package enum JobFileText {
     /// mistakes (a trailing comma, a comment, single quotes, a bare key).
     package static func syntaxProblem(_ error: ProtocolError, in bytes: [UInt8]) -> String {
         var message = error.message
-        var offset: Int?
-        if let range = message.ranges(of: " at byte ").last,
-           let n = Int(message[range.upperBound...]) {
-            offset = n
-            message = String(message[..<range.lowerBound])
-        }
         if error.kind == .invalidUTF8 {
             message += " (a job file must be UTF-8 text)"
         }
         // The reader speaks of lines (its usual input is the channel); this is a file.
         message = message.replacing("end of line", with: "end of file")
-        guard let offset else { return "not JSON: \(message)" }
+        guard let offset = error.offset else { return "not JSON: \(message)" }
         let at = min(offset, bytes.count)
         var text = "not JSON: \(message) at \(position(of: at, in: bytes))"
         if let hint = hint(at: at, in: bytes) { text += "; \(hint)" }
