@@ -91,17 +91,6 @@ func parseShutdownGrace(option: String?, command: String) throws(UsageError) -> 
     }
 }
 
-/// Counts the SIGINTs and SIGTERMs a command received, for its notes: the first cancels,
-/// the next kills.
-final class TerminationCount: Sendable {
-    private let count = Atomic<Int>(0)
-
-    /// Records one; true for the first.
-    func first() -> Bool {
-        count.add(1, ordering: .relaxed).oldValue == 0
-    }
-}
-
 /// `--cgroup auto|off` (DESIGN §7).
 func parseContainment(_ text: String, command: String) throws(UsageError) -> Containment.Request {
     switch text.lowercased() {

@@ -202,41 +202,34 @@ struct BatchCommand {
             return 125
         }
         display.begin(runID: runner.runID, directory: runner.journal.directory, tasks: job.tasks.count)
-        runner.adoptOrphans()
-        // The job file's warning where neither the command line nor the environment gave one.
+        // The job file's warning and metrics where neither the command line nor the
+        // environment gave them.
         var engine = self.engine
         if engine.warnSignal == nil, let signal = job.warnSignal {
             engine.warnSignal = signal
             engine.warnLead = engine.warnLead ?? job.warnLead
         }
-        if let warning = engine.warning { runner.expireOnEngineSignal(warning, display.note) }
-        runner.forwardSignals(engine.forwardedSignals)
-        if let warning = engine.requeueWarning { display.warn(warning) }
-        let signals = TerminationCount()
-        runner.stopOnTerminationSignals(shutdownGrace: shutdownGrace) { signal in
-            display.note(signals.first()
-                ? "received \(signal.name); cancelling running tasks, starting nothing new; another one kills at once"
-                : "received \(signal.name) again; killing what still runs")
-        }
-        runner.onNotice(display.warn)
-        do {
-            _ = try runner.serveControl(at: controlPath, describing: .batch(jobFile: path, runDirectory: runner.journal.directory),
-                                        onRefused: RepeatLimiter.passing(to: display.warn))
-        } catch where controlPath == nil {
-            // The batch matters more than the default socket (an unwritable /tmp, say).
-            // Through the display: in tty mode it may already be drawing.
-            display.warn("no control socket (\(error)); running without one")
-        } catch {
-            Terminal.error("overtime batch: \(error)")
-            runner.abandon()  // its loop thread must not outlive exit()
-            return 125
-        }
-        // The job file's where the command line says nothing.
         var metrics = self.metrics
         metrics.address = metrics.address ?? job.metrics
         metrics.file = metrics.file ?? job.metricsFile
-        guard metrics.start(command: "overtime batch", say: display.warn, runner.serveMetrics) else {
-            runner.abandon()
+        if let warning = engine.requeueWarning { display.warn(warning) }
+        var setup = engine.setup(shutdownGrace: shutdownGrace, metrics: metrics.settings)
+        setup.onTerminationSignal = { signal, first in
+            display.note(first
+                ? "received \(signal.name); cancelling running tasks, starting nothing new; another one kills at once"
+                : "received \(signal.name) again; killing what still runs")
+        }
+        setup.controlPath = controlPath
+        setup.controlDescription = .batch(jobFile: path, runDirectory: runner.journal.directory)
+        setup.onRefusedClient = RepeatLimiter.passing(to: display.warn)
+        // Through the display: in tty mode it may already be drawing.
+        setup.onNote = display.note
+        setup.onNotice = display.warn
+        do {
+            try runner.setUp(setup)
+        } catch {
+            Terminal.error("overtime batch: \(error)")
+            runner.abandon()  // its loop thread must not outlive exit()
             return 125
         }
         runner.start()

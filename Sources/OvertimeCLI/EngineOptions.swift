@@ -105,6 +105,17 @@ struct EngineOptions {
         warnSignal.map { EngineWarning(signal: $0, lead: warnLead, slurmJobID: slurmJobID) }
     }
 
+    /// The supervisor's set-up as these options and `shutdownGrace` make it: the warning,
+    /// the signals passed on, the metrics; the caller adds where its notes go.
+    func setup(shutdownGrace: Duration?, metrics: MetricsSettings?) -> SupervisorSetup {
+        var setup = SupervisorSetup()
+        setup.shutdownGrace = shutdownGrace
+        setup.engineWarning = warning
+        setup.forwardedSignals = forwardedSignals
+        setup.metrics = metrics
+        return setup
+    }
+
     /// Said once at start: `--requeue` outside a Slurm job does nothing.
     var requeueWarning: String? {
         requeue && slurmJobID == nil ? "--requeue: SLURM_JOB_ID is not set (not a Slurm job); nothing will be requeued" : nil

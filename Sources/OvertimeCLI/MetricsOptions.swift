@@ -41,20 +41,4 @@ struct MetricsOptions {
     var settings: MetricsSettings? {
         address == nil && file == nil ? nil : MetricsSettings(address: address, file: file, version: OvertimeCommand.version)
     }
-
-    /// Starts what was asked for (nothing when neither option was given) with `serve`, and
-    /// says through `say` where the page is served. Before any task starts: a port in use
-    /// stops the command there.
-    /// - Returns: false when it could not be started; the reason is said on stderr (exit 125).
-    func start(command: String, say: @escaping @Sendable (String) -> Void,
-               _ serve: (MetricsSettings, _ onProblem: @escaping @Sendable (String) -> Void) throws(MetricsError) -> MetricsAddress?) -> Bool {
-        guard let settings else { return true }
-        do {
-            if let address = try serve(settings, say) { say("metrics at http://\(address)/metrics") }
-            return true
-        } catch {
-            Terminal.error("\(command): \(error)")
-            return false
-        }
-    }
 }

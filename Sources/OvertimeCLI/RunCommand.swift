@@ -374,11 +374,6 @@ struct RunCommand {
         return command
     }
 
-    /// The default control socket could not be had: said, and the task runs without it.
-    @Sendable static func runWithoutControlSocket(_ error: ControlSocketError) {
-        Terminal.error("overtime: no control socket (\(error)); running without one")
-    }
-
     /// Runs the task and returns the exit code.
     func execute() -> Int32 {
         let runID = RunID.generate()
@@ -415,25 +410,20 @@ struct RunCommand {
             Terminal.error("overtime: cannot start the supervisor: \(error)")
             return 125
         }
-        let signals = TerminationCount()
-        supervisor.cancelAllOnTerminationSignals(shutdownGrace: shutdownGrace) { signal in
-            output.note(signals.first()
+        if let warning = engine.requeueWarning { output.warn(warning) }
+        var setup = engine.setup(shutdownGrace: shutdownGrace, metrics: metrics.settings)
+        setup.onTerminationSignal = { signal, first in
+            output.note(first
                 ? "received \(signal.name); cancelling (\(signal == .interrupt ? "user" : "shutdown")); another one kills at once"
                 : "received \(signal.name) again; killing now")
         }
-        if let warning = engine.warning { supervisor.expireOnEngineSignal(warning, output.note) }
-        supervisor.forwardSignals(engine.forwardedSignals)
-        if let warning = engine.requeueWarning { output.warn(warning) }
-        supervisor.adoptOrphans()
-        supervisor.onNotice(output.warn)
+        setup.controlPath = controlPath
+        setup.controlDescription = .run(command: spec.arguments)
+        setup.onRefusedClient = RepeatLimiter.passing(to: output.warn)
+        setup.onNote = output.note
+        setup.onNotice = output.warn
         do {
-            // The default socket's failure to listen is not worth waiting for: the task runs
-            // without it either way, and the warning comes when it happens.
-            _ = try supervisor.serveControl(at: controlPath, describing: .run(command: spec.arguments), onRefused: RepeatLimiter.passing(to: output.warn),
-                                            onListenFailure: controlPath == nil ? Self.runWithoutControlSocket : nil)
-        } catch where controlPath == nil {
-            // The task matters more than the default socket (an unwritable /tmp, say).
-            Self.runWithoutControlSocket(error)
+            try supervisor.setUp(setup)
         } catch {
             Terminal.error("overtime: \(error)")
             supervisor.shutdown()
@@ -448,10 +438,6 @@ struct RunCommand {
                 supervisor.shutdown()
                 return 125
             }
-        }
-        guard metrics.start(command: "overtime", say: output.warn, supervisor.serveMetrics) else {
-            supervisor.shutdown()
-            return 125
         }
         let task = supervisor.spawn(output.prepare(spec))
         let outcome = task.waitForOutcome()

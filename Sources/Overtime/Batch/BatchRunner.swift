@@ -173,55 +173,35 @@ public final class BatchRunner: Sendable {
         supervisor.loop.execute { core.value.stop(reason) }
     }
 
-    /// Listens on a control socket (docs/control.md) for `overtime ctl`; returns its path.
-    /// - Throws: `ControlSocketError` when the path cannot be used.
-    public func serveControl(at path: String? = nil, describing description: SupervisorDescription? = nil,
-                             onRefused: @escaping @Sendable (String) -> Void = { _ in }) throws(ControlSocketError) -> String {
+    /// Carries out `setup` for the batch (`SupervisorSetup`): SIGINT stops it with reason
+    /// `user`, SIGTERM with `shutdown` (running tasks cancelled, nothing new started; a
+    /// second one kills what still runs at once); the control socket and the metrics show
+    /// every task of the job, and the metrics its deadline. Call before `start()`: the
+    /// metrics file gets its last page once every task has ended (`waitForSummary`).
+    /// - Throws: `SupervisorSetup.Failure` when the control socket asked for, or the
+    ///   metrics, cannot be had.
+    public func setUp(_ setup: SupervisorSetup) throws(SupervisorSetup.Failure) {
         let core = self.core
-        return try supervisor.startControlServer(at: path, describing: description, onRefused: onRefused) {
-            (core.value, { server in core.value.control = server })
-        }
-    }
-
-    /// Serves and/or writes the batch's metrics (`--metrics`, `--metrics-file`;
-    /// docs/metrics.md): every task of the job, its deadline. Call before `start()`. The file
-    /// gets its last page once every task has ended (`waitForSummary`).
-    /// - Returns: the address bound, when one was asked for.
-    /// - Throws: `MetricsError` when the address cannot be bound.
-    public func serveMetrics(_ settings: MetricsSettings, onProblem: @escaping @Sendable (String) -> Void = { _ in }) throws(MetricsError) -> MetricsAddress? {
-        let core = self.core
-        return try supervisor.startMetrics(settings, command: "batch", onProblem: onProblem) {
-            (core.value, core.value.machine.deadline)
-        }
-    }
-
-    /// SIGINT stops the batch with reason `user`, SIGTERM with `shutdown`; a second one
-    /// kills what still runs at once.
-    /// - Parameter shutdownGrace: the time an orchestrator gives the whole shutdown; each
-    ///   running task's grace is clipped to fit inside it (`Supervisor.grace(within:)`).
-    public func stopOnTerminationSignals(shutdownGrace: Duration? = nil, _ onSignal: @escaping @Sendable (Signal) -> Void = { _ in }) {
-        let core = self.core
-        supervisor.onSignals(Supervisor.terminationSignals) { signal in
-            onSignal(signal)
-            core.value.terminationSignal(signal == .interrupt ? .user : .shutdown, shutdownGrace: shutdownGrace)
-        }
-    }
-
-    /// Adopts and reaps the tasks' orphans (`Supervisor.adoptOrphans`).
-    public func adoptOrphans() {
-        supervisor.adoptOrphans()
-    }
-
-    /// Passes `signals` (by default SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 and SIGWINCH) on to
-    /// every running task's process group (`Supervisor.forwardSignals`).
-    public func forwardSignals(_ signals: [Signal] = Supervisor.forwardedSignals) {
-        supervisor.forwardSignals(signals)
-    }
-
-    /// The engine's warning becomes `expiring` for every running task
-    /// (`Supervisor.expireOnEngineSignal`).
-    public func expireOnEngineSignal(_ warning: EngineWarning, _ onNote: @escaping @Sendable (String) -> Void = { _ in }) {
-        supervisor.expireOnEngineSignal(warning, onNote)
+        let supervisor = self.supervisor
+        try setup.carryOut(on: supervisor, SupervisorSetup.Target(
+            watchTermination: { grace, onSignal in
+                supervisor.onSignals(Supervisor.terminationSignals) { signal in
+                    onSignal(signal)
+                    core.value.terminationSignal(signal == .interrupt ? .user : .shutdown, shutdownGrace: grace)
+                }
+            },
+            serveControl: { (setup, onListenFailure) throws(ControlSocketError) in
+                try supervisor.startControlServer(at: setup.controlPath, describing: setup.controlDescription, onRefused: setup.onRefusedClient,
+                                                  onListenFailure: onListenFailure) {
+                    (core.value, { server in core.value.control = server })
+                }
+            },
+            serveMetrics: { (settings, onProblem) throws(MetricsError) in
+                try supervisor.startMetrics(settings, command: "batch", onProblem: onProblem) {
+                    (core.value, core.value.machine.deadline)
+                }
+            }
+        ))
     }
 
     /// How many engine warnings came so far.
@@ -230,11 +210,6 @@ public final class BatchRunner: Sendable {
     /// Runs a short command of the engine's and waits for it (`Supervisor.runEngineCommand`).
     public func runEngineCommand(_ arguments: [String], limit: Duration) -> EngineCommandResult {
         supervisor.runEngineCommand(arguments, limit: limit)
-    }
-
-    /// Tells `handler` of the supervisor's own remarks (`Supervisor.onNotice`).
-    public func onNotice(_ handler: @escaping @Sendable (String) -> Void) {
-        supervisor.onNotice(handler)
     }
 
     /// Gives up on a batch that was never started: stops its supervisor's loop.
