@@ -6,7 +6,7 @@
 // and the median of the pairs' wall ratios A/B: a machine whose speed drifts moves both of
 // a pair alike, where two blocks of runs one after the other (hyperfine's) each get a
 // machine of their own. Used by scripts/bench (overtime run against tini) and by
-// scripts/pair-builds (a build against another); docs/benchmarks.md, "Running it".
+// scripts/pair-builds (a build against another); docs/benchmarks.md, "Two builds, paired".
 #include <fcntl.h>
 #include <spawn.h>
 #include <stdio.h>

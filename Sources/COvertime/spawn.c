@@ -629,8 +629,8 @@ GUARD_CODE __attribute__((noreturn)) static void run_group_guard(int channel, pi
 // The guard as the supervisor's own program run again (`/proc/self/exe`), for a program
 // that is Overtime's CLI (`overtime_start_group_guard`'s `as_own_program`): a fork copies
 // the page tables of a multi-threaded supervisor, and every page either side writes after
-// it is then copied on a fault (measured: 0.7 ms of a 7.9 ms `overtime run`); an exec of
-// a static binary shares nothing and costs the supervisor only the vfork. The new program
+// it is then copied on a fault; an exec of a static binary shares nothing and costs the
+// supervisor only the vfork. The new program
 // is told what it is by its environment, and becomes the guard before anything else of it
 // runs: at its first instruction where the binary is linked to start at `overtime_entry`
 // (the CLI on x86-64, Package.swift), else in the constructor below (no Swift code, no
@@ -680,8 +680,8 @@ GUARD_CODE __attribute__((used)) void overtime_guard_at_entry(long *stack) {
 
 // The CLI's first instruction (`--entry=overtime_entry`, Package.swift): a guard run again
 // from the binary needs none of the C library's start, which in a virtual machine is dear
-// (its CPU probe traps to the hypervisor on each of its 43 `cpuid`s: about 5 µs each here,
-// docs/benchmarks.md). Anything else goes on to the C library's `_start` with the stack and
+// (its CPU probe traps to the hypervisor on each of its `cpuid`s, docs/benchmarks.md,
+// "Start-up"). Anything else goes on to the C library's `_start` with the stack and
 // %rdx (a function for atexit: none from the kernel, the dynamic loader's own from it) as
 // they came. A dynamically linked build gets here after the loader, which changes nothing
 // for the guard's code.
@@ -772,8 +772,8 @@ pid_t overtime_start_group_guard(int *channel, const char *_Nullable const *_Nul
     // The clone system call itself, not glibc's fork(): fork runs the fork handlers of the
     // libraries in both processes (libuv reopens its signal pipe in the child, glibc's
     // malloc locks and resets every arena), and each page they write in a process that now
-    // shares its memory copy-on-write costs a copy (10 page faults fewer in the supervisor
-    // of an `overtime run`). The guard makes only raw system calls and needs none of them.
+    // shares its memory copy-on-write costs a copy. The guard makes only raw system calls
+    // and needs none of them.
     pid_t pid = (pid_t)syscall(SYS_clone, (long)SIGCHLD, 0L, 0L, 0L, 0L);
     if (pid == 0) run_group_guard(ends[1], supervisor, cgroup_trees, count, 1);
     int fork_error = errno;

@@ -568,8 +568,8 @@ final class SupervisorCore {
 
     /// The environment every task inherits, read once, without the `supervisorOwned` ones.
     /// Tested and copied as the C strings they are: as Strings, each tested with `hasPrefix`
-    /// and then made C strings again, they took 106,000 of the 1.18 million instructions of
-    /// `overtime run -- /bin/true`'s supervisor (callgrind; docs/benchmarks.md, "Issue 16").
+    /// and then made C strings again, they were a large share of the start of `overtime
+    /// run`'s supervisor.
     lazy var inheritedEnvironment: EnvironmentBlock = {
         var kept: [UnsafePointer<CChar>] = []
         var p = environ

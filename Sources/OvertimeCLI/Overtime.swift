@@ -39,15 +39,15 @@ enum OvertimeCommand {
         // One malloc arena for the whole process. glibc gives each new thread an arena of
         // its own (64 MiB reserved, its first pages touched at once): the loop thread's
         // was a share of every start's page faults and of the resident memory a container
-        // pays for PID 1 (docs/benchmarks.md, "Issue 16"). The supervisor's few threads
+        // pays for PID 1. The supervisor's few threads
         // (the caller, the loop, the samplers) seldom allocate at the same moment.
         ProcessMemoryUse.useOneMallocArena()
         // The task guard is this binary run again rather than a fork of the supervisor
-        // (docs/benchmarks.md, "Issue 16"): it knows to become the guard when so run.
+        // (whose page tables a fork would copy): it knows to become the guard when so run.
         EventLoop.startTaskGuardsAsThisProgram()
         // A supervisor that lives past its first second (PID 1 above all) hands back the
-        // pages of this binary its start touched and it will not run again: about 3 MiB
-        // of a 4.5 MiB resident PID 1 (docs/benchmarks.md, "As PID 1").
+        // pages of this binary its start touched and it will not run again: most of what
+        // an idle PID 1 holds (docs/benchmarks.md, "As PID 1").
         ProgramPages.releaseOnceSettled()
         openMissingStandardDescriptors()
         let arguments = CommandLine.arguments.dropFirst()

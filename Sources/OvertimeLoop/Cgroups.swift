@@ -75,9 +75,8 @@ public struct CgroupProbe: Sendable, Equatable {
     /// Also whether a hierarchy is mounted only at one of its subtrees (a container's view of
     /// its own cgroup): there, /proc/self/cgroup's paths cannot be found under the mount.
     /// One pass over the bytes, a String made only for the mount points kept: every `overtime
-    /// run` reads mountinfo, and splitting it into lines, fields and strings took 274,000 of
-    /// the 1.46 million instructions of `overtime run -- /bin/true`'s supervisor (callgrind;
-    /// docs/benchmarks.md, "Issue 16").
+    /// run` reads mountinfo, and splitting it into lines, fields and strings was a large
+    /// share of the start of `overtime run`'s supervisor.
     static func mounts(mountinfo: [UInt8]) -> (v2: String?, v1Memory: String?, v2Subtree: Bool, v1MemorySubtree: Bool) {
         var found: (v2: String?, v1Memory: String?, v2Subtree: Bool, v1MemorySubtree: Bool) = (nil, nil, false, false)
         mountinfo.withUnsafeBufferPointer { text in
@@ -200,8 +199,7 @@ public final class CgroupTree {
     /// The run's v1 memory directory: memory use, the hard limit, the OOM counter. Made
     /// when a task first needs its memory cgroup (`readyMemoryDirectory`), not at the start:
     /// a short task never does (it joins late, `TaskCgroup.joinMemory`), and the directory
-    /// cost every `overtime run` a `mkdir` and an `rmdir` (3.6% of `overtime run --
-    /// /bin/true`, paired runs).
+    /// would cost every `overtime run` a `mkdir` and an `rmdir`.
     public let v1MemoryDirectory: String?
     /// Whether `v1MemoryDirectory` has been made (by the loop; a join's thread makes it too,
     /// where it is first, without telling: a later `mkdir` here then finds it).
@@ -501,7 +499,7 @@ public final class TaskCgroup {
     ///   where it may join late (`planMemoryJoin`), its v1 memory directory is made only when
     ///   it joins (`joinMemory`) or a later task of the slot enters before exec: a short task
     ///   never needs it, and a v1 memory cgroup costs the most of the slot's directories to
-    ///   make and remove (155 and 55 µs measured here, against 120 and 40 for v2).
+    ///   make and remove (docs/benchmarks.md, "A cgroup per task").
     init(tree: CgroupTree, name: String, memoryLimit: UInt64?, pooled: Bool, memoryBeforeExec: Bool = true) throws(SystemError) {
         var made: [String] = []
         func make(_ directory: String) throws(SystemError) {
@@ -618,8 +616,8 @@ public final class TaskCgroup {
     /// - Parameter memoryBeforeExec: whether the child must be in its memory cgroup before
     ///   it execs. False lets a hybrid machine's task (v2 holds it, v1 counts its memory)
     ///   join its v1 memory cgroup after it started (`joinMemory()`): the first move into a
-    ///   v1 cgroup after a quiet spell waits for an RCU grace period (about 12 ms here,
-    ///   docs/benchmarks.md), which a task with no memory limit need not wait for. A task
+    ///   v1 cgroup after a quiet spell waits for an RCU grace period (docs/benchmarks.md,
+    ///   "A cgroup per task"), which a task with no memory limit need not wait for. A task
     ///   with a `memory-max` always joins first: its limit counts from the first byte.
     private func planMemoryJoin(memoryBeforeExec: Bool) {
         lateJoin = !memoryBeforeExec && canJoinMemoryLate ? MemoryJoin() : nil
@@ -876,9 +874,8 @@ public final class TaskCgroup {
     }
 
     /// The value of `key` in a flat-keyed file ("key value" lines). Read as bytes: every task's
-    /// end reads its CPU time from `cpu.stat` so, and splitting the file into Strings took
-    /// 84,000 of the 1.18 million instructions of `overtime run -- /bin/true`'s supervisor
-    /// (callgrind; docs/benchmarks.md, "Issue 16").
+    /// end reads its CPU time from `cpu.stat` so, and splitting the file into Strings cost
+    /// more than reading it.
     static func keyed(_ bytes: [UInt8]?, _ key: String) -> UInt64? {
         guard let bytes else { return nil }
         let name = Array(key.utf8)
@@ -1090,7 +1087,7 @@ enum DetachedThread {
 /// Reading the kernel's text files in place, as bytes (mountinfo, /proc/self/cgroup, a
 /// cgroup's numbers and flat-keyed files): every `overtime run` reads several, and a cgroup's
 /// are read at every task's end and by the watchdog, where Strings cost far more than the
-/// reading (docs/benchmarks.md, "Issue 16").
+/// reading.
 private enum KernelText {
     /// The pieces of `range` of the text between one `separator` and the next (lines, a
     /// line's fields, a list's items), as ranges of its indices without the separators. One

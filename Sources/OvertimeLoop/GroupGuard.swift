@@ -149,8 +149,7 @@ final class GroupGuard {
     /// Closes the channel: the guard kills whatever is still listed and exits. It is our
     /// child, so `reapClosed()` reaps it, as the last thing the loop does: the guard's
     /// exit takes a moment, and the rest of the loop's shutdown runs meanwhile instead of
-    /// waiting for it (waiting here cost `overtime run -- /bin/true` 2.8%, paired:
-    /// docs/benchmarks.md, "Issue 16: the fifth session").
+    /// waiting for it.
     func close() {
         retryTimer?.close()
         retryTimer = nil

@@ -7,7 +7,7 @@ import Synchronization
 /// Starting touches code and read-only data spread over the binary: the Swift runtime's,
 /// the argument parser's, the cgroup probe's. The kernel maps the page cache around each
 /// first touch in whole large folios (64 KiB or more), so a supervisor that then sits idle
-/// in front of one task, as a container's PID 1 does, keeps about 3 MiB of its program
+/// in front of one task, as a container's PID 1 does, keeps megabytes of its program
 /// file mapped that it will not run again (docs/benchmarks.md, "As PID 1"). Unmapping the
 /// never-writable segments once it has settled leaves mapped only what it touches from
 /// then on, each page mapped again from the page cache at its next touch (a minor fault;

@@ -86,7 +86,8 @@ struct overtime_spawn_request {
     /// child is created inside it (clone3's CLONE_INTO_CGROUP) and does not write
     /// `cgroup_procs[0]`, which must then be that cgroup's. A move into a cgroup waits for
     /// the kernel's cgroup lock and, when no move happened in the last few milliseconds,
-    /// for an RCU grace period (about 12 ms here); being born inside costs neither.
+    /// for an RCU grace period (milliseconds: docs/benchmarks.md, "A cgroup per task");
+    /// being born inside costs neither.
     int cgroup_directory;
 };
 

@@ -60,7 +60,7 @@ final class ControlServer {
     /// How the supervisor holds its tasks, for `status` replies (DESIGN §7).
     var containment: Containment?
     /// `containment` as JSON, made at the first `status`: most runs are never asked, and
-    /// writing and parsing it took 50,000 instructions of every `overtime run`'s start.
+    /// writing and parsing it would cost every `overtime run`'s start.
     private lazy var containmentJSON: JSONValue? = containment.flatMap { containment in
         var w = JSONWriter(capacity: 256)
         containment.write(into: &w)
