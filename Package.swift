@@ -111,8 +111,16 @@ let package = Package(
             name: "OvertimeTestSupport",
             path: "Tests/OvertimeTestSupport"
         ),
-        // Fast and pure: the machines on a fake clock, parsers, the job file, the display's
-        // rendering. No process is started (`swift test --filter OvertimeUnitTests`).
+        // The pure core on its own, as it builds: the machines on a fake clock, the job
+        // file's fields, the decoders, the metrics page. Depends on nothing of the engine
+        // (`swift test --filter OvertimeCoreTests`).
+        .testTarget(
+            name: "OvertimeCoreTests",
+            dependencies: ["OvertimeCore", "OvertimeProtocol", "OvertimeTestSupport"]
+        ),
+        // Fast, no process started, with the engine and the CLI at hand: the job file as
+        // loaded, the journal's thinning, the display's rendering, the argument parser
+        // (`swift test --filter OvertimeUnitTests`).
         .testTarget(
             name: "OvertimeUnitTests",
             dependencies: ["Overtime", "OvertimeProtocol", "OvertimeCLI", "OvertimeTestSupport"]

@@ -66,7 +66,7 @@ final class RemoteTaskRunner {
     private var process: ChildProcess?
     private var stream: ByteStream?
     private var framer = LineFramer()
-    private let startedAt = TaskRunner.clock()
+    private let startedAt = MonotonicInstant.now()
     /// What the remote run said last, for `status` and the answers to requests.
     private var remotePid: Int32?
     private var remaining: (Duration?, at: MonotonicInstant)?
@@ -135,7 +135,7 @@ final class RemoteTaskRunner {
         guard case let .line(bytes) = item, let value = try? JSONValue.parse(Array(bytes)) else { return }
         if case .bool? = value["ok"] { return }   // a reply: what it did shows in the events
         guard let decoded = try? EventDecoder.decode(value) else { return }
-        let now = TaskRunner.clock()
+        let now = MonotonicInstant.now()
         switch decoded.kind {
         case let .exited(outcome):
             var own = outcome
@@ -205,7 +205,7 @@ final class RemoteTaskRunner {
         }
         finish(TaskOutcome(task: ref, pid: remotePid,
                            termination: .failedToStart(SpawnFailure(errno: 0, message: "the executor (\(launcher.prefix.first ?? "?")) \(how) before the task's end was reported; see its log", beforeExec: true)),
-                           cancelReason: cancelling, killed: false, elapsed: TaskRunner.clock() - startedAt, lastProgress: progress,
+                           cancelReason: cancelling, killed: false, elapsed: MonotonicInstant.now() - startedAt, lastProgress: progress,
                            result: nil, protocolErrors: 0, wasReady: false))
     }
 
@@ -213,7 +213,7 @@ final class RemoteTaskRunner {
         guard !finished else { return }
         finished = true
         core.runners[ref.id] = nil
-        supervisor.emit(TaskEvent(task: ref, time: TaskRunner.clock(), kind: .exited(outcome)))
+        supervisor.emit(TaskEvent(task: ref, time: MonotonicInstant.now(), kind: .exited(outcome)))
         handle.complete(outcome)
     }
 }
@@ -241,7 +241,7 @@ extension RemoteTaskRunner: SupervisedTask {
     func operatorExtend(by amount: Duration, pastMax: Bool) -> TaskMachine.OperatorResult {
         if let cancelling { return .notRunning(.cancelling(cancelling)) }
         send(.extend(task: spec.name, by: .seconds(amount.seconds), pastMax: pastMax))
-        return .applied(remaining: left(at: TaskRunner.clock()).map { $0 + amount }, clipped: false)
+        return .applied(remaining: left(at: MonotonicInstant.now()).map { $0 + amount }, clipped: false)
     }
 
     func revoke(after: Duration) -> TaskMachine.OperatorResult {
@@ -263,7 +263,7 @@ extension RemoteTaskRunner: SupervisedTask {
     }
 
     func recordOperator(_ action: String, uid: UInt32) {
-        supervisor.emit(TaskEvent(task: ref, time: TaskRunner.clock(), kind: .operatorRequest(action: action, uid: uid)))
+        supervisor.emit(TaskEvent(task: ref, time: MonotonicInstant.now(), kind: .operatorRequest(action: action, uid: uid)))
     }
 
     /// To the launcher, which passes it to the step (srun forwards the signals it gets).
@@ -281,7 +281,7 @@ extension RemoteTaskRunner: SupervisedTask {
         stream?.close()
         stream = nil
         finish(remoteOutcome ?? TaskOutcome(task: ref, pid: remotePid, termination: .signaled(.kill), cancelReason: cancelling ?? .shutdown,
-                                            killed: true, elapsed: TaskRunner.clock() - startedAt, lastProgress: progress, result: nil,
+                                            killed: true, elapsed: MonotonicInstant.now() - startedAt, lastProgress: progress, result: nil,
                                             protocolErrors: 0, wasReady: false))
     }
 }

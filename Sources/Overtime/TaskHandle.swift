@@ -96,7 +96,7 @@ public final class TaskHandle: Sendable {
 
         /// The task as `overtime ctl status` shows it; nil once it has ended.
         public func status() -> TaskStatus? {
-            runner?.status(now: TaskRunner.clock())
+            runner?.status(now: MonotonicInstant.now())
         }
     }
 }

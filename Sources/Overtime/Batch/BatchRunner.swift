@@ -285,7 +285,7 @@ final class BatchCore: EventSink {
         self.onUpdate = onUpdate
         self.onDone = onDone
         encoder = EventEncoder(runID: runID)
-        startedAt = TaskRunner.clock()
+        startedAt = MonotonicInstant.now()
         journal.onFailure { [loop = supervisor.loop] failure in _ = loop.execute { onUpdate(.recordFailed(failure)) } }
         resumed = succeeded.isEmpty ? [] : succeeded.intersection(job.tasks.lazy.map(\.name))
         machine = QueueMachine(job: job, startedAt: startedAt, failFast: failFast, succeeded: resumed)
@@ -293,7 +293,7 @@ final class BatchCore: EventSink {
     }
 
     func begin() {
-        let now = TaskRunner.clock()
+        let now = MonotonicInstant.now()
         for (i, task) in job.tasks.enumerated() where resumed.contains(task.name) {
             let report = TaskReport(name: task.name, outcome: .succeeded, reason: nil, detail: "succeeded in the resumed run",
                                     exitCode: 0, attempts: 0, duration: nil, result: nil, resumed: true)
@@ -321,7 +321,7 @@ final class BatchCore: EventSink {
     func stop(_ reason: CancelReason) {
         guard stoppedBy == nil else { return }
         stoppedBy = reason
-        let now = TaskRunner.clock()
+        let now = MonotonicInstant.now()
         carryOut(machine.stop(reason: reason, now: now), at: now)
         afterInput(now)
     }
@@ -473,7 +473,7 @@ final class BatchCore: EventSink {
         // runs what it is given in order, so this comes right after.
         let core = LoopBound(self, loop: supervisor.loop)
         _ = supervisor.loop.execute { core.value.runnerStarted(index, handle) }
-        record(batchEvent: "attempt", task: task.name, now: TaskRunner.clock()) { w in
+        record(batchEvent: "attempt", task: task.name, now: MonotonicInstant.now()) { w in
             w.key("attempt"); w.int(attempt)
             if !slots.isEmpty || !amounts.isEmpty {
                 w.key("resources")
@@ -593,7 +593,7 @@ final class BatchCore: EventSink {
             timer.schedule(inNanoseconds: max(0, (wake - now).nanoseconds)) { [weak self] in
                 guard let self else { return }
                 self.armedFor = nil
-                let now = TaskRunner.clock()
+                let now = MonotonicInstant.now()
                 self.carryOut(self.machine.schedule(now: now), at: now)
                 self.afterInput(now)
             }
@@ -709,7 +709,7 @@ extension BatchCore: ControlTarget {
     }
 
     private func recordOperator(_ index: Int, _ action: String, uid: UInt32) {
-        record(batchEvent: "operator", task: job.tasks[index].name, now: TaskRunner.clock()) { w in
+        record(batchEvent: "operator", task: job.tasks[index].name, now: MonotonicInstant.now()) { w in
             w.key("action"); w.string(action)
             w.key("uid"); w.int(Int(uid))
         }
@@ -725,7 +725,7 @@ extension BatchCore: ControlTarget {
     func controlCancel(task: String, reason _: CancelReason, grace _: Duration?, uid: UInt32) -> Result<String, ControlFailure> {
         index(of: task).map { index in
             recordOperator(index, "cancel", uid: uid)
-            let now = TaskRunner.clock()
+            let now = MonotonicInstant.now()
             let (word, actions) = machine.cancelTask(index, now: now)
             carryOut(actions, at: now)
             afterInput(now)

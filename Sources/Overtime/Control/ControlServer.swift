@@ -170,14 +170,14 @@ final class ControlServer {
         let result: Result<String, ControlFailure>
         switch op {
         case .status:
-            return .status(target.controlStatus(now: TaskRunner.clock()), containment: containmentJSON)
+            return .status(target.controlStatus(now: MonotonicInstant.now()), containment: containmentJSON)
         case .info:
             guard var info = identity else { return .failed("this supervisor does not describe itself") }
             if info.user == nil, let name = SupervisorDescription.nameOfUser(info.uid) {
                 info.user = name
                 identity = info
             }
-            let tasks = target.controlStatus(now: TaskRunner.clock())
+            let tasks = target.controlStatus(now: MonotonicInstant.now())
             info.total = tasks.count
             info.running = tasks.count { $0.state.isRunning }
             return .supervisor(info)

@@ -1,5 +1,5 @@
 import Testing
-@testable import Overtime
+@testable import OvertimeCore
 
 /// Scheduling rules on a fake clock: no processes.
 @Suite struct QueueMachineTests {

@@ -1,6 +1,6 @@
 import OvertimeTestSupport
 import Testing
-@testable import Overtime
+@testable import OvertimeCore
 
 /// The queue's cost per event must not grow with the queue: a batch of hundreds of
 /// thousands of tasks is driven through the machine on a fake clock, with a generous

@@ -1,6 +1,5 @@
 import OvertimeProtocol
 import Testing
-@testable import Overtime
 @testable import OvertimeCore
 
 /// The budget and lifecycle rules, driven by a fake clock: no processes, no timers.

@@ -1,5 +1,5 @@
 import Testing
-@testable import Overtime
+@testable import OvertimeCore
 
 @Suite struct DurationTextTests {
     @Test(arguments: [
