@@ -1,7 +1,7 @@
 // swift-tools-version:6.0
 import PackageDescription
 
-// The arrows point one way: the `overtime` CLI → `Overtime` (the supervisor engine) →
+// The arrows point one way: the `overtime` CLI → `Overtime` (the supervisor library) →
 // `OvertimeCore` (the pure machines and models) and `OvertimeLoop` (the only module that
 // touches libuv); `OvertimeCore` → `OvertimeProtocol` (the wire format, pure Swift, shared
 // with the child-side worker library). docs/design.md draws the whole map.
@@ -112,20 +112,20 @@ let package = Package(
             path: "Tests/OvertimeTestSupport"
         ),
         // The pure core on its own, as it builds: the machines on a fake clock, the job
-        // file's fields, the decoders, the metrics page. Depends on nothing of the engine
+        // file's fields, the decoders, the metrics page. Depends on nothing of the supervisor library
         // (`swift test --filter OvertimeCoreTests`).
         .testTarget(
             name: "OvertimeCoreTests",
             dependencies: ["OvertimeCore", "OvertimeProtocol", "OvertimeTestSupport"]
         ),
-        // Fast, no process started, with the engine and the CLI at hand: the job file as
+        // Fast, no process started, with the supervisor library and the CLI at hand: the job file as
         // loaded, the journal's thinning, the display's rendering, the argument parser
         // (`swift test --filter OvertimeUnitTests`).
         .testTarget(
             name: "OvertimeUnitTests",
             dependencies: ["Overtime", "OvertimeProtocol", "OvertimeCLI", "OvertimeTestSupport"]
         ),
-        // Real processes, signals, terminals: the engine and the CLI as users meet them.
+        // Real processes, signals, terminals: the supervisor library and the CLI as users meet them.
         .testTarget(
             name: "OvertimeTests",
             dependencies: ["Overtime", "OvertimeProtocol", "OvertimeCLI", "OvertimeTestSupport", "upload-file", "process-payment"]
