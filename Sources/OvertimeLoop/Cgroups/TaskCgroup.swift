@@ -89,11 +89,7 @@ public final class TaskCgroup {
                 try CgroupFiles.makeDirectory(directory, "create the task's cgroup \(directory)")
                 made.append(directory)
             }
-            if let memoryLimit, let memoryDirectory {
-                let file = memoryDirectory + (tree.v2Memory ? "/memory.max" : "/memory.limit_in_bytes")
-                let code = CgroupFiles.write(String(memoryLimit), to: file)
-                guard code == 0 else { throw SystemError("set the task's memory limit in \(file)", errno: code) }
-            }
+            if let memoryLimit, let memoryDirectory { try Self.setMemoryLimit(memoryLimit, in: memoryDirectory, v2: tree.v2Memory) }
             for directory in made {
                 // Read and write: the pool reads the v2 one to know the cgroup is empty.
                 procs.append(try CgroupFiles.openFile(directory + "/cgroup.procs", O_RDWR))
@@ -141,9 +137,7 @@ public final class TaskCgroup {
         if memoryBeforeExec { try makeMemoryDirectory() }
         let memoryDirectoryExists = memoryIsV2 || memoryDirectoryMade.isSet
         if let memoryDirectory, memoryDirectoryExists, limit != memoryLimit {
-            let file = memoryIsV2 ? "/memory.max" : "/memory.limit_in_bytes"
-            let code = CgroupFiles.write(limit.map(String.init) ?? (memoryIsV2 ? "max" : "-1"), to: memoryDirectory + file)
-            guard code == 0 else { throw SystemError("set the task's memory limit in \(memoryDirectory + file)", errno: code) }
+            try Self.setMemoryLimit(limit, in: memoryDirectory, v2: memoryIsV2)
             memoryLimit = limit
         }
         if memoryDirectory != nil, !memoryIsV2, memoryDirectoryExists {
@@ -154,6 +148,13 @@ public final class TaskCgroup {
         usageFiles = CgroupUsageFiles(v2Directory: v2Directory, memoryDirectory: memoryDirectory, memoryIsV2: memoryIsV2,
                                       cpuBaseline: readCPU() ?? (0, 0))
         planMemoryJoin(memoryBeforeExec: memoryBeforeExec)
+    }
+
+    /// Writes the memory hard limit (nil: none) into a memory cgroup.
+    private static func setMemoryLimit(_ limit: UInt64?, in directory: String, v2: Bool) throws(SystemError) {
+        let file = directory + (v2 ? "/memory.max" : "/memory.limit_in_bytes")
+        let code = CgroupFiles.write(limit.map(String.init) ?? (v2 ? "max" : "-1"), to: file)
+        guard code == 0 else { throw SystemError("set the task's memory limit in \(file)", errno: code) }
     }
 
     /// Makes the v1 memory directory of a slot made without it, and opens its
