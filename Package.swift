@@ -3,8 +3,9 @@ import PackageDescription
 
 // The arrows point one way: the `overtime` CLI → `Overtime` (the supervisor library) →
 // `OvertimeCore` (the pure machines and models) and `OvertimeLoop` (the only module that
-// touches libuv); `OvertimeCore` → `OvertimeProtocol` (the wire format, pure Swift, shared
-// with the child-side worker library). docs/design.md draws the whole map.
+// touches libuv); `OvertimeLoop` → `OvertimeCore` (for its pure readers of the kernel's text);
+// `OvertimeCore` → `OvertimeProtocol` (the wire format, pure Swift, shared with the
+// child-side worker library). docs/design.md draws the whole map.
 // On x86-64 the CLI starts at COvertime's `overtime_entry`: a task guard (the CLI's own
 // binary run again) becomes the guard there, before the C library's start, whose CPU probe
 // costs a trap to the hypervisor per `cpuid` in a virtual machine (about 0.25 ms); every
@@ -41,7 +42,7 @@ let package = Package(
         .target(name: "COvertime"),
         .target(
             name: "OvertimeLoop",
-            dependencies: ["CLibUV", "COvertime"]
+            dependencies: ["CLibUV", "COvertime", "OvertimeCore"]
         ),
         .target(name: "OvertimeProtocol"),
         // The pure core: the task and queue machines, budget policy, events and their

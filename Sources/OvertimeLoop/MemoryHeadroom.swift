@@ -1,3 +1,5 @@
+internal import OvertimeCore
+
 /// How much more memory this process may take: the machine's `MemAvailable`, or less when
 /// its memory cgroup (v2 `memory.max`, v1 `memory.limit_in_bytes`) ends nearer. Read before
 /// taking in an input whose size decides what it costs (a job file).
@@ -21,15 +23,12 @@ public enum MemoryHeadroom {
     /// What the process's own memory cgroup still allows: its limit less its usage; nil
     /// without a limit (or a cgroup that can be read).
     private static func cgroupHeadroom() -> UInt64? {
-        let mounts = CgroupProbe.mounts(mountinfo: Descriptors.readWholeFile("/proc/self/mountinfo") ?? [])
-        let own = CgroupProbe.ownPaths(procSelfCgroup: Descriptors.readWholeFile("/proc/self/cgroup") ?? [])
+        let places = CgroupPlaces.ofThisProcess()
         var headrooms: [UInt64] = []
-        if let mount = mounts.v2, let path = own.v2 {
-            let directory = CgroupProbe.join(mount, path)
+        if let directory = places.v2Directory {
             headrooms += headroom(limit: directory + "/memory.max", usage: directory + "/memory.current")
         }
-        if let mount = mounts.v1Memory, let path = own.v1Memory {
-            let directory = CgroupProbe.join(mount, path)
+        if let directory = places.v1MemoryDirectory {
             headrooms += headroom(limit: directory + "/memory.limit_in_bytes", usage: directory + "/memory.usage_in_bytes")
         }
         return headrooms.min()
@@ -37,13 +36,8 @@ public enum MemoryHeadroom {
 
     /// The limit less the usage, when the limit file holds a number (v2 writes "max" for none).
     private static func headroom(limit: String, usage: String) -> [UInt64] {
-        guard let limit = number(Descriptors.readWholeFile(limit)) else { return [] }
-        let used = number(Descriptors.readWholeFile(usage)) ?? 0
+        guard let limit = KernelText.number(Descriptors.readWholeFile(limit)) else { return [] }
+        let used = KernelText.number(Descriptors.readWholeFile(usage)) ?? 0
         return [limit > used ? limit - used : 0]
-    }
-
-    private static func number(_ bytes: [UInt8]?) -> UInt64? {
-        guard let bytes, let line = String(decoding: bytes, as: UTF8.self).split(separator: "\n").first else { return nil }
-        return UInt64(line)
     }
 }

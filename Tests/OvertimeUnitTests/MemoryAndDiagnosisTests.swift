@@ -5,7 +5,7 @@ import Testing
 @testable import OvertimeLoop
 
 /// The memory watchdog's and the diagnosis's rules in the machine, on a fake clock; the size
-/// parser; the cgroup probe's reading of mountinfo and /proc/self/cgroup.
+/// parser.
 @Suite struct MemoryAndDiagnosisTests {
     static let start = MonotonicInstant(nanoseconds: 1_000_000_000_000)
     static let mib: UInt64 = 1 << 20
@@ -161,67 +161,5 @@ import Testing
         #expect(MemoryPolicy(max: 100 << 20).hardLimit == 132 << 20)
         #expect(ByteSize.text(200 << 20) == "200 MiB")
         #expect(DiagnoseCommand("py-spy dump --pid {pid}; echo {pid}").command(pid: 7) == "py-spy dump --pid 7; echo 7")
-    }
-
-    // MARK: The probe's reading
-
-    @Test func theProbeFindsEachHierarchyAndThisProcessesPlaceInIt() {
-        let mountinfo = """
-        30 25 0:26 / /sys/fs/cgroup ro,nosuid shared:9 - tmpfs tmpfs ro,mode=755
-        31 30 0:27 / /sys/fs/cgroup/unified rw,nosuid shared:10 - cgroup2 cgroup2 rw,nsdelegate
-        32 30 0:28 / /sys/fs/cgroup/memory rw,nosuid shared:11 - cgroup cgroup rw,memory
-        33 30 0:29 / /sys/fs/cgroup/cpu,cpuacct rw,nosuid shared:12 - cgroup cgroup rw,cpu,cpuacct
-        40 25 0:28 /inner /mnt/memory\\040copy rw - cgroup cgroup rw,memory
-        """
-        let (v2, memory) = CgroupProbe.mountPoints(mountinfo: mountinfo)
-        #expect(v2 == "/sys/fs/cgroup/unified" && memory == "/sys/fs/cgroup/memory")
-        let (own2, ownMemory) = CgroupProbe.ownPaths(procSelfCgroup: "12:cpu,cpuacct:/a\n4:memory:/process_api/x\n0::/user.slice/u.service\n")
-        #expect(own2 == "/user.slice/u.service" && ownMemory == "/process_api/x")
-        #expect(CgroupProbe.mountPoints(mountinfo: "").v2 == nil)
-        // Own paths: a path that holds colons is kept whole; a line without two colons is
-        // skipped; "memory" must be a whole controller name.
-        let odd = CgroupProbe.ownPaths(procSelfCgroup: "garbage\n5:memoryx:/no\n0::/a:b\n3:cpu,memory:/m\n")
-        #expect(odd.v2 == "/a:b" && odd.v1Memory == "/m", "\(odd)")
-        #expect(TaskCgroup.keyed(Array("oom_kill_disable 0\nunder_oom 0\noom_kill 3\n".utf8), "oom_kill") == 3)
-        // A key that is another's prefix, a last line without its newline, a value too large
-        // or not a number, a key missing, no file.
-        let stat = Array("usage_usec 90\nuser_usec 70\nsystem_usec 20\nnr_periods 0".utf8)
-        #expect(TaskCgroup.keyed(stat, "user_usec") == 70 && TaskCgroup.keyed(stat, "nr_periods") == 0)
-        #expect(TaskCgroup.keyed(stat, "usage") == nil && TaskCgroup.keyed(stat, "nr_throttled") == nil)
-        #expect(TaskCgroup.keyed(Array("big 18446744073709551616\n".utf8), "big") == nil)
-        #expect(TaskCgroup.keyed(Array("max 18446744073709551615\nword max\n".utf8), "max") == UInt64.max)
-        #expect(TaskCgroup.keyed(Array("word max\n".utf8), "word") == nil)
-        #expect(TaskCgroup.keyed(nil, "user_usec") == nil)
-        // A file holding one number (memory.peak, memory.usage_in_bytes): its newline ends it;
-        // a v2 limit's "max", an empty file and a number past UInt64 are none.
-        #expect(TaskCgroup.number(Array("1048576\n".utf8)) == 1_048_576 && TaskCgroup.number(Array("7".utf8)) == 7)
-        #expect(TaskCgroup.number(Array("max\n".utf8)) == nil && TaskCgroup.number([]) == nil && TaskCgroup.number(nil) == nil)
-        #expect(TaskCgroup.number(Array("18446744073709551616\n".utf8)) == nil)
-    }
-
-    @Test func theProbeReadsEveryShapeOfMountLine() {
-        // Escaped mount points are unescaped; the first mount of a hierarchy at its root wins;
-        // mounts of a subtree only are noted, not used; memory may be one of several
-        // controllers; a cgroup v1 mount without memory, other filesystems, and lines cut
-        // short are passed over.
-        let mountinfo = Array("""
-        50 25 0:40 /docker/abc /sys/fs/cgroup/memory ro - cgroup cgroup rw,memory
-        51 25 0:41 /docker/abc /sys/fs/cgroup ro - cgroup2 cgroup2 rw
-        52 25 0:26 / /mnt/my\\040cgroups rw shared:9 master:2 - cgroup2 cgroup2 rw,nsdelegate
-        53 25 0:26 / /second rw - cgroup2 cgroup2 rw
-        54 25 0:27 / /sys/fs/cgroup/cpu rw - cgroup cgroup rw,cpu,cpuacct
-        55 25 0:28 / /sys/fs/cgroup/mem\\134ory rw - cgroup cgroup rw,cpu,memory
-        56 25 0:29 / /tmp rw - tmpfs tmpfs rw
-        57 25 0:30 / /short rw - cgroup2
-        58 25 0:31 /
-        """.utf8)
-        let found = CgroupProbe.mounts(mountinfo: mountinfo)
-        #expect(found.v2 == "/mnt/my cgroups", "\(found)")
-        #expect(found.v1Memory == "/sys/fs/cgroup/mem\\ory", "\(found)")
-        #expect(found.v2Subtree && found.v1MemorySubtree, "\(found)")
-        let containerView = CgroupProbe.mounts(mountinfo: Array(mountinfo.prefix(while: { $0 != UInt8(ascii: "\n") })))
-        #expect(containerView.v1Memory == nil && containerView.v1MemorySubtree && !containerView.v2Subtree, "\(containerView)")
-        let none = CgroupProbe.mounts(mountinfo: Array("54 25 0:27 / /sys/fs/cgroup/cpu rw - cgroup cgroup rw,cpu\n".utf8))
-        #expect(none.v2 == nil && none.v1Memory == nil && !none.v2Subtree && !none.v1MemorySubtree)
     }
 }
