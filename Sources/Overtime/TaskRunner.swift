@@ -761,18 +761,15 @@ final class TaskRunner {
 
     /// Starts the diagnose command against the still-running leader (DESIGN §7). Outside
     /// the task's cgroup and group, so the cancel that follows does not kill it too.
-    private func startDiagnosis() {
-        guard let diagnose = spec.diagnose, let pid = process?.pid, !process!.isReaped else {
-            diagnosisOver()
-            return
-        }
+    /// Returns false when it did not start (the cancel is then due at once).
+    private func startDiagnosis() -> Bool {
+        guard let diagnose = spec.diagnose, let pid = process?.pid, !process!.isReaped else { return false }
         let output: Int32
         let notes: DiagnosisNotes
         do {
             (output, notes) = try diagnosisOutput()
         } catch {
-            diagnosisOver()
-            return
+            return false
         }
         defer { Descriptors.close(output) }
         let command = diagnose.command(pid: pid)
@@ -786,10 +783,11 @@ final class TaskRunner {
                 link.runner?.diagnosisExited(exit)
             }
             diagnosis = (child, notes, Self.clock())
+            return true
         } catch {
             notes.write("overtime: \(notedName): the diagnose command could not start: \(error)\n")
             notes.close()
-            diagnosisOver()
+            return false
         }
     }
 
@@ -899,6 +897,7 @@ final class TaskRunner {
     /// to clear.
     @inline(__always)
     private func carryOut(_ actions: inout [TaskMachine.Action], at now: MonotonicInstant) {
+        var diagnosisFailed = false
         actions.reverse()
         while let action = actions.popLast() {
             switch consume action {
@@ -912,12 +911,15 @@ final class TaskRunner {
             case let .emit(kind):
                 supervisor.emit(TaskEvent(task: ref, time: now, kind: kind))
             case .diagnose:
-                startDiagnosis()
+                diagnosisFailed = !startDiagnosis()
             case let .endDiagnosis(end):
                 cutDiagnosis(end)
             }
         }
         spareActions = actions
+        // A diagnosis that could not start ends once the list that began it is carried
+        // out: its `diagnosing` event goes before the cancel that follows.
+        if diagnosisFailed { diagnosisOver() }
     }
 
     /// A signal of Overtime's own to the whole task: every process in its cgroup where it
