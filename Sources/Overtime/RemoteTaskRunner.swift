@@ -120,7 +120,7 @@ final class RemoteTaskRunner {
         } catch {
             stream?.close()
             stream = nil
-            let message = (error as? SpawnError).map { TaskRunner.spawnFailure($0, spec: TaskSpec(arguments: launcher.prefix)).message } ?? "\(error)"
+            let message = (error as? SpawnError).map { TaskLaunch.spawnFailure($0, spec: TaskSpec(arguments: launcher.prefix)).message } ?? "\(error)"
             finish(TaskOutcome(task: ref, pid: nil, termination: .failedToStart(SpawnFailure(errno: 0, message: "cannot start the executor: \(message)", beforeExec: true)),
                                cancelReason: nil, killed: false, elapsed: .zero, lastProgress: nil, result: nil, protocolErrors: 0, wasReady: false))
             return

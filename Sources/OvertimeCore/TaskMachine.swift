@@ -213,12 +213,16 @@ public struct TaskMachine: Sendable {
     // changes nothing after that: the executor carries the list out once the input has
     // returned. (Appending to the caller's list, not returning a new one, lets the executor
     // reuse one buffer: a progress message, the hottest input, then allocates nothing.)
+    //
+    // Events come last in each input's list. A sink that hears one may call back in (an
+    // embedder that cancels on `started`); what that call makes the executor do must come
+    // after everything this input had it send or signal, not before the rest of it.
 
     /// The process is running: tell it its budget.
     public mutating func start(pid: Int32, now: MonotonicInstant, into actions: inout [Action]) {
         let remaining = remaining(at: now)
-        actions.append(.emit(.started(pid: pid)))
         actions.append(.send(.budget(remaining: remaining?.seconds, granted: nil), to: .reporter(.leader)))
+        actions.append(.emit(.started(pid: pid)))
         actions.append(.emit(.budgetChanged(remaining: remaining, cause: .start)))
     }
 
@@ -275,7 +279,6 @@ public struct TaskMachine: Sendable {
     /// or, when the task is being cancelled already, the cancel with the grace left.
     public mutating func reporterJoined(_ reporter: ReporterID, now: MonotonicInstant, into actions: inout [Action]) {
         reporters.insert(reporter)
-        actions.append(.emit(.reporters(count: reporters.count)))
         switch stage {
         case .running:
             actions.append(.send(.budget(remaining: remaining(at: now)?.seconds, granted: nil), to: .reporter(reporter)))
@@ -284,6 +287,7 @@ public struct TaskMachine: Sendable {
         case .diagnosing, .exited:
             break  // a diagnosed task hears of its cancel with every other reporter
         }
+        actions.append(.emit(.reporters(count: reporters.count)))
     }
 
     /// A reporter's connection closed: its bars go (a bar it started again elsewhere is new).
@@ -300,6 +304,7 @@ public struct TaskMachine: Sendable {
         lastMemory = used
         peakMemory = Swift.max(peakMemory, used)
         guard stage.isRunning, let max = memory.max else { return }
+        let first = actions.endIndex
         if !memoryWarned, let warn = memory.warnBytes, used >= warn {
             memoryWarned = true
             actions.append(.send(.warning(resource: "memory", used: used, limit: max), to: .everyReporter))
@@ -307,6 +312,7 @@ public struct TaskMachine: Sendable {
         }
         if used >= max {
             _ = cancelDiagnosingFirst(.memory, now: now, into: &actions)
+            Self.moveEventsLast(&actions, from: first)
         }
     }
 
@@ -369,8 +375,8 @@ public struct TaskMachine: Sendable {
             return cancel(reason: reason, now: now, into: &actions)
         }
         stage = .diagnosing(Diagnosis(reason: reason, until: now + limit))
-        actions.append(.emit(.diagnosing(reason: reason, limit: limit)))
         actions.append(.diagnose)
+        actions.append(.emit(.diagnosing(reason: reason, limit: limit)))
         return .cancelling
     }
 
@@ -414,6 +420,7 @@ public struct TaskMachine: Sendable {
     /// - Returns: false when the task was not being cancelled or was killed already.
     @discardableResult
     public mutating func escalate(now: MonotonicInstant, into actions: inout [Action]) -> Bool {
+        let first = actions.endIndex
         if case .diagnosing = stage {
             // No time for the diagnosis: the cancel goes out, and SIGKILL right after it.
             diagnosisEnded(.preempted, now: now, into: &actions)
@@ -424,6 +431,7 @@ public struct TaskMachine: Sendable {
         stage = .cancelling(cancel)
         actions.append(.signalGroup(.kill))
         actions.append(.emit(.killSent))
+        Self.moveEventsLast(&actions, from: first)
         return true
     }
 
@@ -449,6 +457,7 @@ public struct TaskMachine: Sendable {
     /// `after`, and progress no longer moves it.
     public mutating func revoke(after: Duration = .zero, now: MonotonicInstant, into actions: inout [Action]) -> OperatorResult {
         guard stage.isRunning else { return .notRunning(phase) }
+        let first = actions.endIndex
         budget.revoked = true
         budget.deadline = now + max(.zero, after)
         budget.warned = false
@@ -457,6 +466,7 @@ public struct TaskMachine: Sendable {
         actions.append(.emit(.budgetChanged(remaining: remaining, cause: .revoke(after: after))))
         if let remaining, remaining <= .zero {
             tick(now: now, into: &actions)
+            Self.moveEventsLast(&actions, from: first)
         }
         return .applied(remaining: remaining, clipped: false)
     }
@@ -474,6 +484,18 @@ public struct TaskMachine: Sendable {
         }
         stage = .exited(cancellation)
         actions.append(.killLeftovers)
+    }
+
+    /// For an input made of others (a sample that warns and then cancels, a revoke that
+    /// expires at once), each with its events last: moves the events among `actions[first...]`
+    /// after the other actions there, both in their order. In place: the lists are short.
+    private static func moveEventsLast(_ actions: inout [Action], from first: Int) {
+        var nextEffect = first
+        for index in first..<actions.endIndex {
+            if case .emit = actions[index] { continue }
+            if index != nextEffect { actions.insert(actions.remove(at: index), at: nextEffect) }
+            nextEffect += 1
+        }
     }
 
     // MARK: Rules

@@ -1,3 +1,4 @@
+import Glibc
 import OvertimeProtocol
 import Synchronization
 import Testing
@@ -26,6 +27,69 @@ import Testing
             #expect(handle.syncOperations.cancel(reason: .deadline, grace: .seconds(5)) == .cancelling)
             #expect(handle.syncOperations.status()?.state == .cancelling(.deadline))
         }
+    }
+
+    /// Cancels each task from inside its `started` event, having first taken a copy of the
+    /// task's fd 3 (`pidfd_getfd`): the task dies of the SIGTERM before it runs a single
+    /// instruction of its own, so the copy is how the test hears what the task was told.
+    final class CancelOnStart: EventSink, Sendable {
+        let supervisor = Mutex<Supervisor?>(nil)
+        let taskChannel = Mutex<Int32>(-1)
+
+        func receive(_ event: inout EncodedEvent) {
+            guard case let .started(pid) = event.event.kind, let supervisor = supervisor.withLock({ $0 }) else { return }
+            taskChannel.withLock { $0 = Self.copy(descriptor: 3, of: pid) }
+            let handle = TaskHandle(ref: event.event.task, supervisor: supervisor)
+            #expect(handle.syncOperations.cancel(reason: .user, grace: .seconds(5)) == .cancelling)
+        }
+
+        /// A descriptor of another process, duplicated into this one (Linux 5.6).
+        static func copy(descriptor: Int32, of pid: Int32) -> Int32 {
+            typealias PidfdOpen = @convention(c) (Int32, UInt32) -> Int32
+            typealias PidfdGetfd = @convention(c) (Int32, Int32, UInt32) -> Int32
+            let libc = dlopen(nil, RTLD_NOW)
+            guard let open = dlsym(libc, "pidfd_open"), let getfd = dlsym(libc, "pidfd_getfd") else { return -1 }
+            let pidfd = unsafeBitCast(open, to: PidfdOpen.self)(pid, 0)
+            guard pidfd >= 0 else { return -1 }
+            defer { close(pidfd) }
+            return unsafeBitCast(getfd, to: PidfdGetfd.self)(pidfd, descriptor, 0)
+        }
+    }
+
+    @Test func aSinkThatCancelsOnStartedLeavesTheCancelLastOnTheChannel() async throws {
+        let canceller = CancelOnStart()
+        let supervisor = try Supervisor(sinks: [canceller])
+        defer { supervisor.shutdown() }
+        canceller.supervisor.withLock { $0 = supervisor }
+        defer { canceller.supervisor.withLock { $0 = nil } }
+        let task = supervisor.spawn(TaskSpec(name: "sleep", arguments: ["/bin/sleep", "30"], policy: BudgetPolicy(budget: .seconds(60)),
+                                             stdin: .null, stdout: .discard, stderr: .discard))
+        let outcomeTask = Task { await task.outcome }
+        // Read what was written on the task's channel, up to two lines (the budget, the cancel).
+        var channel: Int32 = -1
+        let clock = ContinuousClock()
+        let end = clock.now + .seconds(10)
+        while channel < 0, clock.now < end {
+            channel = canceller.taskChannel.withLock { $0 }
+            if channel < 0 { try await Task.sleep(for: .milliseconds(20)) }
+        }
+        try #require(channel >= 0, "no copy of the task's fd 3 (pidfd_getfd): errno \(errno)")
+        var heard: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while heard.count(where: { $0 == UInt8(ascii: "\n") }) < 2, clock.now < end {
+            var ready = pollfd(fd: channel, events: Int16(POLLIN), revents: 0)
+            guard poll(&ready, 1, 100) > 0 else { continue }
+            let count = read(channel, &buffer, buffer.count)
+            if count <= 0 { break }
+            heard += buffer[..<count]
+        }
+        close(channel)
+        let outcome = await outcomeTask.value
+        #expect(outcome.cancelReason == .user, "\(outcome)")
+        let lines = String(decoding: heard, as: UTF8.self).split(separator: "\n").map(String.init)
+        #expect(lines.count == 2, "\(lines)")
+        #expect(lines.first?.contains(#""type":"budget""#) == true, "the budget first: \(lines)")
+        #expect(lines.last?.contains(#""type":"cancel""#) == true, "the cancel last, nothing after it: \(lines)")
     }
 
     @Test func everySinkSeesEveryEventInOrderAndTheLineIsShared() async throws {

@@ -87,7 +87,7 @@ import Testing
         var (machine, actions) = Self.machine(diagnose: .seconds(3), budget: .seconds(10))
         let due = Self.start + .seconds(10)
         machine.tick(now: due, into: &actions)
-        #expect(actions == [.emit(.diagnosing(reason: .timeout, limit: .seconds(3))), .diagnose])
+        #expect(actions == [.diagnose, .emit(.diagnosing(reason: .timeout, limit: .seconds(3)))])
         #expect(machine.phase == .cancelling(.timeout) && machine.nextWake == due + .seconds(3))
         actions.removeAll()
         // Progress during the diagnosis moves nothing: the cancel is decided.
