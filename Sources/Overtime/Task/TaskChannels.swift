@@ -49,7 +49,7 @@ final class TaskChannels {
     func openLeader(passing passed: inout [Int32]) throws -> Int32 {
         let (ours, theirs) = try Descriptors.socketPair()
         passed.append(theirs)
-        leader = ReporterChannel(id: .leader, stream: try ByteStream(loop: loop, fd: ours), now: TaskRunner.clock())
+        leader = ReporterChannel(id: .leader, stream: try ByteStream(loop: loop, fd: ours), now: MonotonicInstant.now())
         return theirs
     }
 
@@ -100,7 +100,7 @@ final class TaskChannels {
                 // s6's protocol: a newline means ready; whatever precedes it is ignored.
                 guard bytes.contains(UInt8(ascii: "\n")) else { return }
                 self.closeNotifyFD()
-                let now = TaskRunner.clock()
+                let now = MonotonicInstant.now()
                 self.runner.decide(at: now) { machine, actions in machine.receive(.ready, now: now, into: &actions) }
             },
             onEnd: { [unowned self] _ in self.closeNotifyFD() }
@@ -117,7 +117,7 @@ final class TaskChannels {
     }
 
     private func channelData(_ bytes: UnsafeRawBufferPointer, from reporter: ReporterChannel) {
-        let now = TaskRunner.clock()
+        let now = MonotonicInstant.now()
         let badBefore = reporter.badLines
         reporter.framer.feed(bytes) { item in handleLine(item, from: reporter, now: now) }
         runner.rearm(now: now)
@@ -165,7 +165,7 @@ final class TaskChannels {
     }
 
     private func channelEnded(_ reporter: ReporterChannel) {
-        let now = TaskRunner.clock()
+        let now = MonotonicInstant.now()
         reporter.framer.finish { item in handleLine(item, from: reporter, now: now) }
         reporter.close()
         if reporter.id == .leader {
@@ -209,7 +209,7 @@ final class TaskChannels {
     /// A process connected to the task's socket: a reporter when it is part of the task
     /// (DESIGN §3a), else refused and counted.
     private func reporterConnected(_ stream: ByteStream, peer: PeerCredentials?) {
-        let now = TaskRunner.clock()
+        let now = MonotonicInstant.now()
         guard isMember(peer) else {
             stream.close()
             runner.emit(.reporterRefused(pid: peer?.pid, uid: peer?.uid), at: now)
@@ -228,7 +228,7 @@ final class TaskChannels {
     private func notified(_ datagram: DatagramReceiver.Datagram) {
         var descriptors = datagram.descriptors
         defer { descriptors.forEach(Descriptors.close) }
-        let now = TaskRunner.clock()
+        let now = MonotonicInstant.now()
         if datagram.truncated {
             runner.rejectLine(ProtocolError(.tooLong, "an sd_notify datagram longer than \(DatagramReceiver.maximumLength) bytes"),
                               excerpt: datagram.bytes.withUnsafeBytes { Self.excerpt($0) }, now: now)
@@ -275,7 +275,7 @@ final class TaskChannels {
     /// sender without a pid the supervisor can see (another pid namespace) is never a
     /// process of the task: it is remembered under pid 0.
     private func admitsNotifier(_ sender: PeerCredentials?) -> Bool {
-        let now = TaskRunner.clock()
+        let now = MonotonicInstant.now()
         let key = RefusedSenders.Sender(pid: sender?.pid ?? 0, uid: sender?.uid ?? .max)
         if refusedNotifiers.remembers(key, now: now) { return false }
         if isMember(sender) { return true }
@@ -291,7 +291,7 @@ final class TaskChannels {
         for (sender, count) in refusedNotifiers.due(now: now) {
             let named = sender.pid > 0   // pid 0: a sender the kernel could not name here
             runner.emit(.reporterRefused(pid: named ? sender.pid : nil, uid: named ? sender.uid : nil, count: count),
-                        at: now ?? TaskRunner.clock())
+                        at: now ?? MonotonicInstant.now())
         }
     }
 

@@ -30,7 +30,7 @@ final class TaskDiagnosis {
                                    workingDirectory: spec.workingDirectory,
                                    descriptors: [core.nullInput ?? -1, output, output])
         do {
-            running = (try ChildProcess(loop: loop, request: request, onExit: onExit), notes, TaskRunner.clock())
+            running = (try ChildProcess(loop: loop, request: request, onExit: onExit), notes, MonotonicInstant.now())
             return true
         } catch {
             notes.write("overtime: \(notedName): the diagnose command could not start: \(error)\n")
@@ -72,7 +72,7 @@ final class TaskDiagnosis {
         case let .exited(code): "exited \(code)"
         case let .signaled(signal): "died of \(Signal(rawValue: signal).name)"
         }
-        running.notes.write("overtime: \(notedName): the diagnose command \(how) after \(DurationText.format(TaskRunner.clock() - running.startedAt))\n")
+        running.notes.write("overtime: \(notedName): the diagnose command \(how) after \(DurationText.format(MonotonicInstant.now() - running.startedAt))\n")
         running.notes.close()
         return true
     }
@@ -89,7 +89,7 @@ final class TaskDiagnosis {
         case .preempted: "a cancel that could not wait came"
         case .taskEnded, .finished: "the task ended"
         }
-        running.notes.write("overtime: \(notedName): the diagnose command was cut (\(why)) after \(DurationText.format(TaskRunner.clock() - running.startedAt))\n")
+        running.notes.write("overtime: \(notedName): the diagnose command was cut (\(why)) after \(DurationText.format(MonotonicInstant.now() - running.startedAt))\n")
         running.notes.close()
     }
 }

@@ -63,7 +63,7 @@ final class TaskRunner {
         self.ref = handle.ref
         self.supervisor = supervisor
         self.core = core
-        machine = TaskMachine(policy: Self.machinePolicy(spec), memory: spec.memory, startedAt: Self.clock())
+        machine = TaskMachine(policy: Self.machinePolicy(spec), memory: spec.memory, startedAt: MonotonicInstant.now())
         usage = TaskUsage(core: core)
         timer = LoopTimer(loop: supervisor.loop)
     }
@@ -73,10 +73,6 @@ final class TaskRunner {
         var policy = spec.policy
         policy.diagnoseLimit = spec.diagnose?.limit
         return policy
-    }
-
-    static func clock() -> MonotonicInstant {
-        .now()
     }
 
     var leaderPID: Int32? { process?.pid }
@@ -107,7 +103,7 @@ final class TaskRunner {
         usage.watch(ref.id, memory: spec.memory, cgroup: cgroup, loop: supervisor.loop) { [unowned self] cgroup in
             if let used = cgroup.memoryInUse(exactFrom: self.memoryCheckLevel) { self.memorySample(used) }
         }
-        let now = Self.clock()
+        let now = MonotonicInstant.now()
         machine = TaskMachine(policy: Self.machinePolicy(spec), memory: spec.memory, startedAt: now)
         channels.startReading()
         let pid = process!.pid
@@ -142,7 +138,7 @@ final class TaskRunner {
 
     private func timerFired() {
         armedFor = nil
-        let now = Self.clock()
+        let now = MonotonicInstant.now()
         if exit != nil {
             if output.heldBack, let exitedAt, now - exitedAt < Self.heldDrainLimit {
                 // Held back by our own consumer (a terminal that does not take our output),
@@ -163,7 +159,7 @@ final class TaskRunner {
     }
 
     private func processExited(_ status: ChildExit) {
-        let now = Self.clock()
+        let now = MonotonicInstant.now()
         exit = status
         exitedAt = now
         output.resetHeldBack()
@@ -225,7 +221,7 @@ final class TaskRunner {
     /// Records an operator's request in the event stream (and so in journals), with the uid
     /// of whoever asked.
     func recordOperator(_ action: String, uid: UInt32) {
-        emit(.operatorRequest(action: action, uid: uid), at: Self.clock())
+        emit(.operatorRequest(action: action, uid: uid), at: MonotonicInstant.now())
     }
 
     // MARK: Memory
@@ -273,7 +269,7 @@ final class TaskRunner {
     /// `decide` now, then the timer kept armed for what that changed.
     @discardableResult
     private func decideNow<Answer>(_ input: (inout TaskMachine, inout [TaskMachine.Action], MonotonicInstant) -> Answer) -> Answer {
-        let now = Self.clock()
+        let now = MonotonicInstant.now()
         let answer = decide(at: now) { machine, actions in input(&machine, &actions, now) }
         rearm(now: now)
         return answer
@@ -393,7 +389,7 @@ final class TaskRunner {
         cgroup?.killAll()
         process?.signalGroup(Signal.kill.rawValue)
         killedAtShutdown = true
-        exitedAt = Self.clock()
+        exitedAt = MonotonicInstant.now()
         finish(termination: .signaled(.kill))
     }
 
@@ -442,7 +438,7 @@ final class TaskRunner {
             self.cgroup = nil
             core.retiredCgroups.retire(cgroup, from: tree, loop: supervisor.loop)
         }
-        emit(.exited(outcome), at: Self.clock())
+        emit(.exited(outcome), at: MonotonicInstant.now())
         handle.complete(outcome)
     }
 }

@@ -69,7 +69,7 @@ final class TaskUsage {
         switch measure {
         case let .cgroup(cgroup): cgroup.memoryInUse()
         case let .processes(cgroup): ProcessMemory.residentSum(cgroup.processIDs())
-        case let .session(leader): core.residentBySession(at: TaskRunner.clock())[leader]   // as the watchdog measures it
+        case let .session(leader): core.residentBySession(at: MonotonicInstant.now())[leader]   // as the watchdog measures it
         case .none: nil
         }
     }

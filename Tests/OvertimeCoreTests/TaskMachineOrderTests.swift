@@ -1,6 +1,5 @@
 import OvertimeProtocol
 import Testing
-@testable import Overtime
 @testable import OvertimeCore
 
 /// The order of what one input decides: the task's own actions first, the events last. An
