@@ -4,7 +4,8 @@ import PackageDescription
 // The arrows point one way: the `overtime` CLI → `Overtime` (the supervisor engine) →
 // `OvertimeCore` (the pure machines and models) and `OvertimeLoop` (the only module that
 // touches libuv); `OvertimeCore` → `OvertimeProtocol` (the wire format, pure Swift, shared
-// with the child-side worker library). docs/design.md draws the whole map.
+// with the child-side worker library); the CLI → `OvertimeReport` (`overtime report`'s
+// reader and page) → `OvertimeCore`. docs/design.md draws the whole map.
 // On x86-64 the CLI starts at COvertime's `overtime_entry`: a task guard (the CLI's own
 // binary run again) becomes the guard there, before the C library's start, whose CPU probe
 // costs a trap to the hypervisor per `cpuid` in a virtual machine (about 0.25 ms); every
@@ -56,6 +57,17 @@ let package = Package(
         ),
         .plugin(name: "CorePurity", capability: .buildTool(), dependencies: ["core-purity"]),
         .executableTarget(name: "core-purity"),
+        // `overtime report`: a run directory's journal read back (`RunReport`) and drawn as
+        // one HTML page (`RunReportPage`). Not core: it decides nothing the supervisor does.
+        // The page is Page/page.html, page.css and page.js; the ReportPage plugin makes them
+        // Swift strings at build time. Tests/ReportPage holds the page's own tests (node).
+        .target(
+            name: "OvertimeReport",
+            dependencies: ["OvertimeCore", "OvertimeProtocol"],
+            plugins: ["ReportPage"]
+        ),
+        .plugin(name: "ReportPage", capability: .buildTool(), dependencies: ["report-page"]),
+        .executableTarget(name: "report-page"),
         // The task's side: what a Swift program run by Overtime links. Never sees the
         // supervisor's code.
         .target(
@@ -74,7 +86,7 @@ let package = Package(
         // and OvertimeProtocol, whose messages and JSON writer it prints.
         .executableTarget(
             name: "OvertimeCLI",
-            dependencies: ["Overtime", "OvertimeLoop", "OvertimeProtocol"],
+            dependencies: ["Overtime", "OvertimeLoop", "OvertimeProtocol", "OvertimeReport"],
             linkerSettings: cliEntry,
             plugins: ["BuildInfo"]
         ),
@@ -115,7 +127,7 @@ let package = Package(
         // rendering. No process is started (`swift test --filter OvertimeUnitTests`).
         .testTarget(
             name: "OvertimeUnitTests",
-            dependencies: ["Overtime", "OvertimeProtocol", "OvertimeCLI", "OvertimeTestSupport"]
+            dependencies: ["Overtime", "OvertimeProtocol", "OvertimeReport", "OvertimeCLI", "OvertimeTestSupport"]
         ),
         // Real processes, signals, terminals: the engine and the CLI as users meet them.
         .testTarget(
