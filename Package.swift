@@ -23,6 +23,7 @@ let package = Package(
         .library(name: "Overtime", targets: ["Overtime"]),
         .library(name: "OvertimeProtocol", targets: ["OvertimeProtocol"]),
         .library(name: "OvertimeCore", targets: ["OvertimeCore"]),
+        .library(name: "OvertimeReport", targets: ["OvertimeReport"]),
         .library(name: "OvertimeWorker", targets: ["OvertimeWorker"]),
         .executable(name: "overtime", targets: ["OvertimeCLI"]),
     ],
