@@ -5,7 +5,8 @@ import PackageDescription
 // `OvertimeCore` (the pure machines and models) and `OvertimeLoop` (the only module that
 // touches libuv); `OvertimeLoop` → `OvertimeCore` (for its pure readers of the kernel's text);
 // `OvertimeCore` → `OvertimeProtocol` (the wire format, pure Swift, shared with the
-// child-side worker library). docs/design.md draws the whole map.
+// child-side worker library); the CLI → `OvertimeReport` (`overtime report`'s reader and
+// page) → `OvertimeCore`. docs/design.md draws the whole map.
 // On x86-64 the CLI starts at COvertime's `overtime_entry`: a task guard (the CLI's own
 // binary run again) becomes the guard there, before the C library's start, whose CPU probe
 // costs a trap to the hypervisor per `cpuid` in a virtual machine (about 0.25 ms); every
@@ -23,6 +24,7 @@ let package = Package(
         .library(name: "Overtime", targets: ["Overtime"]),
         .library(name: "OvertimeProtocol", targets: ["OvertimeProtocol"]),
         .library(name: "OvertimeCore", targets: ["OvertimeCore"]),
+        .library(name: "OvertimeReport", targets: ["OvertimeReport"]),
         .library(name: "OvertimeWorker", targets: ["OvertimeWorker"]),
         .executable(name: "overtime", targets: ["OvertimeCLI"]),
     ],
@@ -57,6 +59,17 @@ let package = Package(
         ),
         .plugin(name: "CorePurity", capability: .buildTool(), dependencies: ["core-purity"]),
         .executableTarget(name: "core-purity"),
+        // `overtime report`: a run directory's journal read back (`RunReport`) and drawn as
+        // one HTML page (`RunReportPage`). Not core: it decides nothing the supervisor does.
+        // The page is Page/page.html, page.css and page.js; the ReportPage plugin makes them
+        // Swift strings at build time. Tests/ReportPage holds the page's own tests (node).
+        .target(
+            name: "OvertimeReport",
+            dependencies: ["OvertimeCore", "OvertimeProtocol"],
+            plugins: ["ReportPage"]
+        ),
+        .plugin(name: "ReportPage", capability: .buildTool(), dependencies: ["report-page"]),
+        .executableTarget(name: "report-page"),
         // The task's side: what a Swift program run by Overtime links. Never sees the
         // supervisor's code.
         .target(
@@ -75,7 +88,7 @@ let package = Package(
         // and OvertimeProtocol, whose messages and JSON writer it prints.
         .executableTarget(
             name: "OvertimeCLI",
-            dependencies: ["Overtime", "OvertimeLoop", "OvertimeProtocol"],
+            dependencies: ["Overtime", "OvertimeLoop", "OvertimeProtocol", "OvertimeReport"],
             linkerSettings: cliEntry,
             plugins: ["BuildInfo"]
         ),
@@ -113,18 +126,18 @@ let package = Package(
             path: "Tests/OvertimeTestSupport"
         ),
         // The pure core on its own, as it builds: the machines on a fake clock, the job
-        // file's fields, the decoders, the metrics page. Depends on nothing of the supervisor library
-        // (`swift test --filter OvertimeCoreTests`).
+        // file's fields, the decoders, the metrics page. Depends on nothing of the
+        // supervisor library (`swift test --filter OvertimeCoreTests`).
         .testTarget(
             name: "OvertimeCoreTests",
             dependencies: ["OvertimeCore", "OvertimeProtocol", "OvertimeTestSupport"]
         ),
-        // Fast, no process started, with the supervisor library and the CLI at hand: the job file as
-        // loaded, the journal's thinning, the display's rendering, the argument parser
-        // (`swift test --filter OvertimeUnitTests`).
+        // Fast, no process started, with the supervisor library and the CLI at hand: the
+        // job file as loaded, the journal's thinning, the display's rendering, the run
+        // report, the argument parser (`swift test --filter OvertimeUnitTests`).
         .testTarget(
             name: "OvertimeUnitTests",
-            dependencies: ["Overtime", "OvertimeProtocol", "OvertimeCLI", "OvertimeTestSupport"]
+            dependencies: ["Overtime", "OvertimeProtocol", "OvertimeReport", "OvertimeCLI", "OvertimeTestSupport"]
         ),
         // Real processes, signals, terminals: the supervisor library and the CLI as users meet them.
         .testTarget(

@@ -1,5 +1,6 @@
 import Overtime
 import OvertimeLoop
+import OvertimeReport
 
 /// `overtime report RUN_DIR [-o FILE.html]`: a batch's run directory drawn as one
 /// self-contained HTML page (docs/report.md).

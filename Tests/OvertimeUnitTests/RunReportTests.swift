@@ -1,6 +1,7 @@
 import OvertimeProtocol
 import Testing
-@testable import OvertimeCore
+import OvertimeCore
+@testable import OvertimeReport
 
 /// `overtime report`'s model: a journal read back into tasks, attempts, marks and lanes,
 /// from hand-written lines (docs/report.md), and the page's embedding of it.

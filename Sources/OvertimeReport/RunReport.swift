@@ -1,3 +1,4 @@
+import OvertimeCore
 import OvertimeProtocol
 
 /// A batch run read back from its run directory: what `overtime report` draws.
@@ -184,29 +185,6 @@ extension RunReport {
         if let summary, let value = try? JSONValue.parse(summary) { reader.conclude(value) }
         return reader.finish()
     }
-}
-
-/// Milliseconds since 1970 for a journal timestamp (`2026-11-30T05:03:15.123Z`, as
-/// `EventEncoder.timestamp` writes it); nil for anything else.
-public func journalTimeMilliseconds(_ text: String) -> Int64? {
-    let bytes = Array(text.utf8)
-    guard bytes.count == 24, bytes[4] == UInt8(ascii: "-"), bytes[7] == UInt8(ascii: "-"), bytes[10] == UInt8(ascii: "T"),
-          bytes[13] == UInt8(ascii: ":"), bytes[16] == UInt8(ascii: ":"), bytes[19] == UInt8(ascii: "."), bytes[23] == UInt8(ascii: "Z")
-    else { return nil }
-    func number(_ from: Int, _ count: Int) -> Int64? {
-        var n: Int64 = 0
-        for byte in bytes[from..<from + count] {
-            guard byte >= 0x30, byte <= 0x39 else { return nil }
-            n = n * 10 + Int64(byte - 0x30)
-        }
-        return n
-    }
-    guard let year = number(0, 4), let month = number(5, 2), let day = number(8, 2), let hour = number(11, 2),
-          let minute = number(14, 2), let second = number(17, 2), let millis = number(20, 3),
-          (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 61
-    else { return nil }
-    let days = CivilDate(year: year, month: month, day: day).daysSinceEpoch
-    return ((days * 86_400 + hour * 3600 + minute * 60 + second) * 1000) + millis
 }
 
 /// Builds a `RunReport` line by line.

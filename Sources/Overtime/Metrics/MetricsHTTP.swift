@@ -1,11 +1,11 @@
 /// The little HTTP/1.1 that `/metrics` needs: a request head read whole (or refused), and
 /// one response, after which the connection closes. Pure: the loop's side carries the bytes.
-public enum MetricsHTTP {
+enum MetricsHTTP {
     /// The longest request head taken; a longer one is answered 431.
-    public static let maxHeadBytes = 8 * 1024
+    static let maxHeadBytes = 8 * 1024
 
     /// What the bytes received so far hold.
-    public enum Head: Equatable, Sendable {
+    enum Head: Equatable, Sendable {
         /// No blank line yet: read on.
         case incomplete
         case complete(method: String, path: String)
@@ -17,7 +17,7 @@ public enum MetricsHTTP {
 
     /// Reads the head at the start of `received` (ended by an empty line; bare newlines are
     /// taken too, as most servers take them).
-    public static func head(_ received: [UInt8]) -> Head {
+    static func head(_ received: [UInt8]) -> Head {
         guard let end = headEnd(received) else {
             return received.count > maxHeadBytes ? .tooLarge : .incomplete
         }
@@ -50,11 +50,11 @@ public enum MetricsHTTP {
     }
 
     /// The content type of the text exposition format.
-    public static let metricsContentType = "text/plain; version=0.0.4; charset=utf-8"
+    static let metricsContentType = "text/plain; version=0.0.4; charset=utf-8"
 
     /// The answer to a request: `/metrics` (its page made only then, by `page`), a short page
     /// at `/` that links it, 404 elsewhere, 405 for anything but GET and HEAD.
-    public static func response(method: String, path: String, page: () -> [UInt8]) -> [UInt8] {
+    static func response(method: String, path: String, page: () -> [UInt8]) -> [UInt8] {
         guard method == "GET" || method == "HEAD" else {
             return response(405, "Method Not Allowed", body: Array("only GET and HEAD\n".utf8), extraHeaders: "Allow: GET, HEAD\r\n")
         }
@@ -72,7 +72,7 @@ public enum MetricsHTTP {
     }
 
     /// 400, 408 or 431: a request that cannot be answered.
-    public static func refusal(_ head: Head) -> [UInt8] {
+    static func refusal(_ head: Head) -> [UInt8] {
         switch head {
         case .tooLarge: response(431, "Request Header Fields Too Large", body: Array("the request head is over \(maxHeadBytes) bytes\n".utf8))
         case .malformed: response(400, "Bad Request", body: Array("not an HTTP/1.x request\n".utf8))

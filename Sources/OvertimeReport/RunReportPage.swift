@@ -2,28 +2,24 @@ import OvertimeProtocol
 
 /// A `RunReport` as one self-contained HTML page: its style and script inline, the run's
 /// data embedded as JSON, nothing fetched from anywhere (docs/report.md).
+///
+/// The page itself is `Page/page.html`, `page.css` and `page.js`, made into `PageText` at
+/// build time (the ReportPage plugin); this puts the run's title and data into it. Its
+/// timeline is drawn on a canvas, and only its visible lanes, so 5,000 tasks cost a few
+/// thousand rectangles a frame; its task table renders only the rows in view. The outcome
+/// colours in page.css and page.js are the ones docs/report.md lists, and the
+/// tests look for them in screenshots: change them together.
 public enum RunReportPage {
     /// The whole page.
     public static func html(_ report: RunReport) -> [UInt8] {
         let title = "Overtime run " + (report.runID ?? "(no run id)")
         var page: [UInt8] = []
         page.reserveCapacity(64 * 1024 + report.tasks.count * 400)
-        page += Array("""
-        <!doctype html>
-        <html lang="en">
-        <head>
-        <meta charset="utf-8">
-        <meta name="viewport" content="width=device-width, initial-scale=1">
-        <meta name="generator" content="overtime report">
-        <title>\(htmlEscaped(title))</title>
-        <style>\(RunReportAssets.style)</style>
-        </head>
-        <body>
-        \(RunReportAssets.body)
-        <script type="application/json" id="run-data">
-        """.utf8)
+        page += PageText.beforeTitle.utf8
+        page += htmlEscaped(title).utf8
+        page += PageText.titleToData.utf8
         page += embeddedJSON(report)
-        page += Array("</script>\n<script>\(RunReportAssets.script)</script>\n</body>\n</html>\n".utf8)
+        page += PageText.afterData.utf8
         return page
     }
 

@@ -1,0 +1,705 @@
+"use strict";
+(function () {
+// Errors are kept in the page (a test reads them from the DOM), besides the console.
+const errorBox = document.getElementById("errors");
+const errors = [];
+function recordError(text) {
+  errors.push(String(text));
+  errorBox.textContent = errors.join("\n");
+  errorBox.hidden = false;
+  document.body.dataset.errors = String(errors.length);
+}
+window.onerror = function (message, source, line, column) { recordError(message + " (line " + line + ":" + column + ")"); };
+window.addEventListener("unhandledrejection", function (event) { recordError("unhandled rejection: " + event.reason); });
+
+const COLORS = { succeeded: "#2f9e62", failed: "#d9453d", cancelled: "#f0a020", killed: "#8b46c2",
+  oom: "#d6408f", skipped: "#9aa3ad", running: "#3b82f6", waiting: "#cbd5e1" };
+const TEXT_ON = { cancelled: "#3d2800", skipped: "#1f2937", waiting: "#1f2937" };
+const WORDS = { succeeded: "succeeded", failed: "failed", cancelled: "cancelled", killed: "killed",
+  oom: "out of memory", skipped: "skipped", running: "running", waiting: "waiting" };
+const ORDER = ["succeeded", "failed", "cancelled", "killed", "oom", "skipped", "running", "waiting"];
+const MARK_COLORS = { cancel: "#111827", kill: "#7f1d1d", operator: "#1d4ed8", memory: "#9d174d" };
+
+function esc(text) {
+  return String(text).replace(/[&<>"']/g, function (c) { return { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" }[c]; });
+}
+function duration(ms) {
+  if (ms == null || !isFinite(ms)) return "–";
+  if (ms < 1000) return Math.round(ms) + " ms";
+  const s = ms / 1000;
+  if (s < 60) return (s < 10 ? s.toFixed(2) : s.toFixed(1)) + " s";
+  const m = Math.floor(s / 60), rest = Math.floor(s - m * 60);
+  if (m < 60) return m + "m " + String(rest).padStart(2, "0") + "s";
+  const h = Math.floor(m / 60);
+  return h + "h " + String(m % 60).padStart(2, "0") + "m";
+}
+function offset(ms) { return "+" + duration(ms); }
+function bytes(n) {
+  if (n == null) return "–";
+  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+  let value = n, unit = 0;
+  while (value >= 1024 && unit < units.length - 1) { value /= 1024; unit++; }
+  return (unit === 0 ? value : value.toFixed(value < 10 ? 1 : 0)) + " " + units[unit];
+}
+function clock(ms) {
+  const d = new Date(data.startedAt + ms);
+  return d.toISOString().slice(11, 19) + " UTC";
+}
+function swatch(outcome) { return '<span class="swatch" style="background:' + COLORS[outcome] + '"></span>'; }
+function outcomeCell(outcome) { return '<span class="outcome">' + swatch(outcome) + esc(WORDS[outcome] || outcome) + "</span>"; }
+
+const data = JSON.parse(document.getElementById("run-data").textContent);
+const tasks = data.tasks;
+const runEnd = Math.max(data.end, 1);
+
+// Derived per task and attempt: where each bar ends (an open one at the journal's end),
+// the task's span and its last progress.
+let attemptCount = 0, retryCount = 0;
+const skipped = [];
+tasks.forEach(function (task, index) {
+  task.index = index;
+  task.firstStart = task.attempts.length ? task.attempts[0].start : null;
+  task.attempts.forEach(function (attempt, i) {
+    // Its place among all the task's attempts: a resumed run numbers its own from 1.
+    attempt.seq = i + 1;
+    attempt.open = attempt.end == null;
+    attempt.stop = attempt.open ? runEnd : attempt.end;
+    attemptCount++;
+    if (attempt.retry) retryCount++;
+  });
+  const last = task.attempts[task.attempts.length - 1];
+  task.duration = last ? last.stop - last.start : null;
+  task.lastFraction = null;
+  for (let i = task.attempts.length - 1; i >= 0 && task.lastFraction == null; i--) {
+    const p = task.attempts[i].progress;
+    if (p.length) task.lastFraction = p[p.length - 1];
+  }
+  if (task.state === "skipped" && task.finished != null && !task.resumed) skipped.push(task);
+  task.search = (task.name + " " + (task.reason || "") + " " + (task.detail || "") + " " + task.outcome).toLowerCase();
+});
+
+// ---- header ----
+document.getElementById("run-title").textContent = data.run || "(no run id)";
+document.title = "Overtime run " + (data.run || "");
+const status = document.getElementById("run-status");
+if (data.complete && data.stoppedBy) { status.textContent = "stopped (" + data.stoppedBy + ")"; status.className = "status stopped"; }
+else if (data.complete) { status.textContent = "finished"; status.className = "status done"; }
+else { status.textContent = "no summary: running, or stopped before its end"; status.className = "status open"; }
+const counts = {};
+tasks.forEach(function (t) { counts[t.outcome] = (counts[t.outcome] || 0) + 1; });
+const gpuLanes = data.lanes.filter(function (l) { return l.gpu != null; }).length;
+const facts = [
+  ["started", new Date(data.startedAt).toISOString().replace("T", " ").slice(0, 19) + " UTC"],
+  ["elapsed", duration(data.end) + (data.complete ? "" : " so far")],
+  ["tasks", String(tasks.length)],
+  ["attempts", attemptCount + (retryCount ? " (" + retryCount + " retried)" : "")],
+  ["lanes", (data.lanes.length - gpuLanes) + " slot" + (data.lanes.length - gpuLanes === 1 ? "" : "s") + (gpuLanes ? " + " + gpuLanes + " GPU" + (gpuLanes === 1 ? "" : "s") : "")],
+];
+if (data.concurrency != null) facts.push(["concurrency", String(data.concurrency)]);
+if (data.runs.length > 1) facts.push(["runs", data.runs.length + " (resumed in the same directory)"]);
+facts.push(["journal", data.lines + " lines" + (data.unreadable ? ", " + data.unreadable + " unreadable" : "")]);
+document.getElementById("facts").innerHTML = facts.map(function (f) { return "<div><dt>" + esc(f[0]) + "</dt><dd>" + esc(f[1]) + "</dd></div>"; }).join("");
+
+const hidden = {};
+const countsBox = document.getElementById("counts");
+countsBox.innerHTML = ORDER.filter(function (o) { return counts[o]; }).map(function (o) {
+  return '<span class="chip" data-outcome="' + o + '" title="show or hide ' + WORDS[o] + ' tasks in the table">' + swatch(o) + esc(WORDS[o]) + " <b>" + counts[o] + "</b></span>";
+}).join("");
+countsBox.addEventListener("click", function (event) {
+  const chip = event.target.closest(".chip");
+  if (!chip) return;
+  const o = chip.dataset.outcome;
+  hidden[o] = !hidden[o];
+  chip.classList.toggle("off", hidden[o]);
+  applyFilter();
+});
+
+document.getElementById("legend").innerHTML = ORDER.filter(function (o) { return o !== "waiting"; }).map(function (o) {
+  return "<span>" + (o === "running" ? '<span class="swatch stripe-key"></span>' : swatch(o)) + esc(WORDS[o]) + "</span>";
+}).join("") + '<span><span class="swatch progress-key"></span>progress, inside a bar</span><span><span class="mark-key"></span>cancel (its reason beside it)</span><span><span class="retry-key"></span>retried as the next attempt</span>';
+
+// ---- the timeline ----
+const GUTTER = 118, AXIS = 26, RIGHT = 14;
+const laneCount = data.lanes.length + (skipped.length ? 1 : 0);
+const skippedLane = skipped.length ? data.lanes.length : -1;
+const LANE = laneCount <= 12 ? 30 : Math.max(5, Math.min(30, Math.floor(460 / laneCount)));
+const laneBars = data.lanes.map(function () { return []; });
+tasks.forEach(function (task) {
+  task.attempts.forEach(function (attempt) {
+    attempt.lanes.forEach(function (lane) { if (laneBars[lane]) laneBars[lane].push({ task: task, attempt: attempt }); });
+  });
+});
+// Bars of one lane never overlap, so sorting by start sorts their ends too.
+laneBars.forEach(function (bars) { bars.sort(function (a, b) { return a.attempt.start - b.attempt.start; }); });
+skipped.sort(function (a, b) { return a.finished - b.finished; });
+
+const scroller = document.getElementById("timeline-scroll");
+const canvas = document.getElementById("timeline");
+const spacer = document.getElementById("timeline-spacer");
+const g = canvas.getContext("2d");
+const fullHeight = AXIS + laneCount * LANE + 6;
+const viewHeight = Math.min(fullHeight, 540);
+canvas.style.height = viewHeight + "px";
+scroller.style.height = viewHeight + 2 + "px";
+spacer.style.height = (fullHeight - viewHeight) + "px";
+
+const view = { t0: 0, t1: runEnd };
+function fit() { const pad = runEnd * 0.015; view.t0 = -pad; view.t1 = runEnd + pad; }
+fit();
+let width = 0;
+function plotWidth() { return Math.max(10, width - GUTTER - RIGHT); }
+function X(t) { return GUTTER + (t - view.t0) / (view.t1 - view.t0) * plotWidth(); }
+function T(x) { return view.t0 + (x - GUTTER) / plotWidth() * (view.t1 - view.t0); }
+
+let stripes = null;
+function stripePattern() {
+  const tile = document.createElement("canvas");
+  tile.width = 8; tile.height = 8;
+  const t = tile.getContext("2d");
+  t.fillStyle = COLORS.running; t.fillRect(0, 0, 8, 8);
+  t.strokeStyle = "#93c5fd"; t.lineWidth = 2.5;
+  t.beginPath(); t.moveTo(-2, 10); t.lineTo(10, -2); t.moveTo(6, 10); t.lineTo(10, 6); t.moveTo(-2, 2); t.lineTo(2, -2); t.stroke();
+  return g.createPattern(tile, "repeat");
+}
+
+const STEPS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 15000, 30000, 60000, 120000, 300000,
+  600000, 900000, 1800000, 3600000, 7200000, 10800000, 21600000, 43200000, 86400000];
+function tickStep(span, most) {
+  const raw = span / Math.max(1, most);
+  for (let i = 0; i < STEPS.length; i++) if (STEPS[i] >= raw) return STEPS[i];
+  return Math.ceil(raw / 86400000) * 86400000;
+}
+function tickLabel(ms, step) {
+  if (step < 1000) return (ms / 1000).toFixed(step < 10 ? 3 : step < 100 ? 2 : 1) + "s";
+  const s = Math.round(ms / 1000);
+  if (s < 60) return s + "s";
+  const m = Math.floor(s / 60), rs = s % 60;
+  if (m < 60) return m + "m" + (rs ? String(rs).padStart(2, "0") + "s" : "");
+  const h = Math.floor(m / 60), rm = m % 60;
+  return h + "h" + (rm ? String(rm).padStart(2, "0") + "m" : "");
+}
+
+// The first bar of `bars` that ends at or after t.
+function firstEndingAfter(bars, t) {
+  let lo = 0, hi = bars.length;
+  while (lo < hi) { const mid = (lo + hi) >> 1; if (bars[mid].attempt.stop < t) lo = mid + 1; else hi = mid; }
+  return lo;
+}
+
+let selected = null;
+let drawPending = false;
+function requestDraw() { if (!drawPending) { drawPending = true; requestAnimationFrame(draw); } }
+
+function laneTop(lane) { return AXIS + lane * LANE - scroller.scrollTop; }
+
+function draw() {
+  drawPending = false;
+  const dpr = window.devicePixelRatio || 1;
+  width = canvas.clientWidth;
+  const height = viewHeight;
+  if (canvas.width !== Math.round(width * dpr) || canvas.height !== Math.round(height * dpr)) {
+    canvas.width = Math.round(width * dpr);
+    canvas.height = Math.round(height * dpr);
+  }
+  g.setTransform(dpr, 0, 0, dpr, 0, 0);
+  g.fillStyle = "#ffffff";
+  g.fillRect(0, 0, width, height);
+  if (!stripes) stripes = stripePattern();
+  const top = scroller.scrollTop;
+  const first = Math.max(0, Math.floor(top / LANE));
+  const last = Math.min(laneCount - 1, Math.floor((top + height - AXIS) / LANE));
+  for (let lane = first; lane <= last; lane++) {
+    if (lane % 2 === 1) { g.fillStyle = "#f8fafc"; g.fillRect(GUTTER, laneTop(lane), width - GUTTER, LANE); }
+  }
+  const step = tickStep(view.t1 - view.t0, plotWidth() / 90);
+  g.strokeStyle = "#e5e7eb"; g.lineWidth = 1;
+  g.beginPath();
+  for (let t = Math.ceil(view.t0 / step) * step; t <= view.t1; t += step) {
+    const x = Math.round(X(t)) + 0.5;
+    g.moveTo(x, AXIS); g.lineTo(x, height);
+  }
+  g.stroke();
+
+  g.save();
+  g.beginPath(); g.rect(GUTTER, AXIS, width - GUTTER, height - AXIS); g.clip();
+  const pad = LANE >= 16 ? 4 : LANE >= 8 ? 1 : 0;
+  const labels = [], marks = [], outlines = [];
+  for (let lane = first; lane <= last && lane < laneBars.length; lane++) {
+    const bars = laneBars[lane];
+    const y = laneTop(lane) + pad, h = LANE - 2 * pad;
+    let lastPixel = -1;
+    for (let i = firstEndingAfter(bars, view.t0); i < bars.length && bars[i].attempt.start <= view.t1; i++) {
+      const bar = bars[i], a = bar.attempt;
+      const px = Math.floor(X(a.start));
+      const pw = Math.max(1, Math.round(X(a.stop)) - px);
+      // Many short bars in one pixel column: one rectangle shows them, a failure over a success.
+      if (pw === 1 && px === lastPixel && a.outcome === "succeeded") continue;
+      lastPixel = px + pw - 1;
+      g.fillStyle = a.open ? stripes : COLORS[a.outcome];
+      g.fillRect(px, y, pw, h);
+      if (pw >= 16 && h >= 12 && a.progress.length >= 4) drawProgress(a, px, y, pw, h);
+      if (pw > 36 && h >= 14) labels.push([bar, px, y, pw, h]);
+      if (selected === bar.task) outlines.push([px, y, pw, h]);
+      for (let m = 0; m < a.marks.length; m++) {
+        const mark = a.marks[m];
+        if (mark[0] >= view.t0 && mark[0] <= view.t1) marks.push([X(mark[0]), y, h, mark]);
+      }
+    }
+  }
+  if (skippedLane >= first && skippedLane <= last) {
+    const y = laneTop(skippedLane) + LANE / 2;
+    const r = Math.max(2, Math.min(6, LANE / 2 - 2));
+    g.fillStyle = COLORS.skipped;
+    skipped.forEach(function (task) {
+      const x = X(task.finished);
+      if (x < GUTTER - r || x > width + r) return;
+      g.beginPath(); g.moveTo(x, y - r); g.lineTo(x + r, y); g.lineTo(x, y + r); g.lineTo(x - r, y); g.closePath(); g.fill();
+      if (selected === task) outlines.push([x - r - 1, y - r - 1, 2 * r + 2, 2 * r + 2]);
+    });
+    if (skipped.length <= 12 && LANE >= 16) {
+      g.font = "11px system-ui, 'DejaVu Sans', sans-serif"; g.textBaseline = "middle"; g.fillStyle = "#4b5563";
+      skipped.forEach(function (task) {
+        const x = X(task.finished), w = g.measureText(task.name).width;
+        g.fillText(task.name, x + r + 4 + w > width - 4 ? x - r - 4 - w : x + r + 4, y + 0.5);
+      });
+    }
+  }
+  g.font = "12px system-ui, 'DejaVu Sans', sans-serif";
+  g.textBaseline = "middle";
+  labels.forEach(function (l) {
+    const bar = l[0], a = bar.attempt;
+    const text = bar.task.name + (bar.task.attempts.length > 1 ? "  #" + a.seq : "");
+    g.save();
+    g.beginPath(); g.rect(l[1] + 1, l[2], l[3] - 2, l[4]); g.clip();
+    g.fillStyle = a.open ? "#ffffff" : TEXT_ON[a.outcome] || "#ffffff";
+    g.fillText(text, l[1] + 6, l[2] + l[4] / 2 + 0.5);
+    g.restore();
+  });
+  drawRetries(first, last);
+  const sayReasons = marks.length <= 80 && LANE >= 14;
+  g.font = "bold 11px system-ui, 'DejaVu Sans', sans-serif";
+  marks.forEach(function (m) {
+    const x = Math.round(m[0]), y = m[1], h = m[2], mark = m[3];
+    g.fillStyle = MARK_COLORS[mark[1]] || "#111827";
+    g.fillRect(x - 1, y - 2, 2, h + 4);
+    if (mark[1] === "cancel" && h >= 8) {
+      g.beginPath(); g.moveTo(x - 4, y - 2); g.lineTo(x + 4, y - 2); g.lineTo(x, y + 3); g.closePath(); g.fill();
+    }
+    if (sayReasons) {
+      // Beside the mark, on its left where the right edge would cut it.
+      const w = g.measureText(mark[2]).width;
+      const tx = x + 5 + w > width - 4 ? x - 5 - w : x + 5;
+      g.lineWidth = 3; g.strokeStyle = "rgba(255,255,255,0.92)";
+      g.strokeText(mark[2], tx, y + h / 2 + 0.5);
+      g.fillText(mark[2], tx, y + h / 2 + 0.5);
+    }
+  });
+  g.strokeStyle = "#111827"; g.lineWidth = 2;
+  outlines.forEach(function (o) { g.strokeRect(o[0] - 1, o[1] - 1, o[2] + 2, o[3] + 2); });
+  // Where a resumed run took over the journal.
+  g.setLineDash([6, 4]); g.strokeStyle = "#7c3aed"; g.lineWidth = 1.5;
+  data.runs.slice(1).forEach(function (run) {
+    const x = Math.round(X(run.start)) + 0.5;
+    g.beginPath(); g.moveTo(x, AXIS); g.lineTo(x, height); g.stroke();
+  });
+  g.setLineDash([]);
+  if (!data.complete) {
+    const x = Math.round(X(data.end)) + 0.5;
+    g.setLineDash([4, 3]); g.strokeStyle = "#1d4ed8"; g.lineWidth = 1;
+    g.beginPath(); g.moveTo(x, AXIS); g.lineTo(x, height); g.stroke(); g.setLineDash([]);
+  }
+  g.restore();
+
+  // The axis and the lane names stay put as the lanes scroll under them.
+  g.fillStyle = "#ffffff"; g.fillRect(0, 0, width, AXIS);
+  g.fillStyle = "#ffffff"; g.fillRect(0, AXIS, GUTTER, height - AXIS);
+  g.strokeStyle = "#d1d5db"; g.lineWidth = 1;
+  g.beginPath(); g.moveTo(0, AXIS - 0.5); g.lineTo(width, AXIS - 0.5); g.moveTo(GUTTER - 0.5, 0); g.lineTo(GUTTER - 0.5, height); g.stroke();
+  g.font = "11px system-ui, 'DejaVu Sans', sans-serif"; g.textBaseline = "middle";
+  // The end of an open run is named on the axis; the ticks under its name give way.
+  let endLabel = null;
+  if (!data.complete) {
+    const text = "last journal line", w = g.measureText(text).width;
+    const right = Math.min(width - 4, X(data.end) - 4);
+    if (right - w > GUTTER) endLabel = { text: text, left: right - w - 14, right: right + 14 };
+  }
+  g.fillStyle = "#4b5563"; g.textAlign = "center";
+  for (let t = Math.ceil(view.t0 / step) * step; t <= view.t1; t += step) {
+    const x = X(t);
+    if (endLabel && x > endLabel.left && x < endLabel.right) continue;
+    if (x > GUTTER + 12 && x < width - 12) g.fillText(tickLabel(t, step), x, AXIS / 2);
+  }
+  g.textAlign = "left";
+  g.fillStyle = "#6b7280"; g.fillText("time since start", 8, AXIS / 2);
+  g.fillStyle = "#7c3aed";
+  data.runs.slice(1).forEach(function (run) {
+    const x = X(run.start);
+    if (x > GUTTER && x < width - 60) { g.fillStyle = "#ffffff"; g.fillRect(x + 2, 3, g.measureText("resumed").width + 6, AXIS - 6); g.fillStyle = "#7c3aed"; g.fillText("resumed", x + 5, AXIS / 2); }
+  });
+  if (endLabel) { g.fillStyle = "#1d4ed8"; g.textAlign = "right"; g.fillText(endLabel.text, endLabel.right - 14, AXIS / 2); g.textAlign = "left"; }
+  const every = LANE >= 11 ? 1 : Math.ceil(11 / LANE);
+  g.font = (LANE >= 14 ? "12px" : "10px") + " system-ui, 'DejaVu Sans', sans-serif";
+  g.textAlign = "right";
+  for (let lane = first; lane <= last; lane++) {
+    if (lane % every !== 0) continue;
+    const y = laneTop(lane) + LANE / 2;
+    if (y < AXIS + 4) continue;
+    const gpu = lane < data.lanes.length && data.lanes[lane].gpu != null;
+    g.fillStyle = gpu ? "#7c3aed" : "#374151";
+    g.fillText(lane === skippedLane ? "skipped" : data.lanes[lane].label, GUTTER - 10, y + 0.5);
+  }
+  g.textAlign = "left";
+}
+
+function drawProgress(a, px, y, pw, h) {
+  const p = a.progress;
+  const inset = 2, base = y + h - inset, span = h - 2 * inset;
+  g.save();
+  g.beginPath(); g.rect(px, y, pw, h); g.clip();
+  g.beginPath();
+  g.moveTo(X(p[0]), base);
+  for (let i = 0; i < p.length; i += 2) g.lineTo(X(p[i]), base - p[i + 1] * span);
+  g.lineTo(X(p[p.length - 2]), base);
+  g.closePath();
+  g.fillStyle = "rgba(255,255,255,0.22)"; g.fill();
+  g.beginPath();
+  for (let i = 0; i < p.length; i += 2) { const x = X(p[i]), yy = base - p[i + 1] * span; if (i === 0) g.moveTo(x, yy); else g.lineTo(x, yy); }
+  g.strokeStyle = "rgba(255,255,255,0.85)"; g.lineWidth = 1.25; g.stroke();
+  g.restore();
+}
+
+function drawRetries(first, last) {
+  g.setLineDash([4, 3]); g.strokeStyle = "#6b7280"; g.lineWidth = 1.5;
+  g.beginPath();
+  let drawn = 0;
+  for (let i = 0; i < tasks.length && drawn < 4000; i++) {
+    const list = tasks[i].attempts;
+    for (let j = 1; j < list.length; j++) {
+      const from = list[j - 1], to = list[j];
+      // A retry, not a rerun by --resume.
+      if (!from.retry || !from.lanes.length || !to.lanes.length) continue;
+      const l0 = from.lanes[0], l1 = to.lanes[0];
+      if ((l0 < first && l1 < first) || (l0 > last && l1 > last)) continue;
+      if (to.start < view.t0 || from.stop > view.t1) continue;
+      const y0 = laneTop(l0) + LANE / 2, y1 = laneTop(l1) + LANE / 2;
+      const x0 = X(from.stop), x1 = X(to.start);
+      g.moveTo(x0, y0); g.bezierCurveTo(x0 + 18, y0, x1 - 18, y1, x1, y1);
+      drawn++;
+    }
+  }
+  g.stroke(); g.setLineDash([]);
+}
+
+// ---- finding what is under the pointer ----
+function hit(x, y) {
+  if (x < GUTTER || y < AXIS) return null;
+  const lane = Math.floor((y - AXIS + scroller.scrollTop) / LANE);
+  const slack = 3 * (view.t1 - view.t0) / plotWidth();
+  const t = T(x);
+  if (lane === skippedLane) {
+    let best = null, bestDistance = 8;
+    skipped.forEach(function (task) { const d = Math.abs(X(task.finished) - x); if (d < bestDistance) { best = task; bestDistance = d; } });
+    return best ? { task: best, attempt: null } : null;
+  }
+  const bars = laneBars[lane];
+  if (!bars) return null;
+  let best = null, bestDistance = Infinity;
+  for (let i = firstEndingAfter(bars, t - slack); i < bars.length && bars[i].attempt.start <= t + slack; i++) {
+    const a = bars[i].attempt;
+    const d = t < a.start ? a.start - t : t > a.stop ? t - a.stop : 0;
+    if (d < bestDistance) { best = bars[i]; bestDistance = d; }
+  }
+  return best;
+}
+
+function moreMarks(attempt) {
+  return attempt.moreMarks + " more mark" + (attempt.moreMarks === 1 ? "" : "s") + " in the journal";
+}
+
+function describe(task, attempt) {
+  const lines = ["<b>" + esc(task.name) + "</b>" + (attempt ? " <span class='muted'>attempt " + attempt.seq + " of " + task.attempts.length + (attempt.n !== attempt.seq ? " (its run's " + attempt.n + ")" : "") + "</span>" : "")];
+  if (attempt) {
+    lines.push(outcomeCell(attempt.outcome) + (attempt.as && attempt.as !== attempt.outcome ? " (" + esc(attempt.as) + ")" : "") + (attempt.cancel ? " · cancel: " + esc(attempt.cancel) : "") + (attempt.exit != null ? " · exit " + attempt.exit : ""));
+    lines.push(offset(attempt.start) + " (" + clock(attempt.start) + ") · " + (attempt.open ? "running for " : "ran ") + duration(attempt.stop - attempt.start));
+    if (attempt.gpus.length) lines.push("GPU " + attempt.gpus.map(esc).join(", "));
+    const p = attempt.progress;
+    if (p.length || attempt.title || attempt.detail) {
+      lines.push("progress " + (p.length ? Math.round(p[p.length - 1] * 100) + "%" : "–") + (attempt.title ? " · " + esc(attempt.title) : "") + (attempt.detail ? " · " + esc(attempt.detail) : ""));
+    }
+    if (attempt.peak != null) lines.push("peak memory " + bytes(attempt.peak) + (attempt.source ? " (" + esc(attempt.source) + ")" : ""));
+    attempt.marks.forEach(function (m) { lines.push(esc(m[1]) + " at " + offset(m[0]) + ": " + esc(m[2])); });
+    if (attempt.moreMarks) lines.push(moreMarks(attempt));
+    if (attempt.retry) lines.push("retried, because: " + esc(attempt.retry));
+  } else {
+    lines.push(outcomeCell(task.outcome) + (task.reason ? " · " + esc(task.reason) : "") + " at " + offset(task.finished));
+    if (task.detail) lines.push(esc(task.detail));
+  }
+  if (attempt && attempt === task.attempts[task.attempts.length - 1] && task.state !== "running") {
+    lines.push("task: " + outcomeCell(task.outcome) + (task.reason ? " · " + esc(task.reason) : "") + (task.detail ? " · " + esc(task.detail) : ""));
+  }
+  return lines.map(function (l) { return "<div class='line'>" + l + "</div>"; }).join("");
+}
+
+const tooltip = document.getElementById("tooltip");
+function showTooltip(found, event) {
+  if (!found) { tooltip.hidden = true; return; }
+  tooltip.innerHTML = describe(found.task, found.attempt);
+  tooltip.hidden = false;
+  const w = tooltip.offsetWidth, h = tooltip.offsetHeight;
+  let left = event.clientX + 14, top = event.clientY + 14;
+  if (left + w > window.innerWidth - 8) left = event.clientX - w - 14;
+  if (top + h > window.innerHeight - 8) top = event.clientY - h - 14;
+  tooltip.style.left = Math.max(4, left) + "px";
+  tooltip.style.top = Math.max(4, top) + "px";
+}
+
+let drag = null;
+canvas.addEventListener("mousedown", function (event) {
+  drag = { x: event.clientX, t0: view.t0, t1: view.t1, moved: false };
+  canvas.classList.add("dragging");
+});
+window.addEventListener("mouseup", function (event) {
+  if (!drag) return;
+  const wasClick = !drag.moved;
+  drag = null;
+  canvas.classList.remove("dragging");
+  if (wasClick && event.target === canvas) {
+    const found = hit(event.offsetX, event.offsetY);
+    select(found ? found.task : null);
+  }
+});
+window.addEventListener("mousemove", function (event) {
+  if (drag) {
+    const dx = event.clientX - drag.x;
+    if (Math.abs(dx) > 3) drag.moved = true;
+    if (drag.moved) {
+      const dt = dx / plotWidth() * (drag.t1 - drag.t0);
+      view.t0 = drag.t0 - dt; view.t1 = drag.t1 - dt;
+      tooltip.hidden = true;
+      requestDraw();
+    }
+    return;
+  }
+  if (event.target === canvas) showTooltip(hit(event.offsetX, event.offsetY), event);
+  else tooltip.hidden = true;
+});
+canvas.addEventListener("mouseleave", function () { tooltip.hidden = true; });
+function zoom(factor, x) {
+  const t = T(x);
+  const span = Math.max(5, Math.min(runEnd * 4, (view.t1 - view.t0) * factor));
+  const ratio = (t - view.t0) / (view.t1 - view.t0);
+  view.t0 = t - ratio * span; view.t1 = view.t0 + span;
+  requestDraw();
+}
+canvas.addEventListener("wheel", function (event) {
+  if (event.ctrlKey || event.metaKey || event.altKey) {
+    event.preventDefault();
+    zoom(Math.exp(event.deltaY * 0.002), event.offsetX);
+  } else if (Math.abs(event.deltaX) > Math.abs(event.deltaY)) {
+    event.preventDefault();
+    const dt = event.deltaX / plotWidth() * (view.t1 - view.t0);
+    view.t0 += dt; view.t1 += dt;
+    requestDraw();
+  }
+}, { passive: false });
+document.getElementById("zoom-in").onclick = function () { zoom(0.5, GUTTER + plotWidth() / 2); };
+document.getElementById("zoom-out").onclick = function () { zoom(2, GUTTER + plotWidth() / 2); };
+document.getElementById("zoom-fit").onclick = function () { fit(); requestDraw(); };
+canvas.addEventListener("dblclick", function () { fit(); requestDraw(); });
+document.addEventListener("keydown", function (event) { if (event.key === "Escape" && selected) select(null); });
+scroller.addEventListener("scroll", requestDraw);
+window.addEventListener("resize", function () { requestDraw(); renderRows(); });
+
+// ---- one task, chosen ----
+const detailCard = document.getElementById("detail-card");
+function select(task) {
+  selected = task;
+  requestDraw();
+  renderRows();
+  // The address names the task chosen, so a link can open the page on it.
+  if (history.replaceState) history.replaceState(null, "", task ? "#task=" + encodeURIComponent(task.name) : location.pathname);
+  if (!task) { detailCard.hidden = true; return; }
+  const kv = [["outcome", outcomeCell(task.outcome)]];
+  if (task.reason) kv.push(["reason", esc(task.reason)]);
+  if (task.detail) kv.push(["detail", esc(task.detail)]);
+  if (task.exit != null) kv.push(["exit", String(task.exit)]);
+  kv.push(["attempts", String(task.attempts.length)]);
+  if (task.peak != null) kv.push(["peak memory", bytes(task.peak)]);
+  if (task.resumed) kv.push(["resumed", "succeeded in the run this one resumed"]);
+  let html = '<div class="card-head"><h2 class="name">' + esc(task.name) + '</h2><button class="close" id="detail-close">close</button></div><div class="detail-grid">';
+  html += '<div class="kv">' + kv.map(function (p) { return "<span><b>" + p[0] + "</b> " + p[1] + "</span>"; }).join("") + "</div>";
+  if (task.attempts.length) {
+    html += '<table class="attempts"><tr><th>#</th><th>lane</th><th>start</th><th>ran</th><th>outcome</th><th>exit</th><th>marks</th><th>peak memory</th><th>retried because</th></tr>';
+    task.attempts.forEach(function (a) {
+      html += "<tr><td>" + a.seq + "</td><td>" + esc(a.lanes.map(function (l) { return data.lanes[l] ? data.lanes[l].label : "?"; }).join(", ")) + "</td><td>" + offset(a.start) + "</td><td>" + duration(a.stop - a.start) + (a.open ? " (open)" : "") + "</td><td>" + outcomeCell(a.outcome) + (a.cancel ? " · " + esc(a.cancel) : "") + "</td><td>" + (a.exit != null ? a.exit : "–") + "</td><td>" + (a.marks.map(function (m) { return esc(m[2]) + " at " + offset(m[0]); }).concat(a.moreMarks ? [moreMarks(a)] : []).join("; ") || "–") + "</td><td>" + bytes(a.peak) + "</td><td>" + esc(a.retry || "–") + "</td></tr>";
+    });
+    html += "</table>";
+    html += '<canvas id="progress-chart"></canvas>';
+  }
+  if (task.result) html += '<div><b>result</b><code class="result">' + esc(task.result) + "</code></div>";
+  html += "</div>";
+  detailCard.innerHTML = html;
+  detailCard.hidden = false;
+  document.getElementById("detail-close").onclick = function () { select(null); };
+  if (task.attempts.length) drawProgressChart(task, document.getElementById("progress-chart"));
+}
+
+function drawProgressChart(task, chart) {
+  const dpr = window.devicePixelRatio || 1;
+  const w = chart.clientWidth, h = chart.clientHeight;
+  chart.width = Math.round(w * dpr); chart.height = Math.round(h * dpr);
+  const c = chart.getContext("2d");
+  c.setTransform(dpr, 0, 0, dpr, 0, 0);
+  const left = 44, right = 12, topPad = 10, bottom = 34;
+  const t0 = task.attempts[0].start, t1 = Math.max(t0 + 1, task.attempts[task.attempts.length - 1].stop);
+  const x = function (t) { return left + (t - t0) / (t1 - t0) * (w - left - right); };
+  const y = function (f) { return topPad + (1 - f) * (h - topPad - bottom); };
+  c.font = "11px system-ui, 'DejaVu Sans', sans-serif"; c.textBaseline = "middle"; c.fillStyle = "#6b7280"; c.strokeStyle = "#e5e7eb";
+  [0, 0.5, 1].forEach(function (f) { c.beginPath(); c.moveTo(left, Math.round(y(f)) + 0.5); c.lineTo(w - right, Math.round(y(f)) + 0.5); c.stroke(); c.fillText(Math.round(f * 100) + "%", 8, y(f)); });
+  const step = tickStep(t1 - t0, (w - left - right) / 90);
+  c.textAlign = "center";
+  for (let t = Math.ceil(t0 / step) * step; t <= t1; t += step) c.fillText(tickLabel(t, step), x(t), h - 10);
+  c.textAlign = "left";
+  task.attempts.forEach(function (a) {
+    c.fillStyle = a.open ? COLORS.running : COLORS[a.outcome];
+    c.fillRect(Math.floor(x(a.start)), h - bottom + 4, Math.max(2, Math.round(x(a.stop) - x(a.start))), 6);
+    const p = a.progress;
+    if (p.length) {
+      c.beginPath();
+      for (let i = 0; i < p.length; i += 2) { if (i === 0) c.moveTo(x(p[i]), y(p[i + 1])); else c.lineTo(x(p[i]), y(p[i + 1])); }
+      c.strokeStyle = a.open ? COLORS.running : COLORS[a.outcome]; c.lineWidth = 2; c.stroke();
+      for (let i = 0; i < p.length; i += 2) { c.fillStyle = c.strokeStyle; c.fillRect(x(p[i]) - 1.5, y(p[i + 1]) - 1.5, 3, 3); }
+    }
+    a.marks.forEach(function (m) {
+      c.fillStyle = MARK_COLORS[m[1]] || "#111827";
+      c.fillRect(Math.round(x(m[0])) - 1, topPad, 2, h - topPad - bottom + 10);
+      c.font = "bold 11px system-ui, 'DejaVu Sans', sans-serif";
+      c.fillText(m[2], Math.round(x(m[0])) + 5, topPad + 8);
+      c.font = "11px system-ui, 'DejaVu Sans', sans-serif";
+    });
+  });
+  if (!task.attempts.some(function (a) { return a.progress.length; })) {
+    c.fillStyle = "#6b7280"; c.textAlign = "center";
+    c.fillText("no progress was reported", (left + w - right) / 2, (topPad + h - bottom) / 2);
+    c.textAlign = "left";
+  }
+}
+
+// ---- the table, only its rows in view ----
+const ROW = 30;
+const columns = [
+  { label: "Task", key: function (t) { return t.name; } },
+  { label: "Outcome", key: function (t) { return ORDER.indexOf(t.outcome); } },
+  { label: "Reason", key: function (t) { return (t.reason || "") + (t.detail || ""); } },
+  { label: "Attempts", key: function (t) { return t.attempts.length; }, num: true },
+  { label: "Start", key: function (t) { return t.firstStart == null ? Infinity : t.firstStart; }, num: true },
+  { label: "Duration", key: function (t) { return t.duration == null ? -1 : t.duration; }, num: true },
+  { label: "Exit", key: function (t) { return t.exit == null ? -1 : t.exit; }, num: true },
+  { label: "Peak memory", key: function (t) { return t.peak == null ? -1 : t.peak; }, num: true },
+  { label: "Progress", key: function (t) { return t.lastFraction == null ? -1 : t.lastFraction; } },
+];
+const head = document.getElementById("table-head");
+head.innerHTML = columns.map(function (c, i) { return '<div data-column="' + i + '"' + (c.num ? ' class="num"' : "") + ">" + c.label + "</div>"; }).join("");
+let sortColumn = -1, sortUp = true;
+head.addEventListener("click", function (event) {
+  const cell = event.target.closest("[data-column]");
+  if (!cell) return;
+  const i = Number(cell.dataset.column);
+  if (sortColumn === i) sortUp = !sortUp; else { sortColumn = i; sortUp = true; }
+  head.querySelectorAll("[data-column]").forEach(function (c) { c.classList.remove("sorted", "up"); });
+  cell.classList.add("sorted"); if (sortUp) cell.classList.add("up");
+  applyFilter();
+});
+const body = document.getElementById("table-body");
+const rowsBox = document.getElementById("table-rows");
+const filterInput = document.getElementById("filter");
+let shown = tasks.slice();
+body.style.height = Math.min(Math.max(tasks.length, 1), 14) * ROW + 2 + "px";
+function applyFilter() {
+  const words = filterInput.value.trim().toLowerCase();
+  shown = tasks.filter(function (t) { return !hidden[t.outcome] && (!words || t.search.indexOf(words) >= 0); });
+  if (sortColumn >= 0) {
+    const key = columns[sortColumn].key, sign = sortUp ? 1 : -1;
+    shown.sort(function (a, b) { const x = key(a), y = key(b); return (x < y ? -1 : x > y ? 1 : a.index - b.index) * sign; });
+  }
+  rowsBox.style.height = shown.length * ROW + "px";
+  document.getElementById("shown").textContent = shown.length === tasks.length ? tasks.length + " tasks" : "showing " + shown.length + " of " + tasks.length;
+  renderRows();
+}
+filterInput.addEventListener("input", applyFilter);
+
+function sparkline(task) {
+  const w = 96, h = 16;
+  const points = [];
+  const t0 = task.firstStart, t1 = task.attempts.length ? task.attempts[task.attempts.length - 1].stop : null;
+  if (t0 == null) return '<span class="muted">–</span>';
+  const span = Math.max(1, t1 - t0);
+  task.attempts.forEach(function (a) {
+    for (let i = 0; i < a.progress.length; i += 2) points.push(((a.progress[i] - t0) / span * w).toFixed(1) + "," + ((1 - a.progress[i + 1]) * (h - 2) + 1).toFixed(1));
+  });
+  const color = COLORS[task.outcome] || COLORS.running;
+  const percent = task.lastFraction == null ? "" : Math.round(task.lastFraction * 100) + "%";
+  if (!points.length) return '<span class="muted">no progress</span>';
+  return '<span class="spark"><svg width="' + w + '" height="' + h + '" viewBox="0 0 ' + w + " " + h + '"><polyline fill="none" stroke="' + color + '" stroke-width="1.5" points="' + points.join(" ") + '"/></svg>' + percent + "</span>";
+}
+
+let maxPeak = 0;
+tasks.forEach(function (t) { if (t.peak != null && t.peak > maxPeak) maxPeak = t.peak; });
+function row(task, i) {
+  const cells = [
+    '<div class="name" title="' + esc(task.name) + '">' + esc(task.name) + "</div>",
+    "<div>" + outcomeCell(task.outcome) + "</div>",
+    '<div title="' + esc(task.detail || "") + '">' + esc(task.reason || "") + (task.detail ? ' <span class="muted">' + esc(task.detail) + "</span>" : "") + "</div>",
+    '<div class="num">' + task.attempts.length + "</div>",
+    '<div class="num">' + (task.firstStart == null ? "–" : offset(task.firstStart)) + "</div>",
+    '<div class="num">' + duration(task.duration) + "</div>",
+    '<div class="num">' + (task.exit == null ? "–" : task.exit) + "</div>",
+    '<div class="num">' + (task.peak == null ? "–" : '<span class="membar" style="width:' + Math.max(2, Math.round(task.peak / maxPeak * 36)) + 'px"></span> ' + bytes(task.peak)) + "</div>",
+    "<div>" + sparkline(task) + "</div>",
+  ];
+  return '<div class="row' + (task === selected ? " selected" : "") + '" data-task="' + task.index + '" style="top:' + i * ROW + 'px">' + cells.join("") + "</div>";
+}
+let rowsPending = false;
+function renderRows() {
+  rowsPending = false;
+  const first = Math.max(0, Math.floor(body.scrollTop / ROW) - 6);
+  const count = Math.ceil(body.clientHeight / ROW) + 12;
+  let html = "";
+  for (let i = first; i < Math.min(shown.length, first + count); i++) html += row(shown[i], i);
+  rowsBox.innerHTML = html;
+}
+body.addEventListener("scroll", function () { if (!rowsPending) { rowsPending = true; requestAnimationFrame(renderRows); } });
+rowsBox.addEventListener("click", function (event) {
+  const r = event.target.closest("[data-task]");
+  if (r) select(tasks[Number(r.dataset.task)]);
+});
+
+// ---- memory ----
+const byPeak = tasks.filter(function (t) { return t.peak != null; }).sort(function (a, b) { return b.peak - a.peak; });
+const memoryBox = document.getElementById("memory");
+if (!byPeak.length) {
+  memoryBox.innerHTML = '<span class="muted">The journal holds no memory peaks (nothing measured them: no cgroup, or no task ended yet).</span>';
+} else {
+  document.getElementById("memory-hint").textContent = byPeak.length > 12 ? "the 12 highest of " + byPeak.length : "";
+  memoryBox.innerHTML = byPeak.slice(0, 12).map(function (t) {
+    return '<div class="name" title="' + esc(t.name) + '">' + esc(t.name) + '</div><div><div class="bar" style="width:' + Math.max(0.5, t.peak / byPeak[0].peak * 100).toFixed(1) + '%"></div></div><div class="num">' + bytes(t.peak) + "</div>";
+  }).join("");
+}
+
+document.getElementById("footer").textContent = "Made by overtime report from events.jsonl" + (data.complete ? " and summary.json" : "") + ". Every time is relative to the journal's earliest line; bars end at each attempt's exited line" + (data.complete ? "." : ", or at the last journal line for those still open.");
+
+applyFilter();
+draw();
+if (location.hash.indexOf("#task=") === 0) {
+  // A hand-edited link (#task=%E0) must not stop the page: such a name is taken as written.
+  let wanted = location.hash.slice(6);
+  try { wanted = decodeURIComponent(wanted); } catch (e) {}
+  const task = tasks.find(function (t) { return t.name === wanted; });
+  if (task) { select(task); draw(); }
+}
+const rect = canvas.getBoundingClientRect();
+document.body.dataset.timeline = [Math.round(rect.left + window.scrollX), Math.round(rect.top + window.scrollY), Math.round(rect.width), Math.round(rect.height)].join(",");
+document.body.dataset.lanes = String(laneCount);
+document.body.dataset.renderMs = performance.now().toFixed(0);
+document.body.dataset.rendered = String(tasks.length);
+})();
