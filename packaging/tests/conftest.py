@@ -73,10 +73,24 @@ def install_uv_tool(base, env):
     return settings["UV_TOOL_BIN_DIR"], python, settings
 
 
-def install_pipx(base, env):
+@pytest.fixture(scope="session")
+def pipx_shared_libs(tmp_path_factory):
+    """pipx's shared pip, made once with the index reachable, as on a machine where pipx
+    has run before: pipx upgrades it from an index first, which --no-index would forbid."""
+    shared = str(tmp_path_factory.mktemp("pipx-shared"))
+    scratch = str(tmp_path_factory.mktemp("pipx-scratch"))
+    env = user_env(scratch, extra={"PIPX_SHARED_LIBS": shared, "PIPX_HOME": os.path.join(scratch, "pipx"),
+                                   "PIPX_BIN_DIR": os.path.join(scratch, "bin")})
+    run_checked([os.path.join(VENV_BIN, "pipx"), "install", "--backend", "pip", "--python", SYSTEM_PYTHON,
+                 "--pip-args=--find-links " + DIST, "overtime-supervisor"], "making pipx's shared libraries", env=env)
+    return shared
+
+
+def install_pipx(base, env, pipx_shared_libs):
+    """pipx with its pip backend (the uv route covers uv's installer)."""
     settings = {"PIPX_HOME": os.path.join(base, "pipx"), "PIPX_BIN_DIR": os.path.join(base, "bin"),
-                "PIPX_MAN_DIR": os.path.join(base, "man")}
-    run_hidden([os.path.join(VENV_BIN, "pipx"), "install", "--python", SYSTEM_PYTHON,
+                "PIPX_MAN_DIR": os.path.join(base, "man"), "PIPX_SHARED_LIBS": pipx_shared_libs}
+    run_hidden([os.path.join(VENV_BIN, "pipx"), "install", "--backend", "pip", "--python", SYSTEM_PYTHON,
                 "--pip-args=--no-index --find-links " + DIST, "overtime-supervisor"],
                dict(env, **settings), "pipx route: pipx install")
     python = os.path.join(settings["PIPX_HOME"], "venvs", "overtime-supervisor", "bin", "python")
@@ -102,6 +116,8 @@ def install_tarball_symlink(base, env):
 
 INSTALLERS = {"pip": install_pip, "uv-tool": install_uv_tool, "pipx": install_pipx,
               "tarball": install_tarball, "tarball-symlink": install_tarball_symlink}
+# What an installer needs besides its directory and environment: fixtures, by name.
+INSTALLER_FIXTURES = {"pipx": ("pipx_shared_libs",)}
 
 
 @pytest.fixture(scope="module")
@@ -112,7 +128,8 @@ def route(request, tmp_path_factory):
     home = os.path.join(base, "home")
     os.makedirs(home)
     env = user_env(home)
-    bin_dir, python, settings = INSTALLERS[name](base, env)
+    extra = [request.getfixturevalue(fixture) for fixture in INSTALLER_FIXTURES.get(name, ())]
+    bin_dir, python, settings = INSTALLERS[name](base, env, *extra)
     installed = os.path.join(bin_dir, "overtime")
     assert os.access(installed, os.X_OK), "{} route: no executable {}".format(name, installed)
     return Installed(name, user_env(home, [bin_dir], settings), python)

@@ -1,6 +1,7 @@
 """The image route: dist/'s docker-archive loaded into podman (runc, as scripts/containers
-sets it up), run as an entrypoint, and copied from in a two-stage build into a root file
-system holding nothing but a static busybox, where the copied binary runs tasks."""
+sets it up), run as an entrypoint, and copied from (its /usr/local/: the binary and the
+bundled bridge) in a two-stage build into a root file system holding nothing but a static
+busybox, where the copied binary runs tasks."""
 
 import os
 import shlex
@@ -62,7 +63,7 @@ def test_copy_from_into_a_busybox_root_runs_tasks(podman_env, image, version, tm
         f.write("FROM {} AS overtime\n"
                 "FROM scratch\n"
                 "COPY rootfs/ /\n"
-                "COPY --from=overtime /usr/local/bin/overtime /usr/local/bin/\n"
+                "COPY --from=overtime /usr/local/ /usr/local/\n"
                 "ENV PATH=/usr/local/bin:/bin\n".format(image))
     tag = "{}:{}".format(COPY_TAG, version)
     run_checked(["podman", "build", "--pull=never", "-t", tag, context], "podman build of the COPY --from image",
@@ -70,7 +71,10 @@ def test_copy_from_into_a_busybox_root_runs_tasks(podman_env, image, version, tm
     try:
         run_checked(["podman", "run", "--rm", tag, "overtime", "run", "--budget", "1s", "--", "sleep", "5"],
                     "the copied overtime in busybox, a silent task", expect=124, env=podman_env)
-        ran = run_checked(["podman", "run", "--rm", tag, "overtime", "run", "--", "sh", "-c", "echo ran in busybox"],
+        # The bridge came along with /usr/local/ (the task finds it where the binary does).
+        bundle = "/usr/local/share/overtime/python/sitecustomize.py"
+        ran = run_checked(["podman", "run", "--rm", tag, "overtime", "run", "--", "sh", "-c",
+                           "test -f {} && echo ran in busybox".format(bundle)],
                           "the copied overtime in busybox, a task that exits 0", env=podman_env)
         assert "ran in busybox" in ran.stdout, "the task's output is missing: " + ran.stdout
     finally:
