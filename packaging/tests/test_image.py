@@ -12,6 +12,9 @@ import pytest
 from conftest import dist_file
 from hidden import ROOT, run_checked
 
+# One worker for these (pytest -n with --dist loadgroup): podman set up and the image loaded once.
+pytestmark = pytest.mark.xdist_group("podman")
+
 CONTAINERS = os.path.join(ROOT, "scripts", "containers")
 COPY_TAG = "localhost/overtime-copy-from-test"
 BUSYBOX = "/bin/busybox"
