@@ -310,6 +310,12 @@ def test_kubernetes_numbers_fit():
     assert 'ENTRYPOINT ["/usr/local/bin/overtime"]' in dockerfile
     user = re.search(r"^USER (\d+)", dockerfile, re.M).group(1)
     assert pod["securityContext"]["runAsUser"] == int(user)
+    # Overtime is copied from the release image of this checkout's version, not built.
+    version = (REPO / "VERSION").read_text().strip()
+    assert re.search(r"^ARG OVERTIME_IMAGE=localhost/overtime:{}$".format(re.escape(version)), dockerfile, re.M), \
+        "deploy/Dockerfile's OVERTIME_IMAGE must name the image scripts/package writes: localhost/overtime:" + version
+    assert "COPY --from=overtime /usr/local/bin/overtime /usr/local/bin/" in dockerfile
+    assert "swift build" not in dockerfile
 
     batch = job_file()
     deadline = seconds(batch["deadline"])
