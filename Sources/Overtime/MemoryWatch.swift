@@ -7,11 +7,11 @@ final class MemoryWatch {
     /// How often: DESIGN §7's "at least four times a second".
     static let interval = Duration.milliseconds(250)
 
-    private unowned let core: SupervisorCore
+    private unowned let core: SupervisorState
     private var timer: LoopTimer?
     private var watched: Set<Int> = []
 
-    init(core: SupervisorCore) {
+    init(core: SupervisorState) {
         self.core = core
     }
 
@@ -76,13 +76,13 @@ final class MemoryJoins {
     /// thread of its own; a task that ends sooner is measured by the reaper instead.
     static let delay = Duration.milliseconds(20)
 
-    private unowned let core: SupervisorCore
+    private unowned let core: SupervisorState
     /// (when, which runner), oldest first from `next`.
     private var due: [(at: Int64, id: Int)] = []
     private var next = 0
     private var timer: LoopTimer?
 
-    init(core: SupervisorCore) {
+    init(core: SupervisorState) {
         self.core = core
     }
 

@@ -62,7 +62,7 @@ final class RemoteTaskRunner {
     private let log: String
     private let handle: TaskHandle
     private unowned let supervisor: Supervisor
-    private unowned let core: SupervisorCore
+    private unowned let core: SupervisorState
     private var process: ChildProcess?
     private var stream: ByteStream?
     private var framer = LineFramer()
@@ -83,7 +83,7 @@ final class RemoteTaskRunner {
     private var finished = false
     var interrupted = false
 
-    init(spec: TaskSpec, launcher: RemoteLauncher, log: String, handle: TaskHandle, supervisor: Supervisor, core: SupervisorCore) {
+    init(spec: TaskSpec, launcher: RemoteLauncher, log: String, handle: TaskHandle, supervisor: Supervisor, core: SupervisorState) {
         self.spec = spec
         self.launcher = launcher
         self.log = log

@@ -34,7 +34,7 @@ public final class Supervisor: Sendable {
     let loop: EventLoop
     private let nextTaskID = Atomic<Int>(1)
     /// Loop-thread state: the running tasks and the signal watchers.
-    let core: LoopBound<SupervisorCore>
+    let core: LoopBound<SupervisorState>
 
     /// Starts a supervisor with its own loop thread.
     /// - Parameters:
@@ -56,7 +56,7 @@ public final class Supervisor: Sendable {
         _ = Self.signalsIgnoredAtStart  // read before any watcher of ours replaces a disposition
         let loop = try EventLoop()
         self.loop = loop
-        let core = SupervisorCore(runID: runID)
+        let core = SupervisorState(runID: runID)
         core.sinks = sinks
         if request == .automatic {
             let (tree, notes) = CgroupTree.make(probe: CgroupProbe.probe(), runID: runID)
@@ -81,7 +81,7 @@ public final class Supervisor: Sendable {
     }
 
     /// A handle for a new task, and its runner started on the loop by `begin`.
-    private func start(_ spec: TaskSpec, _ begin: @escaping @Sendable (TaskHandle, SupervisorCore) -> Void) -> TaskHandle {
+    private func start(_ spec: TaskSpec, _ begin: @escaping @Sendable (TaskHandle, SupervisorState) -> Void) -> TaskHandle {
         let ref = TaskRef(id: nextTaskID.add(1, ordering: .relaxed).oldValue, name: spec.name)
         let handle = TaskHandle(ref: ref, supervisor: self)
         let core = self.core
@@ -472,7 +472,7 @@ public final class Supervisor: Sendable {
 }
 
 /// State that lives on the loop thread.
-final class SupervisorCore {
+final class SupervisorState {
     let runID: String
     var runners: [Int: any SupervisedTask] = [:]
     /// The run's cgroups; nil for process groups (DESIGN §7).

@@ -476,11 +476,11 @@ private let repositoryRoot = URL(fileURLWithPath: #filePath)
     }
 
     @Test func theJournalSaysWhatEndedTheAttempt() {
-        #expect(BatchCore.failureReason(Self.oomOutcome(.signaled(.kill))) == "oom")
-        #expect(BatchCore.failureReason(Self.oomOutcome(.signaled(.kill), .memory)) == "oom")
-        #expect(BatchCore.failureReason(Self.outcome(.exited(1), .memory)) == "memory")
-        #expect(BatchCore.failureReason(Self.outcome(.signaled(.kill), .memory, killed: true)) == "memory, killed")
-        #expect(BatchCore.failureReason(Self.outcome(.exited(3))) == "exit 3")
+        #expect(BatchState.failureReason(Self.oomOutcome(.signaled(.kill))) == "oom")
+        #expect(BatchState.failureReason(Self.oomOutcome(.signaled(.kill), .memory)) == "oom")
+        #expect(BatchState.failureReason(Self.outcome(.exited(1), .memory)) == "memory")
+        #expect(BatchState.failureReason(Self.outcome(.signaled(.kill), .memory, killed: true)) == "memory, killed")
+        #expect(BatchState.failureReason(Self.outcome(.exited(3))) == "exit 3")
         #expect(Self.oomOutcome(.signaled(.kill)).kind.rawValue == "oom")
         #expect(Self.outcome(.exited(3)).kind.rawValue == "failed")
     }

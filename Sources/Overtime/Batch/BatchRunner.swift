@@ -111,7 +111,7 @@ public final class BatchRunner: Sendable {
     public let runID: String
     public let journal: RunJournal
     let supervisor: Supervisor
-    private let core: LoopBound<BatchCore>
+    private let core: LoopBound<BatchState>
     private let completion = Completion<BatchSummary>()
 
     /// Prepares the run directory and the supervisor; nothing starts until `start()`.
@@ -154,7 +154,7 @@ public final class BatchRunner: Sendable {
         if (options.executor ?? job.executor) == .srun {
             launcher = try SrunExecutor.launcher(runDirectory: journal.directory, overtime: options.overtimeBinary)
         }
-        let batch = BatchCore(job: job, runID: runID, succeeded: succeeded, failFast: options.failFast, supervisor: supervisor,
+        let batch = BatchState(job: job, runID: runID, succeeded: succeeded, failFast: options.failFast, supervisor: supervisor,
                               journal: journal, launcher: launcher, pythonBridge: options.pythonBridge, onUpdate: options.onUpdate) { summary in completion.complete(summary) }
         core = LoopBound(batch, loop: supervisor.loop)
         let core = self.core
@@ -228,7 +228,7 @@ public final class BatchRunner: Sendable {
 
 /// The batch on its loop thread: the queue machine, the task handles, the journal. Made
 /// before the loop runs anything of it; used on the loop thread only.
-final class BatchCore: EventSink {
+final class BatchState: EventSink {
     private(set) var machine: QueueMachine
     let job: JobFile
     /// Where tasks run when not here: each a job step of the allocation (`srun`).
@@ -255,7 +255,7 @@ final class BatchCore: EventSink {
     private var starting: [Int: [(TaskHandle.SynchronousOperations) -> Void]] = [:]
     private var lastOutcome: [Int: TaskOutcome] = [:]
     private var finished: FinishedTasks
-    private var journalThrottle = FrequentEventThrottle(interval: BatchCore.journalProgressInterval)
+    private var journalThrottle = FrequentEventThrottle(interval: BatchState.journalProgressInterval)
     private let resumed: Set<String>
     /// The retry timer, made on the loop thread at its first use.
     private var timer: LoopTimer?
@@ -668,7 +668,7 @@ final class BatchCore: EventSink {
 }
 
 /// `overtime batch`'s control target: every task of the job, by name.
-extension BatchCore: ControlTarget {
+extension BatchState: ControlTarget {
     func controlStatus(now: MonotonicInstant) -> [TaskStatus] {
         job.tasks.indices.map { index in
             let name = job.tasks[index].name

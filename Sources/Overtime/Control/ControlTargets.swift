@@ -52,7 +52,7 @@ enum ControlWords {
 }
 
 /// `overtime run`'s control target: the supervisor's running tasks, found by name.
-extension SupervisorCore: ControlTarget {
+extension SupervisorState: ControlTarget {
     func controlStatus(now: MonotonicInstant) -> [TaskStatus] {
         runners.values.sorted { $0.ref.id < $1.ref.id }.map { $0.status(now: now) }
     }

@@ -6,11 +6,11 @@ import OvertimeProtocol
 /// ends them in `cut` or `exited`. Loop-thread only.
 final class TaskDiagnosis {
     private let spec: TaskSpec
-    private unowned let core: SupervisorCore
+    private unowned let core: SupervisorState
     private let output: TaskOutput
     private var running: (process: ChildProcess, notes: DiagnosisNotes, startedAt: MonotonicInstant)?
 
-    init(spec: TaskSpec, core: SupervisorCore, output: TaskOutput) {
+    init(spec: TaskSpec, core: SupervisorState, output: TaskOutput) {
         self.spec = spec
         self.core = core
         self.output = output

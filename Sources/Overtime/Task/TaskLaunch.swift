@@ -6,11 +6,11 @@ import OvertimeProtocol
 /// failed. Lives for one start. Loop-thread only.
 struct TaskLaunch {
     private let spec: TaskSpec
-    private unowned let core: SupervisorCore
+    private unowned let core: SupervisorState
     /// The descriptors the child inherits: closed here once it is spawned (`closePassed`).
     private var passed: [Int32] = []
 
-    init(spec: TaskSpec, core: SupervisorCore) {
+    init(spec: TaskSpec, core: SupervisorState) {
         self.spec = spec
         self.core = core
     }

@@ -10,7 +10,7 @@ final class TaskRunner {
     private let spec: TaskSpec
     private let handle: TaskHandle
     private unowned let supervisor: Supervisor
-    private unowned let core: SupervisorCore
+    private unowned let core: SupervisorState
     private var machine: TaskMachine
     private var process: ChildProcess?
     /// What the child processes' exit callbacks reach this runner by: they may come after
@@ -57,7 +57,7 @@ final class TaskRunner {
         madeLink?.runner = nil
     }
 
-    init(spec: TaskSpec, handle: TaskHandle, supervisor: Supervisor, core: SupervisorCore) {
+    init(spec: TaskSpec, handle: TaskHandle, supervisor: Supervisor, core: SupervisorState) {
         self.spec = spec
         self.handle = handle
         self.ref = handle.ref

@@ -25,11 +25,11 @@ final class TaskUsage {
         }
     }
 
-    private unowned let core: SupervisorCore
+    private unowned let core: SupervisorState
     /// The kernel's word when the usage crosses the max (v1).
     private var memoryLevels: MemoryLevelWatch?
 
-    init(core: SupervisorCore) {
+    init(core: SupervisorState) {
         self.core = core
     }
 
