@@ -13,7 +13,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from hidden import DIST, ROOT, VENV_BIN, run_checked, run_hidden, user_env  # noqa: E402
+from hidden import DIST, VENV_BIN, run_checked, run_hidden, user_env  # noqa: E402
 
 SYSTEM_PYTHON = "/usr/bin/python3"
 # How each route is installed, and whether it comes with a Python (python -m overtime_supervisor).

@@ -3,7 +3,6 @@ installed from dist/ and run where no Swift toolchain, no libuv and no build on 
 exist: the command, its version, a budget, and a tqdm job in an environment of its own
 that reports through the bundled bridge."""
 
-import os
 import textwrap
 
 import pytest
