@@ -139,6 +139,9 @@ def package(binary, out, python):
     if not version:
         raise PackageError("VERSION is empty")
     commit = git("rev-parse", "HEAD")
+    # As the binary says it (scripts/build-info): built from files that differ from the commit.
+    if commit and subprocess.run(["git", "-C", ROOT, "diff", "--quiet", "HEAD", "--"]).returncode != 0:
+        commit += "-dirty"
     epoch = source_date_epoch()
     os.environ["SOURCE_DATE_EPOCH"] = str(epoch)   # for setuptools' wheel too
     parent = os.path.dirname(os.path.abspath(out))
