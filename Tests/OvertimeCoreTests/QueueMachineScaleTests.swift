@@ -29,7 +29,7 @@ import Testing
         var pending: [QueueMachine.Action] = []
         let clock = ContinuousClock()
         let start = clock.now
-        pending += machine.schedule(now: now)
+        machine.schedule(now: now, into: &pending)
         while true {
             var started: [Int] = []
             for action in pending {
@@ -48,7 +48,7 @@ import Testing
             }
             pending.removeAll(keepingCapacity: true)
             tally.peakRunning = max(tally.peakRunning, running.count - head)
-            for index in started { pending += machine.taskReady(index, now: now) }
+            for index in started { machine.taskReady(index, now: now, into: &pending) }
             if !pending.isEmpty { continue }
             now = now + .milliseconds(1)
             if head < running.count {
@@ -56,10 +56,10 @@ import Testing
                 head += 1
                 for id in ids { slotsInUse.remove(id) }
                 let failed = fails(index, attempt)
-                pending += machine.attemptEnded(index, .init(succeeded: !failed, retryCondition: failed ? .exit : nil), now: now)
+                machine.attemptEnded(index, .init(succeeded: !failed, retryCondition: failed ? .exit : nil), now: now, into: &pending)
             } else if let wake = machine.nextWake {
                 now = max(now, wake)
-                pending += machine.schedule(now: now)
+                machine.schedule(now: now, into: &pending)
             } else {
                 break
             }

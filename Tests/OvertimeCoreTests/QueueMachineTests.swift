@@ -10,7 +10,7 @@ import Testing
 
         init(_ job: JobFile, failFast: Bool = false, succeeded: Set<String> = []) {
             machine = QueueMachine(job: job, startedAt: now, failFast: failFast, succeeded: succeeded)
-            actions += machine.schedule(now: now)
+            machine.schedule(now: now, into: &actions)
         }
 
         var names: [String] { machine.job.tasks.map(\.name) }
@@ -23,12 +23,12 @@ import Testing
 
         mutating func end(_ name: String, ok: Bool, condition: RetryCondition? = .exit) {
             let i = names.firstIndex(of: name)!
-            actions += machine.attemptEnded(i, .init(succeeded: ok, retryCondition: ok ? nil : condition), now: now)
+            machine.attemptEnded(i, .init(succeeded: ok, retryCondition: ok ? nil : condition), now: now, into: &actions)
         }
 
         mutating func advance(_ d: Duration) {
             now = now + d
-            actions += machine.schedule(now: now)
+            machine.schedule(now: now, into: &actions)
         }
 
         func state(_ name: String) -> QueueMachine.State {
@@ -73,7 +73,7 @@ import Testing
             Self.task("cleanup", after: ["server"], when: .done),
         ]))
         #expect(h.started() == ["server"])
-        h.actions += h.machine.taskReady(0, now: h.now)
+        h.machine.taskReady(0, now: h.now, into: &h.actions)
         #expect(h.started() == ["client"])
         h.end("server", ok: false)
         #expect(h.started() == ["cleanup"])
@@ -161,7 +161,7 @@ import Testing
     @Test func stopCancelsRunningAndSkipsWaiting() {
         var h = Harness(JobFile(concurrency: 1, tasks: ["a", "b"].map { Self.task($0) }))
         _ = h.started()
-        h.actions += h.machine.stop(reason: .shutdown, now: h.now)
+        h.machine.stop(reason: .shutdown, now: h.now, into: &h.actions)
         #expect(h.actions.contains(.cancel(index: 0, reason: .shutdown)))
         #expect(h.state("b") == .skipped(.stopped(.shutdown)))
         h.end("a", ok: false, condition: nil)
@@ -178,9 +178,8 @@ import Testing
         ])
         var h = Harness(job)
         #expect(h.started() == ["long"])
-        let cancelled = h.machine.cancelTask(1, now: h.now)
-        h.actions += cancelled.actions
-        #expect(cancelled.result == "skipped before it started")
+        let cancelled = h.machine.cancelTask(1, now: h.now, into: &h.actions)
+        #expect(cancelled == "skipped before it started")
         #expect(h.state("c") == .skipped(.dependency("b")))
         #expect(h.state("cleanup") == .waiting, "its condition holds; it waits for the slot")
         #expect(h.machine.nextWake == h.now + .seconds(10), "the last moment 'late' may start")

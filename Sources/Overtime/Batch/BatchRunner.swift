@@ -230,6 +230,8 @@ public final class BatchRunner: Sendable {
 /// before the loop runs anything of it; used on the loop thread only.
 final class BatchState: EventSink {
     private(set) var machine: QueueMachine
+    /// The list inputs append to, kept between inputs so that none allocates one.
+    private var spareActions: [QueueMachine.Action] = []
     let job: JobFile
     /// Where tasks run when not here: each a job step of the allocation (`srun`).
     private let launcher: RemoteLauncher?
@@ -304,7 +306,7 @@ final class BatchState: EventSink {
             }
             onUpdate(.finished(report))
         }
-        carryOut(machine.schedule(now: now), at: now)
+        decide(at: now) { machine, actions in machine.schedule(now: now, into: &actions) }
         afterInput(now)
     }
 
@@ -322,7 +324,7 @@ final class BatchState: EventSink {
         guard stoppedBy == nil else { return }
         stoppedBy = reason
         let now = MonotonicInstant.now()
-        carryOut(machine.stop(reason: reason, now: now), at: now)
+        decide(at: now) { machine, actions in machine.stop(reason: reason, now: now, into: &actions) }
         afterInput(now)
     }
 
@@ -346,7 +348,7 @@ final class BatchState: EventSink {
         case let .started(pid):
             onUpdate(.started(task: job.tasks[index].name, attempt: machine.attempts[index], pid: pid, policy: job.tasks[index].policy))
         case .ready:
-            carryOut(machine.taskReady(index, now: now), at: now)
+            decide(at: now) { machine, actions in machine.taskReady(index, now: now, into: &actions) }
         case let .exited(outcome):
             // Nothing more comes from this attempt's runner.
             indexByTaskID[event.task.id] = nil
@@ -356,7 +358,7 @@ final class BatchState: EventSink {
             if case .failedToStart = outcome.termination {
                 onUpdate(.started(task: job.tasks[index].name, attempt: machine.attempts[index], pid: nil, policy: job.tasks[index].policy))
             }
-            carryOut(machine.attemptEnded(index, QueueMachine.AttemptResult(outcome), now: now), at: now)
+            decide(at: now) { machine, actions in machine.attemptEnded(index, QueueMachine.AttemptResult(outcome), now: now, into: &actions) }
         default:
             return
         }
@@ -365,8 +367,18 @@ final class BatchState: EventSink {
 
     /// Carries out what the queue decided, in order. The machine has settled by now, so
     /// a cancel's events, which come straight back to `handle`, find it consistent.
-    func carryOut(_ actions: [QueueMachine.Action], at now: MonotonicInstant) {
+    /// Feeds the machine one input, then carries out what it decided, in order. The list is
+    /// the spare one, kept between inputs; an action that brings another input back here (a
+    /// start whose task fails at once) gets a list of its own, the machine settled by then.
+    @discardableResult
+    func decide<Answer>(at now: MonotonicInstant, _ input: (inout QueueMachine, inout [QueueMachine.Action]) -> Answer) -> Answer {
+        var actions: [QueueMachine.Action] = []
+        swap(&actions, &spareActions)
+        let answer = input(&machine, &actions)
         for action in actions { carryOut(action, at: now) }
+        actions.removeAll(keepingCapacity: true)
+        spareActions = actions
+        return answer
     }
 
     private func carryOut(_ action: QueueMachine.Action, at now: MonotonicInstant) {
@@ -594,7 +606,7 @@ final class BatchState: EventSink {
                 guard let self else { return }
                 self.armedFor = nil
                 let now = MonotonicInstant.now()
-                self.carryOut(self.machine.schedule(now: now), at: now)
+                self.decide(at: now) { machine, actions in machine.schedule(now: now, into: &actions) }
                 self.afterInput(now)
             }
         }
@@ -726,8 +738,7 @@ extension BatchState: ControlTarget {
         index(of: task).map { index in
             recordOperator(index, "cancel", uid: uid)
             let now = MonotonicInstant.now()
-            let (word, actions) = machine.cancelTask(index, now: now)
-            carryOut(actions, at: now)
+            let word = decide(at: now) { machine, actions in machine.cancelTask(index, now: now, into: &actions) }
             afterInput(now)
             return word
         }

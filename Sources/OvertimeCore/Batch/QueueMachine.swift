@@ -230,52 +230,14 @@ public struct QueueMachine: Sendable {
 
     // MARK: Inputs
     //
-    // Each returns the actions to carry out, in order, decided once the machine has
-    // changed (the executor may call back in while carrying them out).
+    // As `TaskMachine`'s: each appends what it decided to `actions`, the executor's list, in
+    // order, and changes nothing after that: the executor carries the list out once the
+    // input has returned, and may call back in meanwhile. (The executor keeps one list and
+    // reuses it, so an input allocates nothing once the list has grown.)
 
     /// Starts whatever can start now, skips what never can. Call after every other input
     /// and when `nextWake` comes.
-    public mutating func schedule(now: MonotonicInstant) -> [Action] {
-        var actions: [Action] = []
-        schedule(now: now, &actions)
-        return actions
-    }
-
-    /// Task `index` reported `ready` (for dependents that wait on `ready`).
-    public mutating func taskReady(_ index: Int, now: MonotonicInstant) -> [Action] {
-        var actions: [Action] = []
-        taskReady(index, now: now, &actions)
-        return actions
-    }
-
-    /// An attempt of task `index` ended.
-    public mutating func attemptEnded(_ index: Int, _ result: AttemptResult, now: MonotonicInstant) -> [Action] {
-        var actions: [Action] = []
-        attemptEnded(index, result, now: now, &actions)
-        return actions
-    }
-
-    /// An operator cancels one task: if it waits (or waits to retry) it is skipped; if it
-    /// runs it is cancelled with reason `user` (and not retried).
-    /// - Returns: what happened, in a word for the operator, and the actions.
-    public mutating func cancelTask(_ index: Int, now: MonotonicInstant) -> (result: String, actions: [Action]) {
-        var actions: [Action] = []
-        let result = cancelTask(index, now: now, &actions)
-        return (result, actions)
-    }
-
-    /// Starts nothing more: cancels what runs with `reason`, skips what waits.
-    public mutating func stop(reason: CancelReason, now: MonotonicInstant) -> [Action] {
-        var actions: [Action] = []
-        stop(reason: reason, now: now, &actions)
-        return actions
-    }
-
-    // MARK: Inputs, appending to the actions of the input under way
-
-    /// Starts whatever can start now, skips what never can. Call after every other input
-    /// and when `nextWake` comes.
-    private mutating func schedule(now: MonotonicInstant, _ actions: inout [Action]) {
+    public mutating func schedule(now: MonotonicInstant, into actions: inout [Action]) {
         while let timer = retryTimers.min, timer.at <= now {
             retryTimers.popMin()
             guard states[timer.index] == .retryWait(until: timer.at) else { continue }
@@ -302,13 +264,13 @@ public struct QueueMachine: Sendable {
     }
 
     /// Task `index` reported `ready` (for dependents that wait on `ready`).
-    private mutating func taskReady(_ index: Int, now: MonotonicInstant, _ actions: inout [Action]) {
+    public mutating func taskReady(_ index: Int, now: MonotonicInstant, into actions: inout [Action]) {
         markReady(index)
-        schedule(now: now, &actions)
+        schedule(now: now, into: &actions)
     }
 
     /// An attempt of task `index` ended.
-    private mutating func attemptEnded(_ index: Int, _ result: AttemptResult, now: MonotonicInstant, _ actions: inout [Action]) {
+    public mutating func attemptEnded(_ index: Int, _ result: AttemptResult, now: MonotonicInstant, into actions: inout [Action]) {
         guard case .running = states[index] else { return }
         release(index)
         runningCount -= 1
@@ -324,20 +286,20 @@ public struct QueueMachine: Sendable {
             actions.append(.retry(index: index, nextAttempt: attempts[index] + 1, at: now + delay))
         } else {
             finish(index, .failed, &actions)
-            if failFast { stop(reason: .failFast, now: now, &actions) }
+            if failFast { stop(reason: .failFast, now: now, into: &actions) }
         }
-        schedule(now: now, &actions)
+        schedule(now: now, into: &actions)
     }
 
     /// An operator cancels one task: if it waits (or waits to retry) it is skipped; if it
     /// runs it is cancelled with reason `user` (and not retried).
     /// - Returns: what happened, in a word for the operator.
-    private mutating func cancelTask(_ index: Int, now: MonotonicInstant, _ actions: inout [Action]) -> String {
+    public mutating func cancelTask(_ index: Int, now: MonotonicInstant, into actions: inout [Action]) -> String {
         switch states[index] {
         case .waiting, .retryWait:
             // Its entries in the lanes and timers go stale and are dropped when reached.
             finish(index, .skipped(.cancelled), &actions)
-            schedule(now: now, &actions)
+            schedule(now: now, into: &actions)
             return "skipped before it started"
         case .running:
             actions.append(.cancel(index: index, reason: .user))
@@ -348,7 +310,7 @@ public struct QueueMachine: Sendable {
     }
 
     /// Starts nothing more: cancels what runs with `reason`, skips what waits.
-    private mutating func stop(reason: CancelReason, now: MonotonicInstant, _ actions: inout [Action]) {
+    public mutating func stop(reason: CancelReason, now: MonotonicInstant, into actions: inout [Action]) {
         guard stopping == nil else { return }
         stopping = reason
         // Once, so a look at every task is fine here.
