@@ -137,7 +137,7 @@ public struct ControlRequest: Sendable, Equatable {
         do {
             value = try JSONValue.parse(line)
         } catch {
-            throw DecodeError(id: nil, ProtocolError(error.kind, "not a JSON request: \(error.located)"))
+            throw DecodeError(id: nil, ProtocolError(error.problem.kind, "not a JSON request: \(error.located)"))
         }
         return try decode(value)
     }
@@ -269,7 +269,7 @@ public struct ControlReply: Sendable, Equatable {
         do {
             value = try JSONValue.parse(line)
         } catch {
-            throw ProtocolError(error.kind, "not a JSON reply: \(error.located)")
+            throw ProtocolError(error.problem.kind, "not a JSON reply: \(error.located)")
         }
         guard case .object = value else { throw ProtocolError(.notJSON, "a reply is a JSON object") }
         let id = value["id"]

@@ -14,11 +14,11 @@ public struct JSONOutline: Sendable {
     private let leftOut: [Int: (offset: Int, count: Int)]
 
     /// Reads `bytes`, leaving out the arrays held by top-level members named `key`.
-    /// - Throws: `ProtocolError` as `JSONValue.parse` does (its `offset` from the start of
-    ///   `bytes`).
-    public static func parse(_ bytes: ArraySlice<UInt8>, leavingOut key: String) throws(ProtocolError) -> JSONOutline {
+    /// - Throws: `JSONDocumentError` as `JSONValue.parse` does (its `offset` from the start
+    ///   of `bytes`).
+    public static func parse(_ bytes: ArraySlice<UInt8>, leavingOut key: String) throws(JSONDocumentError) -> JSONOutline {
         try bytes.withUnsafeBytes { buffer in
-            Result { () throws(ProtocolError) -> JSONOutline in
+            Result { () throws(JSONDocumentError) -> JSONOutline in
                 var reader = JSONReader(buffer)
                 do throws(ProtocolError) {
                     let outline = try read(&reader, leavingOut: key)
@@ -26,7 +26,7 @@ public struct JSONOutline: Sendable {
                     guard reader.atEnd else { throw ProtocolError(.notJSON, "text after the document") }
                     return outline
                 } catch {
-                    throw ProtocolError(error.kind, error.message, offset: reader.index)
+                    throw JSONDocumentError(error, offset: reader.index)
                 }
             }
         }.get()

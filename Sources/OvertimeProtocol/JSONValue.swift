@@ -39,10 +39,10 @@ public enum JSONValue: Sendable, Equatable {
 extension JSONValue {
     /// Parses one JSON document (a job file, a control request), with the same strict
     /// reader the protocol uses, but no line-length limit.
-    /// - Throws: `ProtocolError` saying what is wrong, and where (its `offset`).
-    public static func parse(_ bytes: [UInt8]) throws(ProtocolError) -> JSONValue {
+    /// - Throws: `JSONDocumentError` saying what is wrong, and where.
+    public static func parse(_ bytes: [UInt8]) throws(JSONDocumentError) -> JSONValue {
         try bytes.withUnsafeBytes { buffer in
-            Result { () throws(ProtocolError) -> JSONValue in
+            Result { () throws(JSONDocumentError) -> JSONValue in
                 var reader = JSONReader(buffer)
                 do throws(ProtocolError) {
                     let value = try reader.readValue()
@@ -50,7 +50,7 @@ extension JSONValue {
                     guard reader.atEnd else { throw ProtocolError(.notJSON, "text after the document") }
                     return value
                 } catch {
-                    throw ProtocolError(error.kind, error.message, offset: reader.index)
+                    throw JSONDocumentError(error, offset: reader.index)
                 }
             }
         }.get()

@@ -129,15 +129,15 @@ struct JSONReaderTests {
 
     // MARK: where a document broke
 
-    @Test("a whole document's error carries where it broke as a number, not in its text")
+    @Test("a whole document's error carries where it broke as a number, beside the problem's text")
     func documentErrorOffset() {
         do {
             _ = try JSONValue.parse(Array(#"{"a": 1,}"#.utf8))
             Issue.record("accepted a trailing comma")
         } catch {
             #expect(error.offset == 8, "\(error)")
-            #expect(!error.message.contains("byte"), "\(error.message)")
-            #expect(error.located == error.message + " at byte 8")
+            #expect(!error.problem.message.contains("byte"), "\(error.problem.message)")
+            #expect(error.located == error.problem.message + " at byte 8")
         }
         do {
             _ = try JSONOutline.parse(Array(#"{"tasks": [1, 2,, 3]}"#.utf8)[...], leavingOut: "tasks")

@@ -58,14 +58,14 @@ private func manyTasks(_ count: Int, broken: Int? = nil, brokenText: String = ""
         ]
         for document in documents {
             let bytes = Array(document.utf8)
-            let whole = Result { () throws(ProtocolError) in try JSONValue.parse(bytes) }
-            let outlined = Result { () throws(ProtocolError) in try JSONOutline.parse(bytes[...], leavingOut: "tasks") }
+            let whole = Result { () throws(JSONDocumentError) in try JSONValue.parse(bytes) }
+            let outlined = Result { () throws(JSONDocumentError) in try JSONOutline.parse(bytes[...], leavingOut: "tasks") }
             guard case let .failure(expected) = whole, case let .failure(found) = outlined else {
                 Issue.record("\(document): both readers must refuse it (tree: \(whole), outline: \(outlined))")
                 continue
             }
-            #expect(found.message == expected.message, "\(document)")
-            #expect(found.kind == expected.kind, "\(document)")
+            #expect(found.problem == expected.problem, "\(document)")
+            #expect(found.offset == expected.offset, "\(document)")
         }
     }
 

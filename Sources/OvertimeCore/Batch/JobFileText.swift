@@ -74,15 +74,14 @@ package enum JobFileText {
 
     /// "not JSON: … at line L, column C" for a reader error, with a hint for the usual
     /// mistakes (a trailing comma, a comment, single quotes, a bare key).
-    package static func syntaxProblem(_ error: ProtocolError, in bytes: [UInt8]) -> String {
-        var message = error.message
-        if error.kind == .invalidUTF8 {
+    package static func syntaxProblem(_ error: JSONDocumentError, in bytes: [UInt8]) -> String {
+        var message = error.problem.message
+        if error.problem.kind == .invalidUTF8 {
             message += " (a job file must be UTF-8 text)"
         }
         // The reader speaks of lines (its usual input is the channel); this is a file.
         message = message.replacing("end of line", with: "end of file")
-        guard let offset = error.offset else { return "not JSON: \(message)" }
-        let at = min(offset, bytes.count)
+        let at = min(error.offset, bytes.count)
         var text = "not JSON: \(message) at \(position(of: at, in: bytes))"
         if let hint = hint(at: at, in: bytes) { text += "; \(hint)" }
         if let line = excerpt(around: at, in: bytes) { text += " (the line reads: \(line))" }
