@@ -10,6 +10,7 @@ same on every run."""
 
 import argparse
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -33,7 +34,11 @@ def read(path):
 
 
 def git(*args):
-    result = subprocess.run(["git", "-C", ROOT] + list(args), capture_output=True, text=True)
+    """git's answer about the checkout, or "" (no git, or not a git checkout)."""
+    try:
+        result = subprocess.run(["git", "-C", ROOT] + list(args), capture_output=True, text=True)
+    except OSError:
+        return ""
     return result.stdout.strip() if result.returncode == 0 else ""
 
 
@@ -134,13 +139,31 @@ def write_checksums(out_dir):
         f.writelines(lines)
 
 
+# What a dist/ of ours holds: the artifacts and their sums.
+OURS = re.compile(r"^(SHA256SUMS|overtime-.*-(linux-x86_64\.tar\.gz|image\.tar)|overtime_(supervisor|worker)-.*\.whl)$")
+
+
+def check_output_directory(out):
+    """The output directory is replaced as a whole, so it must be one this script wrote (or
+    missing, or empty): a directory holding anything else is never removed."""
+    if not os.path.lexists(out):
+        return
+    if os.path.islink(out) or not os.path.isdir(out):
+        raise PackageError("{} is not a directory this script wrote; give --out a new directory".format(out))
+    foreign = [name for name in os.listdir(out) if not OURS.match(name)]
+    if foreign:
+        raise PackageError("{} holds files this script did not write ({}); give --out a new or empty directory"
+                           .format(out, ", ".join(sorted(foreign)[:5])))
+
+
 def package(binary, out, python):
+    check_output_directory(out)
     version = read(os.path.join(ROOT, "VERSION")).decode("utf-8").strip()
     if not version:
         raise PackageError("VERSION is empty")
     commit = git("rev-parse", "HEAD")
     # As the binary says it (scripts/build-info): built from files that differ from the commit.
-    if commit and subprocess.run(["git", "-C", ROOT, "diff", "--quiet", "HEAD", "--"]).returncode != 0:
+    if commit and git("status", "--porcelain", "--untracked-files=no"):
         commit += "-dirty"
     epoch = source_date_epoch()
     os.environ["SOURCE_DATE_EPOCH"] = str(epoch)   # for setuptools' wheel too
@@ -165,7 +188,7 @@ def package(binary, out, python):
         write_checksums(staged)
         os.chmod(staged, 0o755)
         if os.path.isdir(out):
-            shutil.rmtree(out)
+            shutil.rmtree(out)   # only ever one of ours: see check_output_directory
         os.rename(staged, out)
     finally:
         shutil.rmtree(work, ignore_errors=True)

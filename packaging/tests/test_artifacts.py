@@ -5,6 +5,9 @@ one version in all of them."""
 import base64
 import hashlib
 import json
+import os
+import subprocess
+import sys
 import tarfile
 import zipfile
 
@@ -57,3 +60,19 @@ def test_the_image_says_the_version(version):
     labels = config["config"]["Labels"]
     assert labels["org.opencontainers.image.version"] == version
     assert labels["org.opencontainers.image.licenses"] == "Apache-2.0"
+
+
+def test_an_output_directory_holding_other_files_is_refused_and_kept(tmp_path):
+    """scripts/package replaces its output directory whole: one that holds anything it did
+    not write (a user's --out pointing at a directory of theirs) is refused untouched."""
+    out = tmp_path / "releases"
+    (out / "older").mkdir(parents=True)
+    (out / "notes.txt").write_text("keep me")
+    script = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "package.py")
+    result = subprocess.run([sys.executable, script, "--binary", "/bin/true", "--out", str(out)],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1, result
+    assert "did not write" in result.stderr and "notes.txt" in result.stderr, result.stderr
+    assert (out / "notes.txt").read_text() == "keep me"
+    assert (out / "older").is_dir()
+

@@ -1,13 +1,14 @@
 """Builds the wheel with ``overtime_worker.pth`` at its root, so that pip installs it into
 site-packages itself, where Python runs it at start-up (the tqdm bridge), and
 ``overtime_worker/_version.py`` inside it. The version is the checkout's ``VERSION`` file,
-Overtime's one version (an sdist carries a copy of it). Everything else is declared in
-pyproject.toml."""
+Overtime's one version; an sdist carries a copy of it, which a build from the sdist reads.
+Everything else is declared in pyproject.toml."""
 
 import os
 
 from setuptools import setup
 from setuptools.command.build_py import build_py
+from setuptools.command.sdist import sdist
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -38,4 +39,11 @@ class BuildWithStartupHook(build_py):
         ]
 
 
-setup(version=VERSION, cmdclass={"build_py": BuildWithStartupHook})
+class SdistWithVersion(sdist):
+    def make_release_tree(self, base_dir, files):
+        super().make_release_tree(base_dir, files)
+        with open(os.path.join(base_dir, "VERSION"), "w") as f:
+            f.write(VERSION + "\n")
+
+
+setup(version=VERSION, cmdclass={"build_py": BuildWithStartupHook, "sdist": SdistWithVersion})

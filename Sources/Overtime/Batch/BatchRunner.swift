@@ -365,8 +365,6 @@ final class BatchState: EventSink {
         afterInput(now)
     }
 
-    /// Carries out what the queue decided, in order. The machine has settled by now, so
-    /// a cancel's events, which come straight back to `handle`, find it consistent.
     /// Feeds the machine one input, then carries out what it decided, in order. The list is
     /// the spare one, kept between inputs; an action that brings another input back here (a
     /// start whose task fails at once) gets a list of its own, the machine settled by then.
