@@ -243,14 +243,16 @@ struct CLIContainmentTests {
         """)
     }
 
-    /// 10 MiB every 50 ms, each page touched, to 600 MiB.
+    /// 10 MiB every 100 ms, each page touched, to 600 MiB: about 100 MiB/s, which leaves the
+    /// supervisor some 300 ms between the max and the hard limit 32 MiB above it. At twice
+    /// the rate, a full run's load on two cores once let the kernel's OOM killer come first.
     static let growth = """
     blocks = []
     for i in range(60):
         blocks.append(bytearray(10 << 20))
         for j in range(0, 10 << 20, 4096):
             blocks[-1][j] = 1
-        time.sleep(0.05)
+        time.sleep(0.1)
     """
 
     @Test("past its warning level, a one-step allocation of 2 GiB beyond a 200M max is cancelled for memory before the OOM killer, where the kernel reports the crossing")
@@ -285,7 +287,7 @@ struct CLIContainmentTests {
         }
         #expect(seen.last?["reason"] as? String == "memory", "\(seen)")
         let peak = try #require(CLIJSON.int(report["peak_memory"]), "\(r)")
-        // Cancelled at 200 MiB; sampled every 250 ms while growing 200 MiB/s: at most one
+        // Cancelled at 200 MiB; sampled every 250 ms while growing 100 MiB/s: at most one
         // sample late, and never past the cgroup's hard limit (max + 32 MiB).
         #expect(peak >= 190 << 20 && peak <= 280 << 20, "peak \(peak) is not near the 200 MiB max: \(r)")
     }
