@@ -5,16 +5,15 @@
 
 import Foundation
 import OvertimeProtocol
+import OvertimeTestSupport
 import Testing
 @testable import OvertimeCore
 
 @Suite("TaskMachine: the table in docs/design.md")
 struct TaskMachineTableTests {
-    static let checkout = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-
     /// The table: its stage names (the header after the first cell) and each row's cells.
     static func table() throws -> (stages: [String], rows: [(input: String, cells: [String])]) {
-        let page = try String(contentsOf: checkout.appendingPathComponent("docs/design.md"), encoding: .utf8)
+        let page = try String(contentsOfFile: Checkout.path("docs/design.md"), encoding: .utf8)
         let lines = page.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
         guard let header = lines.firstIndex(where: { $0.hasPrefix("| input ↓ / stage → |") }) else {
             throw TableFailure("no '| input ↓ / stage → |' table in docs/design.md")
@@ -101,7 +100,7 @@ struct TaskMachineTableTests {
     @Test("its inputs are the machine's methods, every one")
     func inputsAreTheMachines() throws {
         let (_, rows) = try Self.table()
-        let source = try String(contentsOf: Self.checkout.appendingPathComponent("Sources/OvertimeCore/TaskMachine.swift"), encoding: .utf8)
+        let source = try String(contentsOfFile: Checkout.path("Sources/OvertimeCore/TaskMachine.swift"), encoding: .utf8)
         let methods = Set(source.matches(of: /public mutating func (\w+)\(/).map { String($0.1) })
         let named = Set(rows.compactMap { $0.input.firstMatch(of: /`(\w+)`/).map { String($0.1) } })
         #expect(named == methods, "in the table, not the machine: \(named.subtracting(methods)); in the machine, not the table: \(methods.subtracting(named))")

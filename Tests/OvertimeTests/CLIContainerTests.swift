@@ -10,13 +10,12 @@
 // also leave what they saw.
 
 import Foundation
+import OvertimeTestSupport
 import Testing
 
 /// What `scripts/containers up` found, once for the whole suite.
 enum CLIContainers {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().path
-    static let script = root + "/scripts/containers"
+    static let script = Checkout.path("scripts/containers")
     static let image = "localhost/overtime-cli-tests"
 
     struct Setup: Sendable {

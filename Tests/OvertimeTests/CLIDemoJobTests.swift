@@ -2,18 +2,16 @@
 // `swift build`: the job file finds the Swift workers itself (workers/bin), no PATH set up.
 
 import Foundation
+import OvertimeTestSupport
 import Testing
 
 @Suite struct CLIDemoJobTests {
-    /// The checkout: the test file sits in Tests/OvertimeTests/.
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
-
     @Test("workers/demo.json with an ordinary PATH: every command found, no task fails with 126 or 127")
     func demoRunsAsWritten() async throws {
         let scratch = try CLIScratch()
         var environment = CLIBatchFixture.environment
         environment["PATH"] = "/usr/local/bin:/usr/bin:/bin"  // nothing of the build on it
-        let process = CLIProcess(["batch", Self.root + "/workers/demo.json", "--run-dir", scratch.path("run"), "--progress", "none"],
+        let process = CLIProcess(["batch", Checkout.path("workers/demo.json"), "--run-dir", scratch.path("run"), "--progress", "none"],
                                  environment: environment, in: scratch)
         try await process.start()
         let r = await process.finish(timeout: .seconds(90))

@@ -2,6 +2,7 @@
 // --version. Every test runs the built binary.
 
 import Foundation
+import OvertimeTestSupport
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -109,8 +110,7 @@ struct CLIExitCodeTests {
     }
 
     /// The checkout's VERSION file, the one place the version is written.
-    static let checkoutVersion = (try? String(contentsOfFile: URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("VERSION").path, encoding: .utf8))?
+    static let checkoutVersion = (try? String(contentsOfFile: Checkout.path("VERSION"), encoding: .utf8))?
         .trimmingCharacters(in: .whitespacesAndNewlines)
 
     @Test("--version prints the VERSION file's version and the commit it was built from, and exits 0", arguments: ["--version", "version"])

@@ -2,10 +2,9 @@
 // Debian's systemd-notify, python3-systemd's systemd.daemon.notify, PyPI's sdnotify.
 
 import Foundation
+import OvertimeTestSupport
 import Testing
 
-private let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-    .deletingLastPathComponent().path
 
 @Suite("CLI sd_notify and s6 readiness")
 struct CLINotifyTests {
@@ -32,7 +31,7 @@ struct CLINotifyTests {
         let scratch = try CLIScratch()
         let send = client == "python3-systemd"
             ? "/usr/bin/python3 -c 'from systemd import daemon; daemon.notify(\"READY=1\\nSTATUS=serving\")'"
-            : "\(repositoryRoot)/.venv/bin/python -c 'import sdnotify; sdnotify.SystemdNotifier().notify(\"READY=1\\nSTATUS=serving\")'"
+            : "\(Checkout.path(".venv/bin/python")) -c 'import sdnotify; sdnotify.SystemdNotifier().notify(\"READY=1\\nSTATUS=serving\")'"
         let r = try await cliRun(["run", "--json", "--", "sh", "-c", "\(send) || exit 9; sleep 0.5"], in: scratch)
         #expect(r.status == 0, "\(r)")
         let report = try r.report()
@@ -56,7 +55,7 @@ struct CLINotifyTests {
         switch client {
         case "systemd-notify": ping = "systemd-notify WATCHDOG=1"
         case "python3-systemd": ping = "/usr/bin/python3 -c 'from systemd import daemon; daemon.notify(\"WATCHDOG=1\")'"
-        default: ping = "\(repositoryRoot)/.venv/bin/python -c 'import sdnotify; sdnotify.SystemdNotifier().notify(\"WATCHDOG=1\")'"
+        default: ping = "\(Checkout.path(".venv/bin/python")) -c 'import sdnotify; sdnotify.SystemdNotifier().notify(\"WATCHDOG=1\")'"
         }
         // WATCHDOG_USEC is the window (1.5 s): ping at well under it for 4 s, then stop.
         let script = """

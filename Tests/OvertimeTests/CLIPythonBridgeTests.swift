@@ -6,6 +6,7 @@
 // real wheels and tarball; these run on every build.
 
 import Foundation
+import OvertimeTestSupport
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -15,8 +16,7 @@ import Glibc
 /// or a copy: the bridge is found from the binary's own path), and beside it
 /// PREFIX/share/overtime/python with the checkout's sitecustomize.py and the library in lib/.
 struct CLIInstalledOvertime {
-    static let checkout = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
-    static let workerLibrary = checkout + "/workers/python"
+    static let workerLibrary = Checkout.path("workers/python")
     let prefix: String
     var binary: String { prefix + "/bin/overtime" }
     var bridge: String { prefix + "/share/overtime/python" }
@@ -36,7 +36,7 @@ struct CLIInstalledOvertime {
     /// A directory holding only tqdm (the real one, from the test venv) for a job's own
     /// PYTHONPATH: a Python that has tqdm and no overtime-worker, as a job's venv would be.
     static func tqdmOnly(in scratch: CLIScratch) throws -> String {
-        let venvLib = checkout + "/.venv/lib"
+        let venvLib = Checkout.path(".venv/lib")
         let versions = try FileManager.default.contentsOfDirectory(atPath: venvLib).filter { $0.hasPrefix("python3") }
         guard let tqdm = versions.map({ "\(venvLib)/\($0)/site-packages/tqdm" }).first(where: { FileManager.default.fileExists(atPath: $0) }) else {
             throw CLIFailure("no tqdm in \(venvLib)/python3*/site-packages: run scripts/setup --tests")

@@ -5,12 +5,12 @@
 
 import Foundation
 import Overtime
+import OvertimeTestSupport
 import Testing
 
 /// Headless Chromium (Debian's `chromium`, scripts/setup installs it) and the screenshot's
 /// pixels (scripts/png-colours).
 enum CLIReportBrowser {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
     static let chromium: String? = ["/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"]
         .first { FileManager.default.isExecutableFile(atPath: $0) }
     static let window = "--window-size=1400,900"
@@ -42,7 +42,7 @@ enum CLIReportBrowser {
 
     /// How many pixels of each colour the screenshot has inside `region` (x,y,w,h).
     static func colourCounts(_ png: String, region: String, _ colours: [String], in scratch: CLIScratch) async throws -> [String: Int] {
-        let process = CLIProcess([root + "/scripts/png-colours", png, "--region", region] + colours,
+        let process = CLIProcess([Checkout.path("scripts/png-colours"), png, "--region", region] + colours,
                                  executable: CLIBatchWorker.python, in: scratch)
         try await process.start()
         let result = await process.finish(timeout: .seconds(60))

@@ -15,9 +15,6 @@ import Glibc
 import Musl
 #endif
 
-/// The repository's root, found from this file's path.
-private let displayRepositoryRoot = URL(fileURLWithPath: #filePath)
-    .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
 /// One tmux session on a tmux server private to this test process.
 final class DisplayTmux: @unchecked Sendable {
@@ -211,7 +208,7 @@ private func rows(_ lines: [String], _ name: String) -> [String] {
 @Suite("Display under tmux", .serialized, .enabled(if: DisplayTmux.available, "tmux is not installed"))
 struct DisplayTmuxTests {
     let overtime = sq(CLIBinary.path)
-    let progressScript = sq(displayRepositoryRoot.appendingPathComponent("workers/shell/progress.sh").path)
+    let progressScript = sq(Checkout.path("workers/shell/progress.sh"))
 
     @Test("run: the bar advances, the child's output shows above it, a summary ends it, and the cursor comes back")
     func runAdvancesAndEnds() async throws {

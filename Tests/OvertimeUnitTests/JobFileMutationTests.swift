@@ -9,8 +9,7 @@ import Testing
 
 @Suite struct JobFileMutationTests {
     static let corpus: [[UInt8]] = {
-        let doc = (try? String(contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("docs/jobfile.md"), encoding: .utf8)) ?? ""
+        let doc = (try? String(contentsOfFile: Checkout.path("docs/jobfile.md"), encoding: .utf8)) ?? ""
         return JobFileLoadingTests.fencedBlocks(in: doc, language: "json").map { Array($0.utf8) }
     }()
 

@@ -1,5 +1,6 @@
 import Foundation
 import OvertimeProtocol
+import OvertimeTestSupport
 import Testing
 @testable import Overtime
 
@@ -32,9 +33,6 @@ private func tasks(_ list: String, top: String = "") -> String {
     return "{\(topExtra)\"tasks\": [\(list)]}"
 }
 
-/// The repository's root, found from this file's path.
-private let repositoryRoot = URL(fileURLWithPath: #filePath)
-    .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
 // MARK: - Decoding
 
@@ -912,7 +910,7 @@ struct JobFileCase: Sendable, CustomTestStringConvertible {
 
     /// Every ```json block of docs/jobfile.md is a complete, valid job file.
     @Test func theDocsExamplesAreValid() throws {
-        let doc = try String(contentsOf: repositoryRoot.appendingPathComponent("docs/jobfile.md"), encoding: .utf8)
+        let doc = try String(contentsOfFile: Checkout.path("docs/jobfile.md"), encoding: .utf8)
         let blocks = Self.fencedBlocks(in: doc, language: "json")
         #expect(blocks.count >= 3)
         for (k, block) in blocks.enumerated() {
@@ -928,7 +926,7 @@ struct JobFileCase: Sendable, CustomTestStringConvertible {
     /// The docs show what a file with mistakes is refused with; that file is below, and the
     /// docs must show exactly what it produces.
     @Test func theDocsErrorExampleIsWhatOvertimeSays() throws {
-        let doc = try String(contentsOf: repositoryRoot.appendingPathComponent("docs/jobfile.md"), encoding: .utf8)
+        let doc = try String(contentsOfFile: Checkout.path("docs/jobfile.md"), encoding: .utf8)
         let shown = Self.fencedBlocks(in: doc, language: "text").first { $0.hasPrefix("jobs.json: ") }
         let json = """
         {
