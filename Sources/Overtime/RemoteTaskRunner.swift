@@ -14,37 +14,13 @@ public struct RemoteLauncher: Sendable, Equatable {
         self.overtime = overtime
     }
 
-    /// The whole command for `spec`: the launcher, then `overtime run` with the task's rules
-    /// as options, its output appended to `log`, its environment as `--env` (a remote
-    /// supervisor takes no `OVERTIME_*` variable from its own environment), then the command.
+    /// The whole command for `spec`: the launcher, then `overtime run` with the task's
+    /// settings as options (`TaskSetting`: its environment as `--env`, for a remote supervisor
+    /// takes no `OVERTIME_*` variable from its own environment), its output appended to
+    /// `log`, then the command.
     public func command(for spec: TaskSpec, log: String) -> [String] {
         var words = prefix + [overtime, "run", "--control-stdio", "--output", log, "--name", spec.name]
-        let policy = spec.policy
-        func seconds(_ d: Duration) -> String { String(d.seconds) }
-        words += ["--budget", policy.budget.map(seconds) ?? "none"]
-        if let window = policy.window { words += ["--window", window == BudgetPolicy.unlimitedWindow ? "none" : seconds(window)] }
-        if let max = policy.maxRuntime { words += ["--max-runtime", seconds(max)] }
-        words += ["--grace", seconds(policy.grace)]
-        if policy.warnBefore > .zero { words += ["--warn-before", seconds(policy.warnBefore)] }
-        if policy.requireAdvance { words.append("--require-advance") }
-        if let max = spec.memory.max {
-            words += ["--memory-max", String(max)]
-            if let warn = spec.memory.warnBytes { words += ["--memory-warn", String(warn)] }
-        }
-        if let diagnose = spec.diagnose { words += ["--diagnose", diagnose.template, "--diagnose-limit", seconds(diagnose.limit)] }
-        if !spec.readiness.notifySocket { words += ["--notify-socket", "off"] }
-        if let fd = spec.readiness.notifyFD { words += ["--notify-fd", String(fd)] }
-        if !spec.inheritEnvironment { words.append("--clean-env") }
-        // The node's overtime hands its own bundled bridge over, unless this task's is off.
-        if spec.pythonBridge == nil { words += ["--python-bridge", "off"] }
-        for (name, value) in spec.environment.sorted(by: { $0.key < $1.key }) { words += ["--env", "\(name)=\(value)"] }
-        let isolation = spec.isolation
-        if let user = isolation.user { words += ["--user", String(user.uid)] }
-        if let group = isolation.groupID { words += ["--group", String(group)] }
-        for limit in isolation.limits {
-            words += ["--limit-\(limit.resource.rawValue)", "\(limit.soft):\(limit.hard)"]
-        }
-        if let nice = isolation.niceness { words += ["--nice", String(nice)] }
+        words += TaskSetting.options(for: spec.settings)
         return words + ["--"] + spec.arguments
     }
 }

@@ -119,6 +119,28 @@ public struct TaskSpec: Sendable {
         self.isolation = isolation
     }
 
+    /// A task with `settings` (a job file's task, or `overtime run`'s options), its output
+    /// and input as given. `pythonBridge` is the bridge's directory, for settings that have
+    /// it on.
+    public init(name: String? = nil, arguments: [String], settings: TaskSettings, pythonBridge: String?,
+                stdin: InputSource = .inherit, stdout: OutputTarget = .inherit, stderr: OutputTarget = .inherit) {
+        self.init(name: name, arguments: arguments, environment: settings.environment, inheritEnvironment: settings.inheritEnvironment,
+                  workingDirectory: settings.workingDirectory, policy: settings.policy, stdin: stdin, stdout: stdout, stderr: stderr,
+                  isolation: settings.isolation)
+        readiness = settings.readiness
+        memory = settings.memory
+        diagnose = settings.diagnose
+        self.pythonBridge = settings.pythonBridge ? pythonBridge : nil
+    }
+
+    /// Its settings, as a job file or `overtime run`'s options give them (a batch's pools
+    /// and retries are not the task's to know: none).
+    public var settings: TaskSettings {
+        TaskSettings(environment: environment, workingDirectory: workingDirectory, policy: policy, resources: [:], retry: .none,
+                     inheritEnvironment: inheritEnvironment, isolation: isolation, readiness: readiness, memory: memory,
+                     diagnose: diagnose, pythonBridge: pythonBridge != nil)
+    }
+
     /// The command's base name (`/usr/bin/python3` → `python3`).
     public static func defaultName(for arguments: [String]) -> String {
         guard let command = arguments.first, !command.isEmpty else { return "task" }

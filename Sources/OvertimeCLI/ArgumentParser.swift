@@ -100,12 +100,12 @@ func parseContainment(_ text: String, command: String) throws(UsageError) -> Con
     }
 }
 
-/// An option that is on or off (`--notify-socket`, `--python-bridge`).
+/// An option that is on or off (`--python-bridge`, as `TaskSetting.onOff` reads a task's).
 func parseSwitch(_ text: String, option: String, command: String) throws(UsageError) -> Bool {
-    switch text.lowercased() {
-    case "on", "yes", "true", "1": return true
-    case "off", "no", "false", "0": return false
-    default: throw UsageError(message: "\(command): \(option): '\(text)' is neither on nor off")
+    do {
+        return try TaskSetting.onOff(text)
+    } catch {
+        throw UsageError(message: "\(command): \(option): \(error.message)")
     }
 }
 

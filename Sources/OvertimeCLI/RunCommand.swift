@@ -43,65 +43,27 @@ struct RunCommand {
     group, waits the grace period, then sends SIGKILL.
 
     Budget (durations: 250ms, 30s, 1.5s, 5m, 1h30m; a bare number is seconds):
-      --budget DUR         first deadline, from start (default 30s; 'none' or 0, as with
-                           GNU timeout: no limit but --max-runtime)
-      --window DUR         each progress or heartbeat moves the deadline to now + DUR
-                           (default: the budget; 'none' or 0: the first report lifts it)
-      --max-runtime DUR    hard ceiling from start that progress cannot pass (default
-                           none; 0 is none too)
-      --grace DUR          time between SIGTERM and SIGKILL (default 10s)
-      --warn-before DUR    send 'expiring' this long before the deadline (default off)
-      --require-advance    progress extends only if 'completed' grew or 'fraction' rose
+    \(TaskSetting.help(.budget))
 
     Reporting (docs/protocol.md): CMD's fd 3 is its own channel; every process of CMD may
     also connect to $OVERTIME_SOCKET and report there (a subprocess, a worker pool), and
     daemons may speak sd_notify or s6's notification-fd instead:
-      --notify-socket on|off
-                           give CMD NOTIFY_SOCKET (and WATCHDOG_USEC, its window in µs):
-                           READY=1 is ready, WATCHDOG=1 a heartbeat, EXTEND_TIMEOUT_USEC an
-                           extend, STATUS= the progress detail (default on)
-      --notify-fd N        s6 readiness: a newline CMD writes on fd N (4 to 15) marks it ready
+    \(TaskSetting.help(.reporting))
 
     Environment (the task inherits Overtime's, plus OVERTIME_FD, OVERTIME_SOCKET,
     OVERTIME_TASK, OVERTIME_RUN, and NOTIFY_SOCKET):
-      --env NAME=VALUE     set a variable for CMD (repeatable)
-      --clean-env          start CMD from an empty environment (then --env, and the
-                           OVERTIME_* variables); CMD is looked up on its own PATH, or
-                           /usr/local/bin:/usr/bin:/bin when it has none
-      --python-bridge on|off
-                           on (default): where overtime was installed with its bundled
-                           Python bridge (the wheel, the tarball, the image), put it on
-                           CMD's PYTHONPATH after CMD's own entries, so tqdm, rich and
-                           Lightning bars report progress with nothing installed in CMD's
-                           Python; a copy of overtime-worker CMD has itself comes first
+    \(TaskSetting.help(.environment))
 
     Isolation (set in CMD's process before exec; if one cannot be set, CMD does not run and
     Overtime exits 125):
-      --user USER          run as USER (a name or uid; needs root): its primary group,
-                           supplementary groups cleared, HOME/USER/LOGNAME set
-      --group GROUP        run with GROUP (a name or gid; needs root)
-      --limit-as SIZE      address-space limit, e.g. 4G, 512M
-      --limit-nofile N     open-descriptor limit
-      --limit-cpu DUR      CPU-time limit (SIGXCPU at the soft limit, SIGKILL at the hard)
-      --limit-nproc N      process limit of CMD's user (the kernel exempts root)
-                           (each limit: VALUE, SOFT:HARD, or unlimited)
-      --nice N             CMD's nice value, -20 (first) to 19 (last)
+    \(TaskSetting.help(.isolation))
       If Overtime dies, even by SIGKILL, CMD's process group gets SIGKILL at once.
 
     Containment and memory (docs/containment.md):
       --cgroup auto|off    auto (default): CMD runs in a cgroup of its own where this
                            machine allows it, so cancel, CMD's end and Overtime's death
                            kill every process of it, setsid or not; off: its process group
-      --memory-max SIZE    cancel with reason 'memory' (exit 124) when CMD's memory (all
-                           its processes) reaches SIZE, e.g. 200M, 4G; with a memory cgroup
-                           the kernel's hard limit sits a margin above it
-      --memory-warn LEVEL  send CMD one 'warning' when its memory passes LEVEL: a size, or
-                           a percentage of --memory-max (default 90%)
-      --diagnose CMD       before a timeout or memory cancel, run shell command CMD with
-                           {pid} replaced by CMD's pid (also $OVERTIME_TASK_PID), its output
-                           into CMD's stderr: 'py-spy dump --pid {pid}', 'gdb -p {pid} -batch
-                           -ex "thread apply all bt"', 'jstack {pid}', 'nvidia-smi'
-      --diagnose-limit DUR the longest the cancel waits for it (default 10s)
+    \(TaskSetting.help(.containment))
 
     Output:
       --name NAME          the task's name in reports and OVERTIME_TASK (default: CMD's name);
@@ -156,10 +118,10 @@ struct RunCommand {
     command of a script) stays ignored, and CMD still starts with every signal at default.
     """
 
-    static let knownOptions = ["--budget", "--window", "--max-runtime", "--grace", "--warn-before",
-                               "--require-advance", "--name", "--progress", "--json", "--preserve-status", "--control", "--shutdown-grace", "--env", "--clean-env", "--user", "--group",
-                               "--limit-as", "--limit-nofile", "--limit-cpu", "--limit-nproc", "--nice", "--notify-socket",
-                               "--notify-fd", "--python-bridge", "--cgroup", "--memory-max", "--memory-warn", "--diagnose", "--diagnose-limit", "--control-stdio", "--output", "--report", "--events", "--help"] + EngineOptions.names + MetricsOptions.names
+    /// Its options: the task's settings (`TaskSetting`), then the run's own.
+    static let knownOptions = TaskSetting.optionNames + ["--name", "--progress", "--json", "--preserve-status", "--control", "--shutdown-grace",
+                                                         "--cgroup", "--control-stdio", "--output", "--report", "--events", "--help"]
+        + EngineOptions.names + MetricsOptions.names
 
     /// The help, with the containment this machine gives (DESIGN §7: never a silent downgrade).
     static var helpWithContainment: String {
@@ -170,38 +132,12 @@ struct RunCommand {
     /// - Throws: `UsageError` (exit 125) or `HelpRequest` (exit 0).
     static func parse(_ arguments: ArraySlice<String>) throws -> RunCommand {
         var cursor = ArgumentCursor(arguments, command: "overtime run")
-        var policy = BudgetPolicy.default
+        var settings = TaskSettingValues()
         var name: String?
-        var environment: [String: String] = [:]
-        var inheritEnvironment = true
-        var isolation = TaskIsolation()
-        var groupText: String?
-        var readiness = Readiness()
         var command = RunCommand(spec: TaskSpec(arguments: []))
         var shutdownGraceText: String?
-        var memory = MemoryPolicy.none
-        var memoryWarnGiven = false
-        var diagnose: String?
-        var diagnoseLimit: Duration?
         var outputFile: String?
         var progressGiven = false
-        var pythonBridgeOn = true
-
-        func duration(_ option: String, _ text: String, allowNone: Bool = false) throws(UsageError) -> Duration? {
-            do {
-                return try DurationText.parse(text, allowNone: allowNone)
-            } catch {
-                throw UsageError(message: "overtime run: \(option): \(error.message)")
-            }
-        }
-
-        func isolationValue<T>(_ option: String, _ text: String, _ parse: (String) throws(TaskIsolation.ParseError) -> T) throws(UsageError) -> T {
-            do {
-                return try parse(text)
-            } catch {
-                throw UsageError(message: "overtime run: \(option): \(error.message)")
-            }
-        }
 
         loop: while let token = cursor.next() {
             switch token {
@@ -215,42 +151,19 @@ struct RunCommand {
                 func noValue() throws(UsageError) {
                     if inline != nil { throw UsageError(message: "overtime run: \(option) takes no value") }
                 }
+                if let setting = TaskSetting.option(named: option) {
+                    var text = ""
+                    if setting.valueName == nil { try noValue() } else { text = try value() }
+                    do {
+                        try settings.read(setting, text, accounts: .system)
+                    } catch {
+                        throw UsageError(message: "overtime run: \(option): \(error.message)")
+                    }
+                    continue
+                }
                 switch option {
                 case "--help", "-h":
                     throw HelpRequest(text: helpWithContainment)
-                case "--budget":
-                    policy.budget = try duration(option, try value(), allowNone: true)
-                case "--window":
-                    policy.window = try duration(option, try value(), allowNone: true) ?? BudgetPolicy.unlimitedWindow
-                case "--max-runtime":
-                    policy.maxRuntime = try duration(option, try value(), allowNone: true)
-                case "--grace":
-                    policy.grace = try duration(option, try value())!
-                case "--warn-before":
-                    policy.warnBefore = try duration(option, try value())!
-                case "--require-advance":
-                    try noValue()
-                    policy.requireAdvance = true
-                case "--env":
-                    let text = try value()
-                    guard let eq = text.firstIndex(of: "="), eq != text.startIndex else {
-                        throw UsageError(message: "overtime run: --env: '\(text)' is not NAME=VALUE")
-                    }
-                    environment[String(text[..<eq])] = String(text[text.index(after: eq)...])
-                case "--clean-env":
-                    try noValue()
-                    inheritEnvironment = false
-                case "--user":
-                    isolation.user = try isolationValue(option, try value(), Account.lookUp)
-                case "--group":
-                    groupText = try value()
-                case "--limit-as", "--limit-nofile", "--limit-cpu", "--limit-nproc":
-                    let resource = ResourceLimit.Resource(rawValue: String(option.dropFirst("--limit-".count)))!
-                    let limit = try isolationValue(option, try value()) { text throws(TaskIsolation.ParseError) in try ResourceLimit.parse(resource, text) }
-                    isolation.limits.removeAll { $0.resource == resource }
-                    isolation.limits.append(limit)
-                case "--nice":
-                    isolation.niceness = try isolationValue(option, try value(), TaskIsolation.parseNiceness)
                 case "--name":
                     let text = try value()
                     guard !text.isEmpty else { throw UsageError(message: "overtime run: --name needs a non-empty name") }
@@ -279,10 +192,6 @@ struct RunCommand {
                 case "--preserve-status":
                     try noValue()
                     command.preserveStatus = true
-                case "--notify-socket":
-                    readiness.notifySocket = try parseSwitch(try value(), option: option, command: "overtime run")
-                case "--python-bridge":
-                    pythonBridgeOn = try parseSwitch(try value(), option: option, command: "overtime run")
                 case "--report":
                     let text = try value()
                     guard !text.isEmpty else { throw UsageError(message: "overtime run: --report needs a file, or - for stdout") }
@@ -298,36 +207,8 @@ struct RunCommand {
                     let text = try value()
                     guard !text.isEmpty else { throw UsageError(message: "overtime run: --output needs a file") }
                     outputFile = text
-                case "--diagnose":
-                    let text = try value()
-                    guard !text.trimmingSpaces.isEmpty else { throw UsageError(message: "overtime run: --diagnose needs a command") }
-                    diagnose = text
-                case "--diagnose-limit":
-                    diagnoseLimit = try duration(option, try value())
-                    guard diagnoseLimit! > .zero else { throw UsageError(message: "overtime run: --diagnose-limit must be above 0") }
                 case "--cgroup":
                     command.containment = try parseContainment(try value(), command: "overtime run")
-                case "--memory-max":
-                    let text = try value()
-                    do {
-                        memory.max = try ByteSize.parse(text)
-                    } catch {
-                        throw UsageError(message: "overtime run: --memory-max: \(error.description)")
-                    }
-                case "--memory-warn":
-                    let text = try value()
-                    do {
-                        memory.warn = try MemoryPolicy.parseWarn(text)
-                        memoryWarnGiven = true
-                    } catch {
-                        throw UsageError(message: "overtime run: --memory-warn: \(error.description)")
-                    }
-                case "--notify-fd":
-                    let text = try value()
-                    guard let fd = Int32(text), Readiness.notifyFDRange.contains(fd) else {
-                        throw UsageError(message: "overtime run: --notify-fd: '\(text)' is not a descriptor from \(Readiness.notifyFDRange.lowerBound) to \(Readiness.notifyFDRange.upperBound) (0 to 2 are CMD's standard streams, 3 its channel)")
-                    }
-                    readiness.notifyFD = fd
                 default:
                     if try command.engine.parse(option, command: "overtime run", noValue: noValue, value: value) { continue }
                     if try command.metrics.parse(option, command: "overtime run", value: value) { continue }
@@ -339,20 +220,10 @@ struct RunCommand {
         guard let first = argv.first, !first.isEmpty else {
             throw UsageError(message: "overtime run: no command given; usage: overtime run [options] -- CMD [ARG...]")
         }
-        if let groupText {
-            isolation.groupID = try isolationValue("--group", groupText, TaskIsolation.lookUpGroup)
+        if let conflict = settings.conflict {
+            throw UsageError(message: "overtime run: \(conflict)")
         }
-        command.spec = TaskSpec(name: name, arguments: argv, environment: environment,
-                                inheritEnvironment: inheritEnvironment, policy: policy, isolation: isolation)
-        command.spec.readiness = readiness
-        command.spec.pythonBridge = pythonBridge(on: pythonBridgeOn)
-        if memoryWarnGiven, memory.max == nil {
-            throw UsageError(message: "overtime run: --memory-warn needs --memory-max (the warning is about the cancel to come)")
-        }
-        command.spec.memory = memory
-        if diagnoseLimit != nil, diagnose == nil {
-            throw UsageError(message: "overtime run: --diagnose-limit needs --diagnose")
-        }
+        command.spec = TaskSpec(name: name, arguments: argv, settings: settings.settings(), pythonBridge: PythonBridge.besideExecutable())
         if let outputFile {
             command.spec.stdout = .file(path: outputFile, append: true)
             command.spec.stderr = .file(path: outputFile, append: true)
@@ -365,7 +236,6 @@ struct RunCommand {
             command.progress = .none
             command.spec.stdin = .null
         }
-        command.spec.diagnose = diagnose.map { DiagnoseCommand($0, limit: diagnoseLimit ?? DiagnoseCommand.defaultLimit) }
         command.shutdownGrace = try parseShutdownGrace(option: shutdownGraceText, command: "overtime run")
         try command.engine.finish(command: "overtime run")
         if command.engine.shutdownExitCode != nil, command.preserveStatus {

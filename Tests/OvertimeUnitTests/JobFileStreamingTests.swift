@@ -103,7 +103,7 @@ private func manyTasks(_ count: Int, broken: Int? = nil, brokenText: String = ""
 
     @Test func tasksWithEqualSettingsShareThemAndChangeAlone() throws {
         var file = try JobFile.parse(Array(manyTasks(3).utf8), origin: "jobs.json")
-        #expect(file.tasks[0].settings === file.tasks[2].settings)
+        #expect(file.tasks[0].shared === file.tasks[2].shared)
         file.tasks[1].policy.budget = .seconds(5)
         file.tasks[1].environment["X"] = "1"
         #expect(file.tasks[1].policy.budget == .seconds(5) && file.tasks[1].environment == ["X": "1"])

@@ -442,15 +442,10 @@ final class BatchState: EventSink {
         var policy = task.policy
         policy.endsBy = endsBy
         let log = journal.logPath(for: task.name)
-        var spec = TaskSpec(name: task.name, arguments: task.command, environment: environment,
-                            inheritEnvironment: task.inheritEnvironment,
-                            workingDirectory: task.workingDirectory, policy: policy, stdin: .null,
-                            stdout: .file(path: log, append: true), stderr: .file(path: log, append: true),
-                            isolation: task.isolation)
-        spec.readiness = task.readiness
-        spec.memory = task.memory
-        spec.diagnose = task.diagnose
-        if task.pythonBridge { spec.pythonBridge = pythonBridge }
+        var spec = TaskSpec(name: task.name, arguments: task.command, settings: task.settings, pythonBridge: pythonBridge,
+                            stdin: .null, stdout: .file(path: log, append: true), stderr: .file(path: log, append: true))
+        spec.environment = environment
+        spec.policy = policy
         starting[index] = []
         let core = LoopBound(self, loop: supervisor.loop)
         journal.prepareLog(task.name, attempt: attempt) { [spec] failure in

@@ -138,63 +138,68 @@ public struct JobTask: Sendable, Equatable {
     /// not looked up when the file is checked.
     public var commandMadeBy: String?
     /// The rest, shared with the tasks whose rest is equal.
-    private(set) var settings: Shared<TaskSettings>
+    private(set) var shared: Shared<TaskSettings>
+
+    /// Its budget, environment, isolation and the rest (each also a property of its own below).
+    public var settings: TaskSettings {
+        shared.value
+    }
 
     /// Set on top of the inherited environment (`env`).
     public var environment: [String: String] {
-        get { settings.value.environment }
+        get { shared.value.environment }
         set { change(\.environment, to: newValue) }
     }
     /// Where it runs (`cwd`); absolute once parsed (a relative path in the file is resolved
     /// against the file's directory). nil: the supervisor's own directory.
     public var workingDirectory: String? {
-        get { settings.value.workingDirectory }
+        get { shared.value.workingDirectory }
         set { change(\.workingDirectory, to: newValue) }
     }
     /// `budget`, `window`, `max-runtime`, `grace`, `warn-before`, `require-advance`, `min-start`.
     public var policy: BudgetPolicy {
-        get { settings.value.policy }
+        get { shared.value.policy }
         set { change(\.policy, to: newValue) }
     }
     /// How much of each pool it needs while it runs, e.g. `["gpu": 2]`.
     public var resources: [String: Int] {
-        get { settings.value.resources }
+        get { shared.value.resources }
         set { change(\.resources, to: newValue) }
     }
     /// Whether and when a failed attempt is tried again.
     public var retry: RetryPolicy {
-        get { settings.value.retry }
+        get { shared.value.retry }
         set { change(\.retry, to: newValue) }
     }
     /// False when the task starts from an empty environment (`clean-env`).
     public var inheritEnvironment: Bool {
-        get { settings.value.inheritEnvironment }
+        get { shared.value.inheritEnvironment }
         set { change(\.inheritEnvironment, to: newValue) }
     }
     /// `user`, `group`, `limits`, `nice`.
     public var isolation: TaskIsolation {
-        get { settings.value.isolation }
+        get { shared.value.isolation }
         set { change(\.isolation, to: newValue) }
     }
     /// `notify-socket`, `notify-fd`: the readiness protocols it may speak.
     public var readiness: Readiness {
-        get { settings.value.readiness }
+        get { shared.value.readiness }
         set { change(\.readiness, to: newValue) }
     }
     /// `memory-max`, `memory-warn`: its memory watchdog (DESIGN §7).
     public var memory: MemoryPolicy {
-        get { settings.value.memory }
+        get { shared.value.memory }
         set { change(\.memory, to: newValue) }
     }
     /// `diagnose`, `diagnose-limit`: run before a timeout or memory cancel (DESIGN §7).
     public var diagnose: DiagnoseCommand? {
-        get { settings.value.diagnose }
+        get { shared.value.diagnose }
         set { change(\.diagnose, to: newValue) }
     }
 
     /// `python-bridge`: whether the task is handed Overtime's bundled Python bridge.
     public var pythonBridge: Bool {
-        get { settings.value.pythonBridge }
+        get { shared.value.pythonBridge }
         set { change(\.pythonBridge, to: newValue) }
     }
 
@@ -227,31 +232,16 @@ public struct JobTask: Sendable, Equatable {
         self.command = command
         self.after = after
         self.commandMadeBy = commandMadeBy
-        self.settings = settings
+        shared = settings
     }
 
     /// A task's own copy of its settings, with one of them changed (the copy it shared is
     /// left as the other tasks have it).
     private mutating func change<Value>(_ setting: WritableKeyPath<TaskSettings, Value>, to value: Value) {
-        var changed = settings.value
+        var changed = shared.value
         changed[keyPath: setting] = value
-        settings = Shared(changed)
+        shared = Shared(changed)
     }
-}
-
-/// What a task has beside its name, command and dependencies (see `JobTask`).
-struct TaskSettings: Sendable, Equatable {
-    var environment: [String: String]
-    var workingDirectory: String?
-    var policy: BudgetPolicy
-    var resources: [String: Int]
-    var retry: RetryPolicy
-    var inheritEnvironment: Bool
-    var isolation: TaskIsolation
-    var readiness: Readiness
-    var memory: MemoryPolicy
-    var diagnose: DiagnoseCommand?
-    var pythonBridge: Bool
 }
 
 /// An immutable value held by reference, so that many holders share one copy.

@@ -473,7 +473,7 @@ struct JobFileChecker {
             return
         }
         guard let lookUp, let program = task.command.first else { return }
-        let key = LookedUpCommand(program: program, settings: ObjectIdentifier(task.settings))
+        let key = LookedUpCommand(program: program, settings: ObjectIdentifier(task.shared))
         let problem: String?
         if let known = lookedUp[key] {
             problem = known

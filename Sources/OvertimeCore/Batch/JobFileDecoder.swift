@@ -30,13 +30,11 @@ struct JobFileDecoder {
     // MARK: Field names
 
     static let topFields = ["concurrency", "deadline", "defaults", "resources", "tasks", "executor", "warn-signal", "warn-lead", "metrics", "metrics-file"]
-    static let taskFields = ["name", "command", "env", "cwd", "budget", "window", "max-runtime", "grace",
-                             "warn-before", "require-advance", "min-start", "after", "resources", "retries",
-                             "clean-env", "user", "group", "limits", "nice", "command-made-by", "notify-socket", "notify-fd",
-                             "memory-max", "memory-warn", "diagnose", "diagnose-limit", "python-bridge"]
+    /// A task's fields: what it is (its name, command and dependencies), then its settings.
+    static let taskFields = ["name", "command", "after", "command-made-by"] + TaskSetting.keys
     /// Fields every task gives for itself.
     static let ownFields: Set = ["name", "command", "after", "command-made-by"]
-    static let defaultsFields = taskFields.filter { !ownFields.contains($0) }
+    static let defaultsFields = TaskSetting.keys
     static let retryFields = ["max", "backoff", "max-backoff", "on"]
     static let dependencyFields = ["task", "when"]
 
@@ -196,9 +194,9 @@ struct JobFileDecoder {
             if case let .object(members) = defaultsField.value {
                 let fields = JobFileFields(members, scope: .defaults, report: report)
                 defaults = read(fields, .defaults) { JobFilePlace(field: afterTop, within: $0) }
-                reading.defaultRequests = defaults.resources
-                reading.memory?.note(.defaults, maxGiven: fields.contains("memory-max"), maxRead: defaults.memoryMax != nil,
-                                     warnRead: defaults.memoryWarn != nil)
+                reading.defaultRequests = defaults.settings.resources
+                reading.memory?.note(.defaults, maxGiven: fields.contains("memory-max"), maxRead: defaults.settings.memoryMax != nil,
+                                     warnRead: defaults.settings.memoryWarn != nil)
             } else {
                 top.problem(defaultsField, "expected an object of task fields applied to every task, e.g. {\"budget\": \"5m\", \"retries\": 2}, got \(JobFileText.show(defaultsField.value))")
             }
@@ -255,22 +253,22 @@ struct JobFileDecoder {
         report.place = JobFilePlace(field: -1)
         let fields = JobFileFields(members, scope: .task(index, named: name), report: report)
         let own = read(fields, .task(index)) { JobFilePlace(field: $0) }
-        reading.memory?.note(.task(index), maxGiven: fields.contains("memory-max"), maxRead: own.memoryMax != nil,
-                             warnRead: own.memoryWarn != nil)
+        reading.memory?.note(.task(index), maxGiven: fields.contains("memory-max"), maxRead: own.settings.memoryMax != nil,
+                             warnRead: own.settings.memoryWarn != nil)
         report.place = JobFilePlace(field: members.count)
         reading.layout.noteEnd(.task(index), at: report.place)
         if own.command == nil, !fields.contains("command") {
             fields.problem(at: "command", "is missing; expected the program and its arguments as an array, e.g. [\"python\", \"train.py\"]")
         }
-        if own.resources != nil { reading.ownRequests?.insert(index) }
-        if own.diagnoseLimit != nil, own.diagnose == nil, defaults.diagnose == nil {
+        if own.settings.resources != nil { reading.ownRequests?.insert(index) }
+        if own.settings.diagnoseLimit != nil, own.settings.diagnose == nil, defaults.settings.diagnose == nil {
             fields.problem(at: "diagnose-limit", "needs a 'diagnose' command (here or in 'defaults') to limit")
         }
 
         let settings = sharedSettings(own, over: defaults, givesAny: fields.members.contains { !Self.ownFields.contains($0.key) })
         let environment = settings.value.environment
         if settings.value.resources["gpu"] != nil, case .slots? = pools["gpu"], environment["CUDA_VISIBLE_DEVICES"] != nil {
-            let from = own.env?["CUDA_VISIBLE_DEVICES"] == nil ? " (it comes from 'defaults')" : ""
+            let from = own.settings.env?["CUDA_VISIBLE_DEVICES"] == nil ? " (it comes from 'defaults')" : ""
             fields.problem(at: "env.CUDA_VISIBLE_DEVICES", "is set by Overtime from the 'gpu' slots the task is given\(from); leave it out")
         }
         return JobTask(name: name, command: own.command ?? [], after: own.after ?? [], commandMadeBy: own.commandMadeBy,
@@ -301,67 +299,11 @@ struct JobFileDecoder {
                 }
             case "after":
                 f.after = after(field, in: fields)
-            case "env":
-                f.env = environment(field, in: fields)
-            case "cwd":
-                f.cwd = directory(field, in: fields)
-            case "budget":
-                f.budget = fields.duration(field, allowNone: true, positive: true)
-            case "window":
-                // `none` (or 0): after the first report the task runs without a soft deadline.
-                f.window = fields.duration(field, allowNone: true, positive: true).map { $0.duration ?? BudgetPolicy.unlimitedWindow }
-            case "max-runtime":
-                f.maxRuntime = fields.duration(field, allowNone: true, positive: true)
-            case "grace":
-                f.grace = fields.duration(field, allowNone: false, positive: false)?.duration
-            case "warn-before":
-                f.warnBefore = fields.duration(field, allowNone: false, positive: false)?.duration
-            case "min-start":
-                f.minStart = fields.duration(field, allowNone: false, positive: false)?.duration
-            case "require-advance":
-                f.requireAdvance = fields.bool(field)
-            case "resources":
-                f.resources = requests(field, in: fields)
-            case "retries":
-                f.retry = retries(field, in: fields)
-            case "clean-env":
-                f.cleanEnv = fields.bool(field)
-            case "python-bridge":
-                f.pythonBridge = fields.bool(field)
-            case "user":
-                f.user = isolationText(field, in: fields, example: "\"nobody\" or 65534", host.accounts.user)
-            case "group":
-                f.group = isolationText(field, in: fields, example: "\"nogroup\" or 65534", host.accounts.group)
-            case "limits":
-                f.limits = limits(field, in: fields)
-            case "nice":
-                f.nice = isolationText(field, in: fields, example: "10", TaskIsolation.parseNiceness)
-            case "notify-socket":
-                f.notifySocket = fields.bool(field)
-            case "notify-fd":
-                let range = Readiness.notifyFDRange
-                if let fd = fields.wholeNumber(field, "a descriptor from \(range.lowerBound) to \(range.upperBound), e.g. 5") {
-                    if range.contains(Int32(clamping: fd)) {
-                        f.notifyFD = Int32(fd)
-                    } else {
-                        fields.problem(field, "\(fd) is not a descriptor from \(range.lowerBound) to \(range.upperBound) (0 to 2 are the task's standard streams, 3 its channel)")
-                    }
-                }
-            case "memory-max":
-                f.memoryMax = memoryMax(field, in: fields)
-            case "memory-warn":
-                f.memoryWarn = memoryWarn(field, in: fields)
-            case "diagnose":
-                if let command = fields.string(field, expected: "a shell command such as \"py-spy dump --pid {pid}\"") {
-                    if command.trimmingSpaces.isEmpty {
-                        fields.problem(field, "is empty; expected a shell command such as \"py-spy dump --pid {pid}\"")
-                    } else {
-                        f.diagnose = command
-                    }
-                }
-            case "diagnose-limit":
-                f.diagnoseLimit = fields.duration(field, allowNone: false, positive: true)?.duration
             default:
+                if let setting = TaskSetting.setting(forKey: key) {
+                    setting.readField(&f.settings, field, fields, self)
+                    continue
+                }
                 let owner = isDefaults ? "'defaults'" : "a task"
                 if Self.topFields.contains(key) {
                     fields.problem(field, "is a field of the job file itself, not of \(owner); move it to the top level")

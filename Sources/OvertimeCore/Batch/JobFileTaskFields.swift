@@ -5,16 +5,6 @@ import OvertimeProtocol
 extension JobFileDecoder {
     // MARK: Task fields
 
-    /// A task's limits laid over those of `defaults`, resource by resource.
-    static func merged(_ own: [ResourceLimit]?, over defaults: [ResourceLimit]?) -> [ResourceLimit] {
-        var limits = defaults ?? []
-        for limit in own ?? [] {
-            limits.removeAll { $0.resource == limit.resource }
-            limits.append(limit)
-        }
-        return limits
-    }
-
     /// A user, group or nice value: a string or a whole number, read as on the command line.
     func isolationText<T>(_ field: JobFileField, in fields: JobFileFields, example: String,
                                   _ parse: (String) throws(TaskIsolation.ParseError) -> T) -> T? {
@@ -61,12 +51,12 @@ extension JobFileDecoder {
     /// `"8G"`, `"512MiB"`, or `"none"` for no watchdog. A bare JSON number is refused rather
     /// than read as bytes: `"memory-max": 8` meant 8 GiB, and 8 bytes would cancel the task
     /// at its first sample.
-    func memoryMax(_ field: JobFileField, in fields: JobFileFields) -> MemoryLimit? {
+    func memoryMax(_ field: JobFileField, in fields: JobFileFields) -> TaskSettingValues.MemoryLimit? {
         switch field.value {
         case let .string(text):
-            if text.trimmingSpaces.lowercased() == "none" { return MemoryLimit(bytes: nil) }
+            if text.trimmingSpaces.lowercased() == "none" { return TaskSettingValues.MemoryLimit(bytes: nil) }
             do {
-                return MemoryLimit(bytes: try ByteSize.parse(text))
+                return TaskSettingValues.MemoryLimit(bytes: try ByteSize.parse(text))
             } catch {
                 fields.problem(field, error.description + ", or \"none\" for no limit")
                 return nil
@@ -157,6 +147,25 @@ extension JobFileDecoder {
     }
 
     private static let reservedVariables: Set = ["OVERTIME_FD", "OVERTIME_TASK", "OVERTIME_RUN", "OVERTIME_ATTEMPT"]
+
+    static func notifyFD(_ field: JobFileField, in fields: JobFileFields) -> Int32? {
+        let range = Readiness.notifyFDRange
+        guard let fd = fields.wholeNumber(field, "a descriptor from \(range.lowerBound) to \(range.upperBound), e.g. 5") else { return nil }
+        guard range.contains(Int32(clamping: fd)) else {
+            fields.problem(field, "\(fd) is not a descriptor from \(range.lowerBound) to \(range.upperBound) (0 to 2 are the task's standard streams, 3 its channel)")
+            return nil
+        }
+        return Int32(fd)
+    }
+
+    static func diagnose(_ field: JobFileField, in fields: JobFileFields) -> String? {
+        guard let command = fields.string(field, expected: "a shell command such as \"py-spy dump --pid {pid}\"") else { return nil }
+        guard !command.trimmingSpaces.isEmpty else {
+            fields.problem(field, "is empty; expected a shell command such as \"py-spy dump --pid {pid}\"")
+            return nil
+        }
+        return command
+    }
 
     func environment(_ field: JobFileField, in fields: JobFileFields) -> [String: String]? {
         guard let given = fields.object(field, expected: "an object of variables and their values, e.g. {\"LOG_LEVEL\": \"debug\"}") else {
