@@ -104,7 +104,7 @@ import Glibc
             Issue.record("wrote metrics to a directory")
         } catch {
             guard case let .cannotWriteFile(path, refusal) = error else { Issue.record("\(error)"); return }
-            #expect(path == NSTemporaryDirectory())
+            #expect(path == NSTemporaryDirectory() && refusal == .directory)
             #expect(error.description == "--metrics-file: cannot write \(path): \(refusal.reason)")
         }
     }
@@ -132,6 +132,24 @@ import Glibc
         #expect(ControlWords.budget(.notRunning(.exited)) == .failure(.finished))
         #expect(ControlFailure.noRunningTask("trian", closest: "train").message == "no running task named 'trian'; did you mean 'train'?")
         #expect(ControlFailure.noTaskInBatch("x", closest: nil).message == "no task named 'x' in this batch")
+    }
+
+    @Test func anOutputFileSaysWhyItCannotBeWritten() throws {
+        let directory = try Self.scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        #expect(throws: OutputFile.Refusal.directory) { try OutputFile(path: directory) }
+        #expect(throws: OutputFile.Refusal.descriptorNotGiven(999)) { try OutputFile(path: "/dev/fd/999") }
+        #expect(mkfifo(directory + "/fifo", 0o600) == 0)
+        #expect(throws: OutputFile.Refusal.fifoWithoutReader) { try OutputFile(path: directory + "/fifo") }
+        #expect(OutputFile.Refusal.fifoWithoutReader.reason == "\(String(cString: strerror(ENXIO))) (a FIFO nobody reads yet: start its reader first)")
+        do {
+            _ = try OutputFile(path: directory + "/missing/report.json")
+            Issue.record("a file in a missing directory")
+        } catch {
+            guard case let .directoryNotWritable(parent, cause) = error else { Issue.record("\(error)"); return }
+            #expect(parent == directory + "/missing" && cause.errno == ENOENT)
+            #expect(error.reason == "\(String(cString: strerror(ENOENT))) (in \(parent))")
+        }
     }
 
     @Test func aJobFileSaysWhyItCannotBeRead() throws {
