@@ -24,17 +24,17 @@ extension TaskIsolation {
     public static func lookUpGroup(_ text: String) throws(ParseError) -> UInt32 {
         let name = text.trimmingSpaces
         if let gid = UInt32(name) {
-            guard gid != UInt32.max else { throw ParseError("\(gid) is not a group id (it means 'no change' to the kernel)") }
+            guard gid != UInt32.max else { throw .reservedID(.group, String(gid)) }
             return gid
         }
-        guard !name.isEmpty else { throw ParseError("an empty group name") }
+        guard !name.isEmpty else { throw .emptyName(.group) }
         if let gid = AccountFiles.groupID(named: name, in: localFile("/etc/group")) { return gid }
-        guard NameService.usable else { throw ParseError("no such group: \(name)\(NameService.staticNote("/etc/group"))") }
+        guard NameService.usable else { throw .notFound(.group, name, localFilesOnly: true) }
         var entry = group()
         var result: UnsafeMutablePointer<group>?
         var buffer = [CChar](repeating: 0, count: 16_384)
         let rc = getgrnam_r(name, &entry, &buffer, buffer.count, &result)
-        guard rc == 0, let found = result else { throw ParseError("no such group: \(name)") }
+        guard rc == 0, let found = result else { throw .notFound(.group, name, localFilesOnly: false) }
         return found.pointee.gr_gid
     }
 }
@@ -47,9 +47,6 @@ extension TaskIsolation {
 /// has no program interpreter (`ProgramImage.isStaticallyLinked`).
 enum NameService {
     static let usable = !ProgramImage.isStaticallyLinked
-    static func staticNote(_ file: String) -> String {
-        " (in \(file): this overtime is linked statically and reads the local files only; give a number, or use a dynamically linked build for accounts from other sources)"
-    }
 }
 
 /// A local account file's text; empty when it cannot be read (then the C library is asked).
@@ -62,15 +59,15 @@ extension Account {
     /// container images often run as a bare uid), with its own number as primary group.
     public static func lookUp(_ text: String) throws(TaskIsolation.ParseError) -> Account {
         let key = text.trimmingSpaces
-        guard !key.isEmpty else { throw TaskIsolation.ParseError("an empty user name") }
+        guard !key.isEmpty else { throw .emptyName(.user) }
         var entry = passwd()
         var result: UnsafeMutablePointer<passwd>?
         var buffer = [CChar](repeating: 0, count: 16_384)
         let uid = UInt32(key)
-        if uid == UInt32.max { throw TaskIsolation.ParseError("\(key) is not a user id (it means 'no change' to the kernel)") }
+        if uid == UInt32.max { throw .reservedID(.user, key) }
         if let listed = AccountFiles.user(named: uid == nil ? key : nil, uid: uid, in: localFile("/etc/passwd")) { return listed }
         guard NameService.usable else {
-            guard let uid else { throw TaskIsolation.ParseError("no such user: \(key)\(NameService.staticNote("/etc/passwd"))") }
+            guard let uid else { throw .notFound(.user, key, localFilesOnly: true) }
             return Account(name: nil, uid: uid, primaryGroupID: uid, home: nil)
         }
         let rc = if let uid { getpwuid_r(uid, &entry, &buffer, buffer.count, &result) }
@@ -79,7 +76,7 @@ extension Account {
             return Account(name: String(cString: found.pointee.pw_name), uid: found.pointee.pw_uid,
                            primaryGroupID: found.pointee.pw_gid, home: String(cString: found.pointee.pw_dir))
         }
-        guard let uid else { throw TaskIsolation.ParseError("no such user: \(key)") }
+        guard let uid else { throw .notFound(.user, key, localFilesOnly: false) }
         return Account(name: nil, uid: uid, primaryGroupID: uid, home: nil)
     }
 }

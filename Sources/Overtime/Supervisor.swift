@@ -390,7 +390,7 @@ public final class Supervisor: Sendable {
         let containment = self.containment
         let done = Completion<Result<Void, ControlSocketError>>()
         let accepted = loop.execute { [loop, self] in
-            do {
+            do throws(SystemError) {
                 let input = try ByteStream(loop: loop, fd: try Descriptors.duplicate(0))
                 let output = try ByteStream(loop: loop, fd: try Descriptors.duplicate(1))
                 let server = try ControlServer(loop: loop, path: nil, target: core.value) { _ in }
@@ -400,10 +400,10 @@ public final class Supervisor: Sendable {
                 self.addSink(ControlWatchers(server))
                 done.complete(.success(()))
             } catch {
-                done.complete(.failure(ControlSocketError("cannot serve control requests on stdin and stdout: \(error)")))
+                done.complete(.failure(.cannotServeStandardStreams(error)))
             }
         }
-        guard accepted else { throw ControlSocketError("the supervisor has shut down") }
+        guard accepted else { throw .supervisorShutDown }
         try done.waitBlocking().get()
     }
 
@@ -440,7 +440,7 @@ public final class Supervisor: Sendable {
         let identity = description?.info(runID: runID)
         let accepted = loop.execute { [loop] in
             let (target, install) = attach()
-            do {
+            do throws(SystemError) {
                 let server = try ControlServer(loop: loop, path: socketPath, target: target) { peer in
                     onRefused(peer.map { "refused a control connection from uid \($0.uid) (pid \($0.pid))" } ?? "refused a control connection with unknown credentials")
                 }
@@ -449,11 +449,11 @@ public final class Supervisor: Sendable {
                 install(server)
                 done.complete(.success(()))
             } catch {
-                let failure = ControlSocketError("cannot listen on \(socketPath): \(error)")
+                let failure = ControlSocketError.cannotListen(path: socketPath, error)
                 if let onListenFailure { onListenFailure(failure) } else { done.complete(.failure(failure)) }
             }
         }
-        guard accepted else { throw ControlSocketError("the supervisor has shut down") }
+        guard accepted else { throw .supervisorShutDown }
         // Waiting is a hand-over to the loop thread and back, a wake-up each way, on the path
         // of every `overtime run`'s start; a caller that can take a failure later skips it.
         if onListenFailure == nil { try done.waitBlocking().get() }

@@ -220,10 +220,37 @@ struct CtlCommand {
         }
     }
 
+    /// Why no supervisor could be chosen.
+    private enum NoChoice: Error {
+        /// None is running for this user (none in `directory`).
+        case noneRunning(directory: String)
+        /// Several are running and none has the task named.
+        case noneHasTask(String, among: [RunningSupervisor], names: [String])
+        /// Several could be meant and there is no terminal to ask on.
+        case several(because: String, [RunningSupervisor])
+        /// The person asked chose none.
+        case noneChosen
+
+        var message: String {
+            switch self {
+            case let .noneRunning(directory):
+                "no supervisor is running for you (looked in \(directory)); pass --socket PATH"
+            case let .noneHasTask(task, supervisors, names):
+                "none of the \(supervisors.count) supervisors running has a task named '\(task)'"
+                    + (Spelling.closest(to: task, among: names).map { "; did you mean '\($0)'?" } ?? "") + ":\n"
+                    + CtlCommand.supervisorTable(supervisors).dropLast()
+            case let .several(why, candidates):
+                "\(why); choose one with --socket RUN:\n" + CtlCommand.supervisorTable(candidates, numbered: true).dropLast()
+            case .noneChosen:
+                "no supervisor chosen"
+            }
+        }
+    }
+
     /// The supervisor to talk to: the one given, or the only one running for this user; with
     /// several, the one that has the task named, or all of them for `status`, or the one a
     /// person picks when there is a terminal to ask on.
-    private func chooseSupervisor() -> Result<Choice, ControlSocketError> {
+    private func chooseSupervisor() -> Result<Choice, NoChoice> {
         if let socket {
             let path = ControlSocketPath.resolve(socket)
             if case .list = action { return .success(.listed([RunningSupervisor.describe(path)])) }
@@ -239,7 +266,7 @@ struct CtlCommand {
         if case .list = action { return .success(.listed(supervisors)) }
         switch supervisors.count {
         case 0:
-            return .failure(ControlSocketError("no supervisor is running for you (looked in \(directory)); pass --socket PATH"))
+            return .failure(.noneRunning(directory: directory))
         case 1:
             return .success(.one(supervisors[0].socket))
         default:
@@ -249,8 +276,7 @@ struct CtlCommand {
             let (matches, names) = RunningSupervisor.having(task: task, among: supervisors)
             switch matches.count {
             case 0:
-                return .failure(ControlSocketError("none of the \(supervisors.count) supervisors running has a task named '\(task)'"
-                    + (Spelling.closest(to: task, among: names).map { "; did you mean '\($0)'?" } ?? "") + ":\n" + Self.supervisorTable(supervisors).dropLast()))
+                return .failure(.noneHasTask(task, among: supervisors, names: names))
             case 1:
                 return .success(.one(matches[0].socket))
             default:
@@ -262,15 +288,12 @@ struct CtlCommand {
     }
 
     /// Asks which of `candidates` on a terminal; without one, lists them for `--socket`.
-    private func pick(among candidates: [RunningSupervisor], because why: String) -> Result<Choice, ControlSocketError> {
-        let table = Self.supervisorTable(candidates, numbered: true)
-        guard isatty(0) == 1 else {
-            return .failure(ControlSocketError("\(why); choose one with --socket RUN:\n" + table.dropLast()))
-        }
-        Terminal.error("\(why):\n" + table.dropLast())
+    private func pick(among candidates: [RunningSupervisor], because why: String) -> Result<Choice, NoChoice> {
+        guard isatty(0) == 1 else { return .failure(.several(because: why, candidates)) }
+        Terminal.error("\(why):\n" + Self.supervisorTable(candidates, numbered: true).dropLast())
         write(2, "which one? ", 11)
         guard let answer = readLine(), let n = Int(answer.filter { !$0.isWhitespace }), (1...candidates.count).contains(n) else {
-            return .failure(ControlSocketError("no supervisor chosen"))
+            return .failure(.noneChosen)
         }
         return .success(.one(candidates[n - 1].socket))
     }

@@ -1,9 +1,37 @@
 /// Parses and prints durations the way users write them: `250ms`, `30s`, `1.5s`, `5m`,
 /// `2h`, `1h30m`, `1d`, a bare number (seconds), and `none` where a limit may be absent.
 public enum DurationText {
-    public struct ParseError: Error, Sendable, Equatable, CustomStringConvertible {
-        /// What was wrong, e.g. "'-1s' is negative".
-        public var message: String
+    /// Why a text is not a duration. Each case keeps the text as given (untrimmed), which
+    /// its message quotes.
+    public enum ParseError: Error, Sendable, Equatable, CustomStringConvertible {
+        /// Nothing but spaces.
+        case empty
+        /// `none` where a limit must be given.
+        case noneNotAllowed
+        /// A leading minus sign.
+        case negative(String)
+        /// Not a number with units: stray characters, a malformed number.
+        case notADuration(String)
+        /// A unit that is not `ms`, `s`, `m`, `h` or `d`.
+        case unknownUnit(String, unit: String)
+        /// A unit given twice, or a smaller one before a larger (`1s1h`).
+        case misorderedUnits(String)
+        /// Longer than `DurationText.maximum`.
+        case tooLong(String)
+
+        /// What was wrong and what would be right, e.g. "'-1s' is negative; expected …".
+        public var message: String {
+            switch self {
+            case .empty: "an empty value is not a duration; expected \(examples)"
+            case .noneNotAllowed: "'none' is not allowed here; expected \(examples)"
+            case let .negative(text): "'\(text)' is negative; expected \(examples)"
+            case let .notADuration(text): "'\(text)' is not a duration; expected \(examples)"
+            case let .unknownUnit(text, unit): "'\(text)' has an unknown unit '\(unit)'; expected \(examples)"
+            case let .misorderedUnits(text): "'\(text)' repeats or misorders its units; write larger units first, as in 1h30m"
+            case let .tooLong(text): "'\(text)' is too long; the longest duration is 100 years"
+            }
+        }
+
         public var description: String { message }
     }
 
@@ -20,14 +48,14 @@ public enum DurationText {
     public static func parse(_ text: String, allowNone: Bool = false) throws(ParseError) -> Duration? {
         let trimmed = text.trimmingSpaces
         if trimmed.isEmpty {
-            throw ParseError(message: "an empty value is not a duration; expected \(examples)")
+            throw .empty
         }
         if trimmed.lowercased() == "none" {
-            guard allowNone else { throw ParseError(message: "'none' is not allowed here; expected \(examples)") }
+            guard allowNone else { throw .noneNotAllowed }
             return nil
         }
         if trimmed.hasPrefix("-") {
-            throw ParseError(message: "'\(text)' is negative; expected \(examples)")
+            throw .negative(text)
         }
         var totalNanoseconds: Double = 0
         var rest = Substring(trimmed)
@@ -38,7 +66,7 @@ public enum DurationText {
                   numberText.first != ".", numberText.last != ".",
                   let number = Double(numberText)
             else {
-                throw ParseError(message: "'\(text)' is not a duration; expected \(examples)")
+                throw .notADuration(text)
             }
             rest = rest.dropFirst(numberText.count)
             let unitText = rest.prefix(while: { $0.isLetter })
@@ -52,16 +80,16 @@ public enum DurationText {
             case "h": unit = (5, 3600e9)
             case "d": unit = (6, 86_400e9)
             default:
-                throw ParseError(message: "'\(text)' has an unknown unit '\(unitText)'; expected \(examples)")
+                throw .unknownUnit(text, unit: String(unitText))
             }
             guard unit.rank < lastUnitRank else {
-                throw ParseError(message: "'\(text)' repeats or misorders its units; write larger units first, as in 1h30m")
+                throw .misorderedUnits(text)
             }
             lastUnitRank = unit.rank
             totalNanoseconds += number * unit.nanoseconds
         }
         guard totalNanoseconds.isFinite, totalNanoseconds <= Double(maximum.nanoseconds) else {
-            throw ParseError(message: "'\(text)' is too long; the longest duration is 100 years")
+            throw .tooLong(text)
         }
         // Zero as written (`0`, `0s`, `0ms`), not a tiny value that rounds to it.
         if allowNone, totalNanoseconds == 0 { return nil }

@@ -45,14 +45,14 @@ public struct MemoryPolicy: Sendable, Equatable {
         let trimmed = text.trimmingSpaces
         if trimmed.hasSuffix("%") {
             guard let percent = Double(trimmed.dropLast()), percent > 0, percent <= 100 else {
-                throw ByteSize.ParseError("'\(text)' is not a warning level; expected a size such as 1.5G or a percentage of the max such as 80%")
+                throw .notAWarningLevel(text)
             }
             return .share(percent / 100)
         }
         do {
             return .bytes(try ByteSize.parse(trimmed))
         } catch {
-            throw ByteSize.ParseError("'\(text)' is not a warning level; expected a size such as 1.5G or a percentage of the max such as 80%")
+            throw .notAWarningLevel(text)
         }
     }
 }
@@ -60,16 +60,28 @@ public struct MemoryPolicy: Sendable, Equatable {
 /// Sizes as users write them: `200M`, `1.5G`, `512MiB`, `4096` (bytes). Binary units
 /// (K = 1024), as `ulimit`, Docker and Kubernetes' `Mi`/`Gi` read them; `Mi`/`Gi` are taken too.
 public enum ByteSize {
-    public struct ParseError: Error, Sendable, Equatable, CustomStringConvertible {
-        public var description: String
-        public init(_ description: String) { self.description = description }
+    /// Why a text is not a size, or not a warning level (`MemoryPolicy.parseWarn`). Each
+    /// case keeps the text as given, which its description quotes.
+    public enum ParseError: Error, Sendable, Equatable, CustomStringConvertible {
+        /// Not a positive number with a known unit, or too large.
+        case notASize(String)
+        /// Neither a size nor a percentage above 0 and at most 100.
+        case notAWarningLevel(String)
+
+        public var description: String {
+            switch self {
+            case let .notASize(text): "'\(text)' is not a size; expected \(expected)"
+            case let .notAWarningLevel(text):
+                "'\(text)' is not a warning level; expected a size such as 1.5G or a percentage of the max such as 80%"
+            }
+        }
     }
 
     /// What a size looks like, for messages and help.
     public static let expected = "a size such as 512M, 1.5G or 2GiB"
 
     public static func parse(_ text: String) throws(ParseError) -> UInt64 {
-        let problem = ParseError("'\(text)' is not a size; expected \(expected)")
+        let problem = ParseError.notASize(text)
         let trimmed = text.trimmingSpaces
         let number = trimmed.prefix(while: { $0.isASCII && ($0.isNumber || $0 == ".") })
         guard !number.isEmpty, let value = Double(number), value.isFinite, value > 0 else { throw problem }

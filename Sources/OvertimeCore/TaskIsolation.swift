@@ -66,17 +66,63 @@ public struct TaskIsolation: Sendable, Equatable {
         return variables
     }
 
-    /// A problem with a `--user`, `--group`, `--limit-*` or `--nice` value, in words.
-    public struct ParseError: Error, Sendable, Equatable, CustomStringConvertible {
-        public var message: String
+    /// Which account database a name or id is looked up in.
+    public enum AccountKind: String, Sendable, Equatable {
+        case user, group
+    }
+
+    /// A problem with a `--user`, `--group`, `--limit-*` or `--nice` value. Each case keeps
+    /// the text as given, which its message quotes.
+    public enum ParseError: Error, Sendable, Equatable, CustomStringConvertible {
+        /// Not a whole number from -20 to 19.
+        case notANiceValue(String)
+        /// Neither `VALUE` nor `SOFT:HARD`.
+        case notALimit(String)
+        /// A value that is not one of this resource's (`ResourceLimit.expected`).
+        case badLimitValue(ResourceLimit.Resource, String)
+        /// `SOFT:HARD` with the soft limit above the hard one.
+        case softAboveHard(String)
+        /// An empty user or group name.
+        case emptyName(AccountKind)
+        /// The id 4294967295, (uid_t)-1 or (gid_t)-1, which the kernel reads as "no change".
+        case reservedID(AccountKind, String)
+        /// No account of that name (or, for a group, that number is not there either).
+        /// `localFilesOnly`: only /etc/passwd and /etc/group could be read (a statically
+        /// linked build), so an account from another source (LDAP, systemd) was not seen.
+        case notFound(AccountKind, String, localFilesOnly: Bool)
+        /// A lookup of the caller's own (`AccountLookup`) failed, in its own words: a
+        /// directory service that did not answer, say.
+        case lookupFailed(String)
+
+        /// A failure of a caller's own lookup, in its words (`lookupFailed`).
+        public init(_ message: String) { self = .lookupFailed(message) }
+
+        public var message: String {
+            switch self {
+            case let .notANiceValue(text): "'\(text)' is not a nice value; expected a whole number from -20 (first) to 19 (last)"
+            case let .notALimit(text): "'\(text)' is not a limit; expected VALUE or SOFT:HARD"
+            case let .badLimitValue(resource, text): "'\(text)' is not a limit; expected \(ResourceLimit.expected(resource))"
+            case let .softAboveHard(text): "'\(text)': the soft limit is above the hard limit"
+            case let .emptyName(kind): "an empty \(kind.rawValue) name"
+            case let .reservedID(kind, id): "\(id) is not a \(kind.rawValue) id (it means 'no change' to the kernel)"
+            case let .notFound(kind, name, localFilesOnly):
+                "no such \(kind.rawValue): \(name)" + (localFilesOnly ? Self.localFilesNote(kind) : "")
+            case let .lookupFailed(message): message
+            }
+        }
+
         public var description: String { message }
-        public init(_ message: String) { self.message = message }
+
+        private static func localFilesNote(_ kind: AccountKind) -> String {
+            let file = kind == .user ? "/etc/passwd" : "/etc/group"
+            return " (in \(file): this overtime is linked statically and reads the local files only; give a number, or use a dynamically linked build for accounts from other sources)"
+        }
     }
 
     /// Parses a nice value: an integer from -20 to 19.
     public static func parseNiceness(_ text: String) throws(ParseError) -> Int32 {
         guard let value = Int32(text.trimmingSpaces), (-20...19).contains(value) else {
-            throw ParseError("'\(text)' is not a nice value; expected a whole number from -20 (first) to 19 (last)")
+            throw .notANiceValue(text)
         }
         return value
     }
@@ -105,12 +151,12 @@ extension ResourceLimit {
     public static func parse(_ resource: Resource, _ text: String) throws(TaskIsolation.ParseError) -> ResourceLimit {
         let parts = text.trimmingSpaces.split(separator: ":", omittingEmptySubsequences: false).map { String($0).trimmingSpaces }
         guard parts.count == 1 || parts.count == 2 else {
-            throw TaskIsolation.ParseError("'\(text)' is not a limit; expected VALUE or SOFT:HARD")
+            throw .notALimit(text)
         }
         let soft = try value(resource, parts[0], whole: text)
         let hard = parts.count == 2 ? try value(resource, parts[1], whole: text) : soft
         guard soft <= hard else {
-            throw TaskIsolation.ParseError("'\(text)': the soft limit is above the hard limit")
+            throw .softAboveHard(text)
         }
         return ResourceLimit(resource, soft: soft, hard: hard)
     }
@@ -125,7 +171,7 @@ extension ResourceLimit {
     }
 
     private static func value(_ resource: Resource, _ part: String, whole: String) throws(TaskIsolation.ParseError) -> UInt64 {
-        let problem = TaskIsolation.ParseError("'\(whole)' is not a limit; expected \(expected(resource))")
+        let problem = TaskIsolation.ParseError.badLimitValue(resource, whole)
         let lowered = part.lowercased()
         if lowered == "unlimited" || lowered == "infinity" { return unlimited }
         switch resource {

@@ -24,14 +24,34 @@ public final class OutputFile: Sendable {
     /// The descriptor of Overtime's that the path names (`/dev/stdout` names 1), if it does.
     public let inheritedDescriptor: Int32?
 
-    /// Why a path cannot be written: the errno in words, and a hint where one helps.
-    public struct Refusal: Error, Sendable, CustomStringConvertible {
-        public let reason: String
+    /// Why a path cannot be written.
+    public enum Refusal: Error, Sendable, Equatable, CustomStringConvertible {
+        /// It names a descriptor of Overtime's (`/dev/fd/N`, `/dev/stdout`) that was not
+        /// given to it (EBADF).
+        case descriptorNotGiven(Int32)
+        /// It is a directory (EISDIR).
+        case directory
+        /// A FIFO nobody reads yet (ENXIO): its reader must start first.
+        case fifoWithoutReader
+        /// The directory the file would be made in cannot be written.
+        case directoryNotWritable(String, SystemError)
+        /// Anything else the system refused.
+        case failed(SystemError)
+
+        /// The errno in words, and a hint where one helps: "Permission denied (in /srv)".
+        public var reason: String {
+            switch self {
+            case let .descriptorNotGiven(fd): Self.words(EBADF) + " (descriptor \(fd): none was given to overtime)"
+            case .directory: Self.words(EISDIR)
+            case .fifoWithoutReader: Self.words(ENXIO) + " (a FIFO nobody reads yet: start its reader first)"
+            case let .directoryNotWritable(directory, error): error.reason + " (in \(directory))"
+            case let .failed(error): error.reason
+            }
+        }
+
         public var description: String { reason }
 
-        init(_ code: Int32, hint: String? = nil) {
-            reason = String(cString: strerror(code)) + (hint.map { " (\($0))" } ?? "")
-        }
+        private static func words(_ code: Int32) -> String { String(cString: strerror(code)) }
     }
 
     /// - Throws: `Refusal` when the path is a directory, its directory does not exist or
@@ -44,21 +64,21 @@ public final class OutputFile: Sendable {
             // birth, and one inherited across exec cannot be.
             let flags = fcntl(inheritedDescriptor, F_GETFD)
             guard flags >= 0, flags & FD_CLOEXEC == 0 else {
-                throw Refusal(EBADF, hint: "descriptor \(inheritedDescriptor): none was given to overtime")
+                throw .descriptorNotGiven(inheritedDescriptor)
             }
             // Not open is the user's mistake here, not a bug of ours: said, not trapped on.
             let copy = fcntl(inheritedDescriptor, F_DUPFD_CLOEXEC, 3)
-            guard copy >= 0 else { throw Refusal(errno) }
+            guard copy >= 0 else { throw .failed(SystemError("duplicate descriptor \(inheritedDescriptor)", errno: errno)) }
             through = copy
             return
         }
         var info = stat()
         if lstat(path, &info) != 0 {
             let code = errno
-            guard code == ENOENT else { throw Refusal(code) }
+            guard code == ENOENT else { throw .failed(SystemError("lstat", errno: code)) }
             through = nil
         } else if info.st_mode & S_IFMT == S_IFDIR {
-            throw Refusal(EISDIR)
+            throw .directory
         } else if Self.isOurs(info) {
             through = nil
         } else {
@@ -67,14 +87,14 @@ public final class OutputFile: Sendable {
             let fd = open(path, O_WRONLY | O_CREAT | O_NONBLOCK | O_CLOEXEC, 0o644)
             guard fd >= 0 else {
                 let code = errno
-                throw Refusal(code, hint: code == ENXIO ? "a FIFO nobody reads yet: start its reader first" : nil)
+                throw code == ENXIO ? .fifoWithoutReader : .failed(SystemError("open", errno: code))
             }
             _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
             through = fd
             return
         }
         let directory = Self.directory(of: path)
-        guard access(directory, W_OK) == 0 else { throw Refusal(errno, hint: "in \(directory)") }
+        guard access(directory, W_OK) == 0 else { throw .directoryNotWritable(directory, SystemError("access", errno: errno)) }
     }
 
     deinit {

@@ -156,9 +156,19 @@ public struct RunReport: Sendable {
 }
 
 /// A run directory's files could not be made into a report.
-public struct RunReportError: Error, Sendable, CustomStringConvertible {
-    public var message: String
-    public init(_ message: String) { self.message = message }
+public enum RunReportError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The journal holds nothing but blank space: the run has not recorded anything yet.
+    case emptyJournal
+    /// The journal has lines, but none of them is a journal record.
+    case noRecords
+
+    public var message: String {
+        switch self {
+        case .emptyJournal: "the journal is empty: the run has not recorded anything yet"
+        case .noRecords: "no line of the journal is a journal record (JSON objects with time, task and event)"
+        }
+    }
+
     public var description: String { message }
 }
 
@@ -178,9 +188,9 @@ extension RunReport {
         }
         guard reader.report.lines > 0 else {
             if journal.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) {
-                throw RunReportError("the journal is empty: the run has not recorded anything yet")
+                throw .emptyJournal
             }
-            throw RunReportError("no line of the journal is a journal record (JSON objects with time, task and event)")
+            throw .noRecords
         }
         if let summary, let value = try? JSONValue.parse(summary) { reader.conclude(value) }
         return reader.finish()

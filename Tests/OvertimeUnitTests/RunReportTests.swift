@@ -182,6 +182,12 @@ import OvertimeCore
         }
     }
 
+    @Test("an empty journal and one without records are told apart as cases")
+    func refusalsAreCases() {
+        #expect(throws: RunReportError.emptyJournal) { try RunReport.read(journal: Array("\n  \n".utf8)) }
+        #expect(throws: RunReportError.noRecords) { try RunReport.read(journal: Array("not json\n{\"event\":\"attempt\"}".utf8)) }
+    }
+
     @Test("10 MB texts from a journal are cut on the page, at a character, saying how long they are; marks and GPU ids are bounded")
     func longTextsAreCut() throws {
         // "é" as e + a combining accent: two scalars a character.

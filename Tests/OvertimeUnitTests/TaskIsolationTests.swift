@@ -53,6 +53,21 @@ import Testing
         #expect(throws: TaskIsolation.ParseError.self) { try TaskIsolation.lookUpGroup("4294967295") }
     }
 
+    /// What the account lookups refuse, as cases: a caller tells an unknown name from an
+    /// empty one or the reserved id without reading the words.
+    @Test func accountRefusalsAreCases() {
+        #expect(throws: TaskIsolation.ParseError.notFound(.user, "no-such-user-here", localFilesOnly: false)) {
+            try Account.lookUp(" no-such-user-here ")
+        }
+        #expect(throws: TaskIsolation.ParseError.emptyName(.user)) { try Account.lookUp("") }
+        #expect(throws: TaskIsolation.ParseError.reservedID(.user, "4294967295")) { try Account.lookUp("4294967295") }
+        #expect(throws: TaskIsolation.ParseError.notFound(.group, "no-such-group-here", localFilesOnly: false)) {
+            try TaskIsolation.lookUpGroup("no-such-group-here")
+        }
+        #expect(throws: TaskIsolation.ParseError.emptyName(.group)) { try TaskIsolation.lookUpGroup(" ") }
+        #expect(throws: TaskIsolation.ParseError.reservedID(.group, "4294967295")) { try TaskIsolation.lookUpGroup("4294967295") }
+    }
+
     @Test func accountEnvironment() throws {
         let root = TaskIsolation(user: try Account.lookUp("root"))
         #expect(root.accountEnvironment == ["HOME": "/root", "USER": "root", "LOGNAME": "root"])

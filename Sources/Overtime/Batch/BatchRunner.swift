@@ -140,10 +140,8 @@ public final class BatchRunner: Sendable {
         journal = try RunJournal(directory: directory, runID: runID)
         if let text = jobFileText.take(), options.resume == nil {
             // Without them `--resume` has nothing to go on: better to run nothing.
-            if let failure = journal.writeFile("job.json", text) { throw BatchError(failure) }
-            if let base = options.jobFileDirectory, let failure = journal.writeFile("job-directory", Array(base.utf8)) {
-                throw BatchError(failure)
-            }
+            try journal.writeRequiredFile("job.json", text)
+            if let base = options.jobFileDirectory { try journal.writeRequiredFile("job-directory", Array(base.utf8)) }
         }
         // The batch is one of its supervisor's event sinks, as any embedding program's
         // handler is, and steers its tasks through their handles.
@@ -697,7 +695,7 @@ extension BatchState: ControlTarget {
 
     private func index(of name: String) -> Result<Int, ControlFailure> {
         machine.index(named: name).map { .success($0) }
-            ?? .failure(ControlFailure("no task named '\(name)' in this batch" + ControlWords.didYouMean(name, among: job.tasks.map(\.name))))
+            ?? .failure(.noTaskInBatch(name, closest: Spelling.closest(to: name, among: job.tasks.map(\.name))))
     }
 
     /// An operator's extend or revoke: done now to a running task; to one still starting
@@ -705,7 +703,7 @@ extension BatchState: ControlTarget {
     private func changeBudget(_ index: Int, _ action: String, uid: UInt32,
                               _ request: @escaping (TaskHandle.SynchronousOperations) -> TaskMachine.OperatorResult) -> Result<String, ControlFailure> {
         guard case .running = machine.states[index], handles[index] != nil || starting[index] != nil else {
-            return .failure(ControlFailure("'\(job.tasks[index].name)' is not running"))
+            return .failure(.notRunning(job.tasks[index].name))
         }
         recordOperator(index, action, uid: uid)
         if let handle = handles[index], starting[index] == nil { return ControlWords.budget(request(handle.syncOperations)) }
@@ -722,7 +720,7 @@ extension BatchState: ControlTarget {
 
     /// A batch hears its engine's warning itself (`--warn-signal`); it takes none from a client.
     func controlExpiring(task: String, remaining: Duration) -> Result<String, ControlFailure> {
-        .failure(ControlFailure("a batch passes on its own engine's warning (--warn-signal); 'expiring' is for a run that an executor's head started"))
+        .failure(.batchTakesNoExpiring)
     }
 
     /// An operator's cancel of a batch task: always the batch's own (`user`), whatever the

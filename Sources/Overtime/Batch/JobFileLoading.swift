@@ -35,25 +35,43 @@ extension JobFile {
 /// Reading the file and placing relative paths: the only parts of the job file that touch
 /// the system.
 extension JobFilePath {
-    struct ReadProblem: Error {
-        var message: String
+    /// Why a job file could not be read.
+    enum ReadProblem: Error, Equatable {
+        /// An empty path.
+        case noPath
+        case cannotOpen(SystemError)
+        case directory
+        case cannotRead(SystemError)
+        /// Larger than the limit, or than this machine's memory can parse: by how much, in
+        /// the core's words (`JobFile.sizeProblem`).
+        case tooLarge(String)
+
+        var message: String {
+            switch self {
+            case .noPath: "no job file path given"
+            case let .cannotOpen(error): "cannot open the job file: \(JobFilePath.explain(error.errno))"
+            case .directory: "cannot read the job file: it is a directory; expected a JSON file"
+            case let .cannotRead(error): "cannot read the job file: \(JobFilePath.explain(error.errno))"
+            case let .tooLarge(problem): problem
+            }
+        }
     }
 
     /// A file's content, and whether it is a regular file (not a pipe or a device).
     static func read(_ path: String) -> Result<(bytes: [UInt8], isRegular: Bool), ReadProblem> {
         if path.isEmpty {
-            return .failure(ReadProblem(message: "no job file path given"))
+            return .failure(.noPath)
         }
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         if fd < 0 {
-            return .failure(ReadProblem(message: "cannot open the job file: \(explain(errno))"))
+            return .failure(.cannotOpen(SystemError("open", errno: errno)))
         }
         defer { close(fd) }
         var info = stat()
         var isRegular = true
         if fstat(fd, &info) == 0 {
             if info.st_mode & S_IFMT == S_IFDIR {
-                return .failure(ReadProblem(message: "cannot read the job file: it is a directory; expected a JSON file"))
+                return .failure(.directory)
             }
             isRegular = info.st_mode & S_IFMT == S_IFREG
         }
@@ -62,7 +80,7 @@ extension JobFilePath {
         let availableMemory = MemoryHeadroom.current()
         let largest = JobFile.largestReadableFile(availableMemory: availableMemory)
         if isRegular, let problem = JobFile.sizeProblem(Int(info.st_size), availableMemory: availableMemory) {
-            return .failure(ReadProblem(message: problem))
+            return .failure(.tooLarge(problem))
         }
         var bytes: [UInt8] = []
         if isRegular { bytes.reserveCapacity(Int(info.st_size)) }
@@ -72,12 +90,12 @@ extension JobFilePath {
             do throws(SystemError) {
                 n = try Syscall.retrying("read") { chunk.withUnsafeMutableBytes { systemRead(fd, $0.baseAddress, $0.count) } }
             } catch {
-                return .failure(ReadProblem(message: "cannot read the job file: \(explain(error.errno))"))
+                return .failure(.cannotRead(error))
             }
             if n == 0 { break }
             bytes.append(contentsOf: chunk[0..<n])
             if bytes.count > largest, let problem = JobFile.sizeProblem(bytes.count, whole: false, availableMemory: availableMemory) {
-                return .failure(ReadProblem(message: problem))
+                return .failure(.tooLarge(problem))
             }
         }
         return .success((bytes, isRegular))

@@ -43,7 +43,7 @@ public final class RunJournal: Sendable {
         try Self.makeDirectories(directory + "/logs")
         let path = directory + "/events.jsonl"
         let fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw BatchError("cannot open \(path): \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { throw .cannotOpenJournal(path: path, SystemError("open", errno: errno)) }
         let encoder = EventEncoder(runID: runID)
         let lines = JournalFile(fd: fd, path: path)
         file = lines
@@ -104,6 +104,16 @@ public final class RunJournal: Sendable {
         return file.record.withLock { Self.fail(&$0, "cannot write \(path)", code) }
     }
 
+    /// `writeFile` for a file the run cannot go without (`--resume` reads `job.json`): its
+    /// failure stops the run, so it is thrown rather than kept in `failures`.
+    /// - Throws: `BatchError.cannotWrite`.
+    func writeRequiredFile(_ name: String, _ bytes: [UInt8]) throws(BatchError) {
+        let path = directory + "/" + name
+        if let code = Descriptors.replaceFile(path, with: bytes, temporary: path + ".tmp") {
+            throw .cannotWrite(path: path, SystemError("write", errno: code))
+        }
+    }
+
     /// Makes task `name`'s log ready for an attempt on the journal's thread, never the
     /// loop's (creating a file waits while its filesystem stalls): creates it, and before a
     /// retry appends a marker, so retries read apart. Then calls `done` there, with a message
@@ -132,7 +142,7 @@ public final class RunJournal: Sendable {
     /// `finished` line says `succeeded`. Lines that are not valid JSON are passed over.
     public static func succeededTasks(in directory: String) throws(BatchError) -> Set<String> {
         guard let bytes = Descriptors.readWholeFile(directory + "/events.jsonl") else {
-            throw BatchError("\(directory) is not a run directory: no events.jsonl")
+            throw .notARunDirectory(path: directory)
         }
         var last: [String: Bool] = [:]
         for line in bytes.split(separator: UInt8(ascii: "\n")) {
@@ -154,9 +164,9 @@ public final class RunJournal: Sendable {
         guard let names = Descriptors.directoryEntries(directory) else { return }  // missing: it will be made
         guard let found = names.contains("events.jsonl") ? "events.jsonl" : names.first else { return }
         if found == "events.jsonl" {
-            throw BatchError("\(directory) already holds a run (events.jsonl); a second run would append to its journal and overwrite its summary. Rerun what did not succeed there with --resume \(directory), or give a new --run-dir")
+            throw .holdsARun(path: directory)
         }
-        throw BatchError("\(directory) is not empty (it holds '\(found)'); give --run-dir a new or empty directory")
+        throw .notEmpty(path: directory, found: found)
     }
 
     /// The directory the run's job file resolved relative `cwd`s against (its
@@ -182,7 +192,7 @@ public final class RunJournal: Sendable {
         for component in path.split(separator: "/") {
             current += "/" + component
             if mkdir(current, 0o755) != 0, errno != EEXIST {
-                throw BatchError("cannot create \(current): \(String(cString: strerror(errno)))")
+                throw .cannotCreateDirectory(path: current, SystemError("mkdir", errno: errno))
             }
         }
     }
@@ -235,9 +245,46 @@ private final class JournalFile: @unchecked Sendable {
     }
 }
 
-/// A batch could not run: its run directory, its resume source, its supervisor.
-public struct BatchError: Error, Sendable, CustomStringConvertible {
-    public var message: String
-    public init(_ message: String) { self.message = message }
+/// A batch could not run: its run directory, its resume source, its executor.
+public enum BatchError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// A directory of the run directory's path could not be made.
+    case cannotCreateDirectory(path: String, SystemError)
+    /// The journal (`events.jsonl`) could not be opened.
+    case cannotOpenJournal(path: String, SystemError)
+    /// A file the run cannot go without (`job.json`, `job-directory`) could not be written.
+    case cannotWrite(path: String, SystemError)
+    /// `--resume` was given a directory without a journal.
+    case notARunDirectory(path: String)
+    /// The run directory already holds a run: resume it instead.
+    case holdsARun(path: String)
+    /// The run directory holds something else (`found` is one of its entries).
+    case notEmpty(path: String, found: String)
+    /// The srun executor outside a Slurm allocation (no SLURM_JOB_ID).
+    case outsideSlurmAllocation
+    /// The run directory is on a filesystem (`filesystem`: ext4, tmpfs, …) that the other
+    /// nodes of Slurm job `job` do not see.
+    case runDirectoryNotShared(path: String, filesystem: String, otherNodes: Int, job: String)
+    /// Where this overtime binary is cannot be told, for the nodes to run it.
+    case binaryNotFound
+
+    public var message: String {
+        switch self {
+        case let .cannotCreateDirectory(path, error): "cannot create \(path): \(error.reason)"
+        case let .cannotOpenJournal(path, error): "cannot open \(path): \(error.reason)"
+        case let .cannotWrite(path, error): "cannot write \(path): \(error.reason)"
+        case let .notARunDirectory(path): "\(path) is not a run directory: no events.jsonl"
+        case let .holdsARun(path):
+            "\(path) already holds a run (events.jsonl); a second run would append to its journal and overwrite its summary. "
+                + "Rerun what did not succeed there with --resume \(path), or give a new --run-dir"
+        case let .notEmpty(path, found): "\(path) is not empty (it holds '\(found)'); give --run-dir a new or empty directory"
+        case .outsideSlurmAllocation:
+            "the srun executor runs inside a Slurm allocation (sbatch or salloc): SLURM_JOB_ID is not set"
+        case let .runDirectoryNotShared(path, filesystem, otherNodes, job):
+            "the run directory \(path) is on \(filesystem), which the other \(otherNodes) node(s) of job \(job) do not see: "
+                + "the tasks' logs must be on a filesystem every node shares (NFS, Lustre, GPFS, …); pass --run-dir on one"
+        case .binaryNotFound: "cannot tell where this overtime binary is, for the nodes to run it; pass its path"
+        }
+    }
+
     public var description: String { message }
 }

@@ -14,14 +14,14 @@ enum SrunExecutor {
     ///   filesystem the allocation's other nodes cannot see.
     static func launcher(runDirectory: String, overtime: String?, environment: [String: String] = ProcessEnvironment.current()) throws -> RemoteLauncher {
         guard let job = environment["SLURM_JOB_ID"], !job.isEmpty else {
-            throw BatchError("the srun executor runs inside a Slurm allocation (sbatch or salloc): SLURM_JOB_ID is not set")
+            throw BatchError.outsideSlurmAllocation
         }
         let nodes = Int(environment["SLURM_JOB_NUM_NODES"] ?? environment["SLURM_NNODES"] ?? "1") ?? 1
         if nodes > 1, let local = localFilesystem(runDirectory) {
-            throw BatchError("the run directory \(runDirectory) is on \(local), which the other \(nodes - 1) node(s) of job \(job) do not see: the tasks' logs must be on a filesystem every node shares (NFS, Lustre, GPFS, …); pass --run-dir on one")
+            throw BatchError.runDirectoryNotShared(path: runDirectory, filesystem: local, otherNodes: nodes - 1, job: job)
         }
         guard let binary = overtime ?? ProcessEnvironment.executablePath() else {
-            throw BatchError("cannot tell where this overtime binary is, for the nodes to run it; pass its path")
+            throw BatchError.binaryNotFound
         }
         // The steps' own words: one task, one node, CPUs of their own; output as it comes.
         return RemoteLauncher(prefix: ["srun", "--exclusive", "-N1", "-n1", "--unbuffered", "--quiet"], overtime: binary)

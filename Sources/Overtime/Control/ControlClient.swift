@@ -12,9 +12,32 @@ public final class ControlClient {
     private let fd: Int32
     private var buffer: [UInt8] = []
 
-    public struct Failure: Error, CustomStringConvertible {
-        /// Why, in words: "Connection refused", "the path is too long for a Unix socket".
-        public var message: String
+    /// Why no connection could be made to a control socket; each case names the path.
+    public enum Failure: Error, Sendable, Equatable, CustomStringConvertible {
+        /// Longer than a Unix socket address holds.
+        case pathTooLong(path: String)
+        /// Something other than a socket is there.
+        case notASocket(path: String)
+        /// A socket is there but nobody listens on it: left by a supervisor that has ended.
+        case noSupervisor(path: String)
+        /// A supervisor is there but did not take the connection in time: stopped (SIGSTOP,
+        /// a debugger) with its backlog full, or too busy.
+        case notAccepting(path: String)
+        /// Any other failure to connect, as the system gave it: nothing at the path
+        /// (ENOENT), no permission (EACCES), an abstract name nobody holds (ECONNREFUSED).
+        case cannotConnect(path: String, SystemError)
+
+        /// Why, in words: "it is not a socket", "No such file or directory".
+        public var message: String {
+            switch self {
+            case .pathTooLong: "the path is too long for a Unix socket"
+            case .notASocket: "it is not a socket"
+            case .noSupervisor: "nobody listens on it (left by a supervisor that has ended)"
+            case .notAccepting: "it does not accept connections (a supervisor stopped, or too busy)"
+            case let .cannotConnect(_, error): error.reason
+            }
+        }
+
         public var description: String { message }
     }
 
@@ -28,11 +51,11 @@ public final class ControlClient {
             if let replyLimit { UnixListener.setTimeout(fd, SO_RCVTIMEO, replyLimit) }
         } catch {
             switch (error.errno, UnixListener.probe(path)) {
-            case (ENAMETOOLONG, _): throw Failure(message: error.operation)
-            case (EAGAIN, _): throw Failure(message: "it does not accept connections (a supervisor stopped, or too busy)")
-            case (_, .notASocket): throw Failure(message: "it is not a socket")
-            case (_, .stale): throw Failure(message: "nobody listens on it (left by a supervisor that has ended)")
-            default: throw Failure(message: error.reason)
+            case (ENAMETOOLONG, _): throw .pathTooLong(path: path)
+            case (EAGAIN, _): throw .notAccepting(path: path)
+            case (_, .notASocket): throw .notASocket(path: path)
+            case (_, .stale): throw .noSupervisor(path: path)
+            default: throw .cannotConnect(path: path, error)
             }
         }
     }

@@ -20,10 +20,37 @@ protocol ControlTarget: AnyObject {
     func controlExpiring(task: String, remaining: Duration) -> Result<String, ControlFailure>
 }
 
-/// Why a control request was refused, in a sentence.
-struct ControlFailure: Error {
-    var message: String
-    init(_ message: String) { self.message = message }
+/// Why a control request was refused; its message is the reply's sentence.
+enum ControlFailure: Error, Equatable {
+    /// `overtime run` has no running task of that name; `closest` is the nearest it has.
+    case noRunningTask(String, closest: String?)
+    /// The batch has no task of that name; `closest` is the nearest it has.
+    case noTaskInBatch(String, closest: String?)
+    /// The batch's task of that name is waiting or has ended.
+    case notRunning(String)
+    /// The task is already being cancelled: its budget no longer changes.
+    case alreadyCancelling
+    /// The task has finished.
+    case finished
+    /// A batch takes no `expiring` from a client: it hears its own engine's warning.
+    case batchTakesNoExpiring
+
+    var message: String {
+        switch self {
+        case let .noRunningTask(name, closest): "no running task named '\(name)'" + Self.didYouMean(closest)
+        case let .noTaskInBatch(name, closest): "no task named '\(name)' in this batch" + Self.didYouMean(closest)
+        case let .notRunning(name): "'\(name)' is not running"
+        case .alreadyCancelling: "the task is already being cancelled"
+        case .finished: "the task has finished"
+        case .batchTakesNoExpiring:
+            "a batch passes on its own engine's warning (--warn-signal); 'expiring' is for a run that an executor's head started"
+        }
+    }
+
+    /// "; did you mean 'train'?" for a name close to one the supervisor has.
+    private static func didYouMean(_ closest: String?) -> String {
+        closest.map { "; did you mean '\($0)'?" } ?? ""
+    }
 }
 
 /// Serves the control socket (docs/control.md): JSON-line requests, JSON-line replies, and

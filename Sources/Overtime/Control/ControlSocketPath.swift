@@ -26,17 +26,17 @@ public enum ControlSocketPath {
     /// - Throws: `ControlSocketError` saying what is wrong with it.
     public static func prepareDirectory(_ directory: String) throws(ControlSocketError) {
         if mkdir(directory, 0o700) != 0, errno != EEXIST {
-            throw ControlSocketError("cannot create \(directory): \(String(cString: strerror(errno)))")
+            throw .cannotCreateDirectory(path: directory, SystemError("mkdir", errno: errno))
         }
         var info = stat()
         guard lstat(directory, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else {
-            throw ControlSocketError("\(directory) is not a directory")
+            throw .notADirectory(path: directory)
         }
         guard info.st_uid == geteuid() else {
-            throw ControlSocketError("\(directory) belongs to uid \(info.st_uid), not to you (uid \(geteuid())); pass --control PATH")
+            throw .directoryNotYours(path: directory, owner: info.st_uid, you: geteuid())
         }
         if info.st_mode & 0o077 != 0, chmod(directory, 0o700) != 0 {
-            throw ControlSocketError("\(directory) is open to other users and cannot be made 0700")
+            throw .directoryOpenToOthers(path: directory)
         }
     }
 
@@ -44,7 +44,7 @@ public enum ControlSocketPath {
     /// died (removed). A live one, or a file that is not a socket, is an error.
     public static func claim(_ path: String) throws(ControlSocketError) {
         guard path.utf8.count <= UnixListener.maxPathLength else {
-            throw ControlSocketError("control socket path is \(path.utf8.count) bytes; a Unix socket path must be at most \(UnixListener.maxPathLength): \(path)")
+            throw .pathTooLong(path: path, limit: UnixListener.maxPathLength)
         }
         switch UnixListener.probe(path) {
         case .free:
@@ -52,9 +52,9 @@ public enum ControlSocketPath {
         case .stale:
             unlink(path)
         case .live:
-            throw ControlSocketError("another supervisor is listening on \(path)")
+            throw .inUse(path: path)
         case .notASocket:
-            throw ControlSocketError("\(path) exists and is not a socket")
+            throw .notASocket(path: path)
         }
     }
 
@@ -103,8 +103,43 @@ public enum ControlSocketPath {
 }
 
 /// A control socket could not be set up.
-public struct ControlSocketError: Error, Sendable, CustomStringConvertible {
-    public var message: String
-    public init(_ message: String) { self.message = message }
+public enum ControlSocketError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The per-user directory could not be made.
+    case cannotCreateDirectory(path: String, SystemError)
+    /// Something other than a directory is where the per-user directory goes.
+    case notADirectory(path: String)
+    /// The per-user directory is another user's.
+    case directoryNotYours(path: String, owner: UInt32, you: UInt32)
+    /// Other users may enter the per-user directory, and it cannot be made 0700.
+    case directoryOpenToOthers(path: String)
+    /// The socket's path is longer than a Unix socket address holds (`limit` bytes).
+    case pathTooLong(path: String, limit: Int)
+    /// Another supervisor listens on the path.
+    case inUse(path: String)
+    /// Something other than a socket is at the path.
+    case notASocket(path: String)
+    /// The listener could not be made at the path.
+    case cannotListen(path: String, SystemError)
+    /// The control protocol cannot be served on stdin and stdout.
+    case cannotServeStandardStreams(SystemError)
+    /// The supervisor shut down before its control socket was set up.
+    case supervisorShutDown
+
+    public var message: String {
+        switch self {
+        case let .cannotCreateDirectory(path, error): "cannot create \(path): \(error.reason)"
+        case let .notADirectory(path): "\(path) is not a directory"
+        case let .directoryNotYours(path, owner, you): "\(path) belongs to uid \(owner), not to you (uid \(you)); pass --control PATH"
+        case let .directoryOpenToOthers(path): "\(path) is open to other users and cannot be made 0700"
+        case let .pathTooLong(path, limit):
+            "control socket path is \(path.utf8.count) bytes; a Unix socket path must be at most \(limit): \(path)"
+        case let .inUse(path): "another supervisor is listening on \(path)"
+        case let .notASocket(path): "\(path) exists and is not a socket"
+        case let .cannotListen(path, error): "cannot listen on \(path): \(error)"
+        case let .cannotServeStandardStreams(error): "cannot serve control requests on stdin and stdout: \(error)"
+        case .supervisorShutDown: "the supervisor has shut down"
+        }
+    }
+
     public var description: String { message }
 }

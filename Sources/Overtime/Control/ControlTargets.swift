@@ -24,11 +24,6 @@ enum ControlWords {
         "revoke " + DurationText.format(after)
     }
 
-    /// "; did you mean 'train'?" for a task name that is close to one the supervisor has.
-    static func didYouMean(_ name: String, among names: [String]) -> String {
-        Spelling.closest(to: name, among: names).map { "; did you mean '\($0)'?" } ?? ""
-    }
-
     static func cancel(_ result: TaskMachine.CancelResult) -> Result<String, ControlFailure> {
         switch result {
         case .cancelling: .success("cancelling")
@@ -44,9 +39,9 @@ enum ControlWords {
             // In the words of the ctl user most replies reach (`past_max` on the wire).
             return .success(clipped ? "clipped by max-runtime (ctl extend --past-max goes past it), \(left)" : left)
         case .notRunning(.cancelling):
-            return .failure(ControlFailure("the task is already being cancelled"))
+            return .failure(.alreadyCancelling)
         case .notRunning:
-            return .failure(ControlFailure("the task has finished"))
+            return .failure(.finished)
         }
     }
 }
@@ -61,7 +56,7 @@ extension SupervisorState: ControlTarget {
         if let runner = runners.values.sorted(by: { $0.ref.id < $1.ref.id }).first(where: { $0.ref.name == name }) {
             return .success(runner)
         }
-        return .failure(ControlFailure("no running task named '\(name)'" + ControlWords.didYouMean(name, among: runners.values.map(\.ref.name))))
+        return .failure(.noRunningTask(name, closest: Spelling.closest(to: name, among: runners.values.map(\.ref.name))))
     }
 
     func controlCancel(task: String, reason: CancelReason, grace: Duration?, uid: UInt32) -> Result<String, ControlFailure> {

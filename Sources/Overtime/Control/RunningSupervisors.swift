@@ -48,20 +48,38 @@ public struct RunningSupervisor: Sendable {
         return (matches, allNames)
     }
 
-    private static func ask(_ socket: String, _ op: ControlRequest.Op) -> Result<ControlReply.Outcome, ControlSocketError> {
+    /// Why a supervisor asked gave no usable answer.
+    private enum Unanswered: Error {
+        case unreachable(ControlClient.Failure)
+        /// It refused the request, in its own words.
+        case refused(String)
+        case noAnswer(within: Duration)
+        case unreadable(ProtocolError)
+
+        var message: String {
+            switch self {
+            case let .unreachable(failure): failure.message
+            case let .refused(message): message
+            case let .noAnswer(limit): "no answer within \(DurationText.format(limit))"
+            case let .unreadable(problem): "an unreadable answer (\(problem.message))"
+            }
+        }
+    }
+
+    private static func ask(_ socket: String, _ op: ControlRequest.Op) -> Result<ControlReply.Outcome, Unanswered> {
         let client: ControlClient
         do {
             client = try ControlClient(path: socket, replyLimit: replyLimit)
         } catch {
-            return .failure(ControlSocketError(error.message))
+            return .failure(.unreachable(error))
         }
         defer { client.close() }
         switch client.request(ControlRequest(id: .number(1), op)) {
         case let .reply(reply, _):
-            if case let .failed(message) = reply.outcome { return .failure(ControlSocketError(message)) }
+            if case let .failed(message) = reply.outcome { return .failure(.refused(message)) }
             return .success(reply.outcome)
-        case .closed: return .failure(ControlSocketError("no answer within \(DurationText.format(replyLimit))"))
-        case let .unreadable(problem): return .failure(ControlSocketError("an unreadable answer (\(problem.message))"))
+        case .closed: return .failure(.noAnswer(within: replyLimit))
+        case let .unreadable(problem): return .failure(.unreadable(problem))
         }
     }
 }

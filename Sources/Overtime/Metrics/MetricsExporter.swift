@@ -25,10 +25,26 @@ public struct MetricsSettings: Sendable {
     }
 }
 
-/// Metrics could not be set up: the address cannot be bound (in use, not an address).
-public struct MetricsError: Error, Sendable, CustomStringConvertible {
-    public var description: String
-    init(_ description: String) { self.description = description }
+/// Metrics could not be set up.
+public enum MetricsError: Error, Sendable, CustomStringConvertible {
+    /// The address cannot be bound: in use (EADDRINUSE), not an address of this machine.
+    case cannotListen(MetricsAddress, SystemError)
+    /// The `--metrics-file` cannot be written.
+    case cannotWriteFile(path: String, OutputFile.Refusal)
+    /// The supervisor shut down before the metrics were set up.
+    case supervisorShutDown
+
+    public var description: String {
+        switch self {
+        case let .cannotListen(address, error):
+            let advice = error.errno == EADDRINUSE ? " (another program listens there; choose another port, or 0 for any free one)" : ""
+            return "cannot serve metrics on \(address): \(error.reason)\(advice)"
+        case let .cannotWriteFile(path, refusal):
+            return "--metrics-file: cannot write \(path): \(refusal.reason)"
+        case .supervisorShutDown:
+            return "the supervisor has shut down"
+        }
+    }
 }
 
 /// A supervisor's metrics on its loop thread: the counting sink, the page rendered from
@@ -86,8 +102,7 @@ final class MetricsExporter {
                     self?.accept(connection)
                 }
             } catch {
-                let advice = error.errno == EADDRINUSE ? " (another program listens there; choose another port, or 0 for any free one)" : ""
-                throw MetricsError("cannot serve metrics on \(address): \(error.reason)\(advice)")
+                throw .cannotListen(address, error)
             }
         }
         sampler.start()
@@ -209,7 +224,7 @@ struct MetricsFile: Sendable {
         do {
             output = try OutputFile(path: path)
         } catch {
-            throw MetricsError("--metrics-file: cannot write \(path): \(error.reason)")
+            throw .cannotWriteFile(path: path, error)
         }
         return MetricsFile(output: output, earlierPage: output.isReplaced ? Descriptors.readWholeFile(path) : nil)
     }
@@ -310,7 +325,7 @@ extension Supervisor {
                 done.complete(.failure(error))
             }
         }
-        guard accepted else { throw MetricsError("the supervisor has shut down") }
+        guard accepted else { throw .supervisorShutDown }
         return try done.waitBlocking().get()
     }
 
