@@ -14,6 +14,9 @@ struct RunCommand {
     }
 
     var spec: TaskSpec
+    /// The task's settings as its options give them (`spec` has the bridge's directory in
+    /// place of whether it is on).
+    var settings = TaskSettings()
     var progress: ProgressMode = .auto
     var jsonReport = false
     /// `--report FILE` (`-`: stdout, as `--json`).
@@ -132,7 +135,7 @@ struct RunCommand {
     /// - Throws: `UsageError` (exit 125) or `HelpRequest` (exit 0).
     static func parse(_ arguments: ArraySlice<String>) throws -> RunCommand {
         var cursor = ArgumentCursor(arguments, command: "overtime run")
-        var settings = TaskSettingValues()
+        var values = TaskSettingValues()
         var name: String?
         var command = RunCommand(spec: TaskSpec(arguments: []))
         var shutdownGraceText: String?
@@ -155,9 +158,9 @@ struct RunCommand {
                     var text = ""
                     if setting.valueName == nil { try noValue() } else { text = try value() }
                     do {
-                        try settings.read(setting, text, accounts: .system)
+                        try values.read(setting, text, accounts: .system)
                     } catch {
-                        throw UsageError(message: "overtime run: \(option): \(error.message)")
+                        throw UsageError(message: "overtime run: " + error.message(option: option))
                     }
                     continue
                 }
@@ -220,10 +223,19 @@ struct RunCommand {
         guard let first = argv.first, !first.isEmpty else {
             throw UsageError(message: "overtime run: no command given; usage: overtime run [options] -- CMD [ARG...]")
         }
-        if let conflict = settings.conflict {
-            throw UsageError(message: "overtime run: \(conflict)")
+        switch values.conflict {
+        case .memoryWarnWithoutMax(maxIsNone: false)?:
+            throw UsageError(message: "overtime run: --memory-warn needs --memory-max (the warning is about the cancel to come)")
+        case .memoryWarnWithoutMax(maxIsNone: true)?:
+            throw UsageError(message: "overtime run: --memory-warn needs a --memory-max other than none (the warning is about the cancel to come)")
+        case .diagnoseLimitWithoutDiagnose?:
+            throw UsageError(message: "overtime run: --diagnose-limit needs --diagnose")
+        case nil:
+            break
         }
-        command.spec = TaskSpec(name: name, arguments: argv, settings: settings.settings(), pythonBridge: PythonBridge.besideExecutable())
+        command.settings = values.settings()
+        command.spec = TaskSpec(name: name, arguments: argv, settings: command.settings,
+                                pythonBridge: command.settings.pythonBridge ? PythonBridge.besideExecutable() : nil)
         if let outputFile {
             command.spec.stdout = .file(path: outputFile, append: true)
             command.spec.stderr = .file(path: outputFile, append: true)

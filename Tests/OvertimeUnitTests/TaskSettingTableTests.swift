@@ -5,8 +5,8 @@ import Testing
 @testable import OvertimeCLI
 
 /// A task's settings are declared once, in `TaskSetting.all`; what reads the declarations
-/// must agree: `overtime run`'s parser and help, the job file's fields, the remote launcher
-/// and docs/jobfile.md.
+/// must agree: `overtime run`'s parser and help, the job file's fields and `defaults`, the
+/// remote launcher and docs/jobfile.md.
 @Suite struct TaskSettingTableTests {
     static let keys = TaskSetting.all.map(\.key)
 
@@ -14,25 +14,39 @@ import Testing
         TaskSetting.all.first { $0.key == key }!
     }
 
-    /// The settings a job file's single task gets from `fields` (a JSON object's members).
-    static func jobSettings(_ fields: String) throws -> TaskSettings {
-        var members = String(fields.dropFirst().dropLast())
-        if !members.isEmpty { members = ", " + members }
-        let json = #"{"resources": {"cpu": 4}, "tasks": [{"name": "t", "command": ["true"]\#(members)}]}"#
+    /// The settings a job file's single task gets from `fields` (a JSON object), given in
+    /// the task or in `defaults`.
+    static func jobSettings(_ fields: String, inDefaults: Bool = false) throws -> TaskSettings {
+        let members = String(fields.dropFirst().dropLast())
+        let task = #"{"name": "t", "command": ["true"]\#(members.isEmpty || inDefaults ? "" : ", " + members)}"#
+        let json = #"{"resources": {"cpu": 4}, "defaults": {\#(inDefaults ? members : "")}, "tasks": [\#(task)]}"#
         return try JobFile.parse(Array(json.utf8), origin: "jobs.json").tasks[0].settings
     }
 
-    /// The settings `overtime run` gives its task for `options`. Its spec holds the bundled
-    /// bridge's directory, which a test build has none of: the setting itself is compared.
-    static func runSettings(_ options: [String]) throws -> TaskSettings {
-        let command = try RunCommand.parse(ArraySlice(options + ["--", "true"]))
-        var settings = command.spec.settings
-        if let i = options.lastIndex(of: "--python-bridge") {
-            settings.pythonBridge = try TaskSetting.onOff(options[i + 1])
-        } else {
-            settings.pythonBridge = true
+    /// `fields` without `key`.
+    static func leavingOut(_ key: String, of fields: String) throws -> String {
+        var object = try #require(JSONSerialization.jsonObject(with: Data(fields.utf8)) as? [String: Any])
+        object[key] = nil
+        return String(decoding: try JSONSerialization.data(withJSONObject: object), as: UTF8.self)
+    }
+
+    /// `options` without those of `setting` (and their values).
+    static func leavingOut(_ setting: TaskSetting, of options: [String]) -> [String] {
+        var kept: [String] = []
+        var words = options[...]
+        while let word = words.popFirst() {
+            if let option = setting.options.first(where: { $0.name == word }) {
+                if option.valueName != nil { words = words.dropFirst() }
+            } else {
+                kept.append(word)
+            }
         }
-        return settings
+        return kept
+    }
+
+    /// The settings `overtime run` gives its task for `options`.
+    static func runSettings(_ options: [String]) throws -> TaskSettings {
+        try RunCommand.parse(ArraySlice(options + ["--", "true"])).settings
     }
 
     /// `settings` with its memory warning as the bytes it comes to, which is how the remote
@@ -45,56 +59,79 @@ import Testing
 
     @Test(arguments: keys)
     func aJobFileAndRunAgree(key: String) throws {
-        let example = Self.setting(key).example
+        let setting = Self.setting(key)
+        let example = setting.example
         let fromFile = try Self.jobSettings(example.fields)
-        // An example that changed nothing could not show that a reader is wrong.
-        #expect(fromFile != TaskSettings(), "\(key)'s example sets nothing")
+        // An example whose own field changed nothing could not show that a reader is wrong.
+        #expect(fromFile != (try Self.jobSettings(try Self.leavingOut(key, of: example.fields))), "\(key)'s example sets nothing")
         guard !example.options.isEmpty else {
-            #expect(Self.setting(key).options.isEmpty, "\(key) has options but no example of them")
+            #expect(setting.options.isEmpty, "\(key) has options but no example of them")
             return
         }
         var expected = fromFile
         expected.resources = [:]
-        #expect(try Self.runSettings(example.options) == expected, "\(key): run's options and the job file's field differ")
+        let fromOptions = try Self.runSettings(example.options)
+        #expect(fromOptions == expected, "\(key): run's options and the job file's field differ")
+        #expect(fromOptions != (try Self.runSettings(Self.leavingOut(setting, of: example.options))), "\(key)'s options set nothing")
     }
 
-    /// What the remote launcher writes, `overtime run` on the node reads back to the same.
+    @Test(arguments: keys)
+    func aFieldInDefaultsIsTheTasksOwn(key: String) throws {
+        let fields = Self.setting(key).example.fields
+        #expect(try Self.jobSettings(fields, inDefaults: true) == (try Self.jobSettings(fields)))
+    }
+
+    /// The remote launcher's `overtime run` on another node reads back what it was given.
     @Test(arguments: keys)
     func theRemoteLauncherWritesWhatRunReads(key: String) throws {
         let example = Self.setting(key).example
         guard !example.options.isEmpty else { return }
         let settings = try Self.runSettings(example.options)
-        let words = TaskSetting.options(for: settings)
-        #expect(Self.effective(try Self.runSettings(words)) == Self.effective(settings), "\(key): \(words)")
+        let launcher = RemoteLauncher(prefix: ["srun", "--quiet"], overtime: "/shared/bin/overtime")
+        let words = launcher.command(for: TaskSpec(name: "t", arguments: ["true"], settings: settings, pythonBridge: "/bridge"), log: "/tmp/t.log")
+        let run = try #require(words.firstIndex(of: "run"))
+        let read = try RunCommand.parse(words[(run + 1)...])
+        #expect(Self.effective(read.settings) == Self.effective(settings), "\(key): \(words)")
+        #expect(read.spec.arguments == ["true"] && read.controlStdio)
     }
 
-    @Test func everyOptionIsInRunsHelpOnceAndTheHelpNamesNoOtherOptions() {
+    @Test func everyOptionIsInRunsHelpOnceAndRunTakesEveryOptionItsHelpNames() {
         let lines = RunCommand.help.split(separator: "\n").map { $0.drop { $0 == " " } }
         let named = lines.filter { $0.hasPrefix("--") }.map { String($0.prefix { $0 != " " }) }
         for option in TaskSetting.optionNames {
             #expect(named.count(where: { $0 == option }) == 1, "\(option) is in run's help \(named.count(where: { $0 == option })) times")
         }
         for option in named {
-            #expect(RunCommand.knownOptions.contains(option), "run's help names \(option), which it does not take")
+            // A value that may be wrong for it: only "unknown option" says the parser lacks it.
+            do {
+                _ = try RunCommand.parse([option, "1", "--", "true"])
+            } catch let error as UsageError {
+                #expect(!error.message.contains("unknown option"), "run's help names \(option): \(error.message)")
+            } catch {}
         }
     }
 
-    @Test func runTakesEveryOptionOfTheTable() {
-        for setting in TaskSetting.all where !setting.example.options.isEmpty {
-            #expect(throws: Never.self, "\(setting.key)") { _ = try RunCommand.parse(ArraySlice(setting.example.options + ["--", "true"])) }
+    @Test(arguments: [
+        (["--diagnose", " "], "overtime run: --diagnose needs a command"),
+        (["--diagnose", "true", "--diagnose-limit", "0"], "overtime run: --diagnose-limit must be above 0"),
+        (["--grace", "1x"], "overtime run: --grace: '1x' has an unknown unit 'x'; expected a duration such as 30s, 1.5s, 250ms, 5m or 1h30m"),
+        (["--memory-max", "none", "--memory-warn", "50%"],
+         "overtime run: --memory-warn needs a --memory-max other than none (the warning is about the cancel to come)"),
+    ])
+    func aBadValueIsRefusedInTheOptionsWords(options: [String], message: String) {
+        do {
+            _ = try Self.runSettings(options)
+            Issue.record("\(options) was taken")
+        } catch let error as UsageError {
+            #expect(error.message == message)
+        } catch {
+            Issue.record("\(error)")
         }
+    }
+
+    @Test func everyOptionOfTheTableHasAnExample() {
         for option in TaskSetting.optionNames {
-            #expect(RunCommand.knownOptions.contains(option))
-            #expect(TaskSetting.all.contains { $0.example.options.contains(option) } || option.hasPrefix("--limit-"),
-                    "\(option) has no example")
-        }
-    }
-
-    @Test func aJobFileTakesEveryKeyInATaskAndInDefaults() throws {
-        for setting in TaskSetting.all {
-            let members = String(setting.example.fields.dropFirst().dropLast())
-            let json = #"{"resources": {"cpu": 4}, "defaults": {\#(members)}, "tasks": [{"name": "t", "command": ["true"]}]}"#
-            #expect(throws: Never.self, "\(setting.key) in defaults") { _ = try JobFile.parse(Array(json.utf8), origin: "jobs.json") }
+            #expect(TaskSetting.all.contains { $0.example.options.contains(option) }, "\(option) has no example")
         }
     }
 

@@ -270,21 +270,16 @@ struct JobFileFields: Sequence {
         }
     }
 
-    /// A duration, or `none` for no limit.
-    struct Limit {
-        var duration: Duration?
-    }
-
     /// A duration: a string as on the command line (`30s`, `1h30m`, `none` where allowed)
     /// or a number of seconds.
-    func duration(_ field: JobFileField, allowNone: Bool, positive: Bool) -> Limit? {
+    func duration(_ field: JobFileField, allowNone: Bool, positive: Bool) -> DurationLimit? {
         let value = field.value
         let orNone = allowNone ? ", or \"none\" for no limit" : ""
         var result: Duration
         switch value {
         case let .string(text):
             do {
-                guard let d = try DurationText.parse(text, allowNone: allowNone) else { return Limit(duration: nil) }
+                guard let d = try DurationText.parse(text, allowNone: allowNone) else { return DurationLimit(duration: nil) }
                 result = d
             } catch {
                 if let meant = Self.durationMeant(by: text) {
@@ -305,7 +300,7 @@ struct JobFileFields: Sequence {
             }
             // 0 is no limit, as with GNU `timeout 0` (and "0s" in the string form); a tiny
             // value that rounds to nothing is not 0, and is refused below as too short.
-            if allowNone, seconds == 0 { return Limit(duration: nil) }
+            if allowNone, seconds == 0 { return DurationLimit(duration: nil) }
             result = .nanoseconds(Int64((seconds * 1e9).rounded()))
         case .null:
             problem(field, Self.nullAdvice(allowNone: allowNone))
@@ -318,7 +313,7 @@ struct JobFileFields: Sequence {
             problem(field, "\(JobFileText.show(value)) is too short: it must be longer than 0" + (allowNone ? "; for no limit write \"none\"" : ""))
             return nil
         }
-        return Limit(duration: result)
+        return DurationLimit(duration: result)
     }
 
     /// The duration a wordy one means: "3 hours" → "3h", "1 hour 30 minutes" → "1h30m",

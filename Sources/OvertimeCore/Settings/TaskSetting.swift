@@ -53,6 +53,15 @@ public struct TaskSetting: Sendable {
         }
 
         public var description: String { message }
+
+        /// The message after the option's name: "--diagnose needs a command",
+        /// "--grace: '1x' has an unknown unit 'x'; …".
+        public func message(option: String) -> String {
+            switch self {
+            case .noCommand, .notAboveZero: "\(option) \(message)"
+            default: "\(option): \(message)"
+            }
+        }
     }
 
     /// A value as each form writes it (with any setting it needs), for the test that

@@ -10,7 +10,7 @@ extension TaskSetting {
                 first deadline, from start (default 30s; 'none' or 0, as with
                 GNU timeout: no limit but --max-runtime)
                 """) { values, text, _ throws(ValueError) in
-                values.budget = JobFileFields.Limit(duration: try Read.duration(text, allowNone: true))
+                values.budget = DurationLimit(duration: try Read.limit(text))
             }],
             example: Example(options: ["--budget", "45s"], fields: #"{"budget": "45s"}"#),
             readField: { values, field, fields, _ in values.budget = fields.duration(field, allowNone: true, positive: true) },
@@ -21,7 +21,7 @@ extension TaskSetting {
                 each progress or heartbeat moves the deadline to now + DUR
                 (default: the budget; 'none' or 0: the first report lifts it)
                 """) { values, text, _ throws(ValueError) in
-                values.window = try Read.duration(text, allowNone: true) ?? BudgetPolicy.unlimitedWindow
+                values.window = try Read.limit(text) ?? BudgetPolicy.unlimitedWindow
             }],
             example: Example(options: ["--window", "none"], fields: #"{"window": "none"}"#),
             readField: { values, field, fields, _ in
@@ -37,7 +37,7 @@ extension TaskSetting {
                 hard ceiling from start that progress cannot pass (default
                 none; 0 is none too)
                 """) { values, text, _ throws(ValueError) in
-                values.maxRuntime = JobFileFields.Limit(duration: try Read.duration(text, allowNone: true))
+                values.maxRuntime = DurationLimit(duration: try Read.limit(text))
             }],
             example: Example(options: ["--max-runtime", "2h"], fields: #"{"max-runtime": "2h"}"#),
             readField: { values, field, fields, _ in values.maxRuntime = fields.duration(field, allowNone: true, positive: true) },
@@ -179,7 +179,8 @@ extension TaskSetting {
                     values.limits = ResourceLimit.merged([limit], over: values.limits)
                 }
             },
-            example: Example(options: ["--limit-nofile", "512:1024"], fields: #"{"limits": {"nofile": "512:1024"}}"#),
+            example: Example(options: ["--limit-as", "4G", "--limit-nofile", "512:1024", "--limit-cpu", "1h", "--limit-nproc", "256"],
+                             fields: #"{"limits": {"as": "4G", "nofile": "512:1024", "cpu": "1h", "nproc": 256}}"#),
             readField: { values, field, fields, decoder in values.limits = decoder.limits(field, in: fields) },
             writeOptions: { settings in settings.isolation.limits.flatMap { ["--limit-\($0.resource.rawValue)", "\($0.soft):\($0.hard)"] } }),
         TaskSetting(
@@ -200,7 +201,7 @@ extension TaskSetting {
             options: [Option(name: "--memory-max", valueName: "SIZE", help: """
                 cancel with reason 'memory' (exit 124) when CMD's memory (all
                 its processes) reaches SIZE, e.g. 200M, 4G; with a memory cgroup
-                the kernel's hard limit sits a margin above it
+                the kernel's hard limit sits a margin above it ('none': no watchdog)
                 """) { values, text, _ throws(ValueError) in
                 if text.trimmingSpaces.lowercased() == "none" {
                     values.memoryMax = TaskSettingValues.MemoryLimit(bytes: nil)
@@ -286,19 +287,24 @@ extension TaskSetting {
 
 /// The readers of option values shared by several settings.
 private enum Read {
-    static func duration(_ text: String, allowNone: Bool = false, positive: Bool = false) throws(TaskSetting.ValueError) -> Duration? {
-        let duration: Duration?
+    /// A duration, or nil for `none` (or 0).
+    static func limit(_ text: String) throws(TaskSetting.ValueError) -> Duration? {
         do {
-            duration = try DurationText.parse(text, allowNone: allowNone)
+            return try DurationText.parse(text, allowNone: true)
         } catch {
             throw .duration(error)
         }
-        if positive, let duration, duration <= .zero { throw .notAboveZero }
-        return duration
     }
 
     static func duration(_ text: String, positive: Bool = false) throws(TaskSetting.ValueError) -> Duration {
-        try duration(text, allowNone: false, positive: positive)!
+        let duration: Duration
+        do {
+            duration = try DurationText.parse(text)!
+        } catch {
+            throw .duration(error)
+        }
+        if positive, duration <= .zero { throw .notAboveZero }
+        return duration
     }
 
     static func isolation<T>(_ text: String, _ parse: (String) throws(TaskIsolation.ParseError) -> T) throws(TaskSetting.ValueError) -> T {

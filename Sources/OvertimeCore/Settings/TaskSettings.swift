@@ -40,10 +40,10 @@ public struct TaskSettings: Sendable, Equatable {
 public struct TaskSettingValues: Sendable {
     var env: [String: String]?
     var cwd: String?
-    var budget: JobFileFields.Limit?
+    var budget: DurationLimit?
     /// `none` is `BudgetPolicy.unlimitedWindow`.
     var window: Duration?
-    var maxRuntime: JobFileFields.Limit?
+    var maxRuntime: DurationLimit?
     var grace: Duration?
     var warnBefore: Duration?
     var requireAdvance: Bool?
@@ -71,21 +71,25 @@ public struct TaskSettingValues: Sendable {
         var bytes: UInt64?
     }
 
+    /// Two values that cannot go together on their own.
+    public enum Conflict: Sendable, Equatable {
+        /// A memory warning with no memory max, or with `none`: there is no cancel to warn of.
+        case memoryWarnWithoutMax(maxIsNone: Bool)
+        /// A diagnosis limit with nothing to limit.
+        case diagnoseLimitWithoutDiagnose
+    }
+
     /// Reads one of `overtime run`'s options for a setting (`TaskSetting.option(named:)`);
     /// a flag's `text` is ignored.
     public mutating func read(_ option: TaskSetting.Option, _ text: String, accounts: AccountLookup) throws(TaskSetting.ValueError) {
         try option.read(&self, text, accounts)
     }
 
-    /// Why these values cannot go together, on their own (a job file's task is checked with
-    /// its `defaults` by the job file's checker instead): nil when they can.
-    public var conflict: String? {
-        if memoryWarn != nil, memoryMax?.bytes == nil {
-            return "--memory-warn needs --memory-max (the warning is about the cancel to come)"
-        }
-        if diagnoseLimit != nil, diagnose == nil {
-            return "--diagnose-limit needs --diagnose"
-        }
+    /// Why these values cannot go together on their own, or nil when they can (a job file's
+    /// task is checked with its `defaults`, by the job file's checker).
+    public var conflict: Conflict? {
+        if memoryWarn != nil, memoryMax?.bytes == nil { return .memoryWarnWithoutMax(maxIsNone: memoryMax != nil) }
+        if diagnoseLimit != nil, diagnose == nil { return .diagnoseLimitWithoutDiagnose }
         return nil
     }
 
@@ -119,6 +123,11 @@ public struct TaskSettingValues: Sendable {
             pythonBridge: own.pythonBridge ?? defaults.pythonBridge ?? true
         )
     }
+}
+
+/// A duration, or `none` for no limit.
+struct DurationLimit {
+    var duration: Duration?
 }
 
 extension ResourceLimit {
