@@ -27,10 +27,13 @@ public enum PythonBridge {
     /// `<prefix>/share/overtime/python` for `<prefix>/bin/overtime`, when `readable` says
     /// it holds the start-up hook.
     static func bundled(forExecutable executable: String, readable: (String) -> Bool) -> String? {
-        let parts = executable.split(separator: "/", omittingEmptySubsequences: false)
-        guard parts.count >= 3 else { return nil }
-        let prefix = parts.dropLast(2).joined(separator: "/")
-        let directory = prefix + "/share/overtime/python"
+        // Two path components up, on the bytes: this runs at every start.
+        var prefix = Substring(executable)
+        for _ in 0..<2 {
+            guard let slash = prefix.utf8.lastIndex(of: UInt8(ascii: "/")) else { return nil }
+            prefix = prefix[..<slash]
+        }
+        let directory = String(prefix) + "/share/overtime/python"
         return readable(directory + "/sitecustomize.py") ? directory : nil
     }
 
