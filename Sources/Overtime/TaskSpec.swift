@@ -141,9 +141,26 @@ public struct TaskSpec: Sendable {
                      diagnose: diagnose, pythonBridge: pythonBridge != nil)
     }
 
-    /// The command's base name (`/usr/bin/python3` → `python3`).
+    /// The command's base name (`/usr/bin/python3` → `python3`); for a command run through
+    /// `env` (`env -u X PYTHONHASHSEED=0 python3 train.py`), the one `env` runs, as that is
+    /// the program a person means.
     public static func defaultName(for arguments: [String]) -> String {
         guard let command = arguments.first, !command.isEmpty else { return "task" }
-        return command.split(separator: "/").last.map(String.init) ?? command
+        let name = command.split(separator: "/").last.map(String.init) ?? command
+        guard name == "env" else { return name }
+        var rest = arguments.dropFirst()
+        while let word = rest.first {
+            if word == "--" { rest = rest.dropFirst(); break }
+            if word.hasPrefix("-") {
+                // The options that take a separate value: -u NAME, -C DIR, -S STRING.
+                rest = rest.dropFirst(["-u", "-C", "-S", "--unset", "--chdir", "--split-string"].contains(word) ? 2 : 1)
+            } else if word.contains("=") {
+                rest = rest.dropFirst()
+            } else {
+                break
+            }
+        }
+        guard let program = rest.first, !program.isEmpty else { return name }
+        return defaultName(for: [program])
     }
 }

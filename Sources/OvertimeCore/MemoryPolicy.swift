@@ -116,7 +116,7 @@ public enum ByteSize {
 }
 
 /// A command run before a limit's cancel (`--diagnose`, DESIGN §7): it sees the task still
-/// as it hung (`py-spy dump --pid {pid}`, `gdb -p {pid} -batch -ex 'thread apply all bt'`,
+/// as it hung (`py-spy dump --pid {pid} --subprocesses`, `gdb -p {pid} -batch -ex 'thread apply all bt'`,
 /// `jstack {pid}`, `nvidia-smi`), its output goes where the task's stderr goes, and the
 /// cancel waits for it at most `limit`.
 public struct DiagnoseCommand: Sendable, Equatable {

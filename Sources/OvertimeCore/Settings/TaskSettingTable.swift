@@ -239,8 +239,9 @@ extension TaskSetting {
             options: [Option(name: "--diagnose", valueName: "CMD", help: """
                 before a timeout or memory cancel, run shell command CMD with
                 {pid} replaced by CMD's pid (also $OVERTIME_TASK_PID), its output
-                into CMD's stderr: 'py-spy dump --pid {pid}', 'gdb -p {pid} -batch
-                -ex "thread apply all bt"', 'jstack {pid}', 'nvidia-smi'
+                into CMD's stderr: 'py-spy dump --pid {pid} --subprocesses',
+                'gdb -p {pid} -batch -ex "thread apply all bt"', 'jstack {pid}',
+                'nvidia-smi'
                 """) { values, text, _ throws(ValueError) in
                 guard !text.trimmingSpaces.isEmpty else { throw .noCommand }
                 values.diagnose = text
