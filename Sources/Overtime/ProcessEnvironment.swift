@@ -43,6 +43,6 @@ public enum ProcessEnvironment {
         var buffer = [CChar](repeating: 0, count: 4096)
         let n = readlink("/proc/self/exe", &buffer, buffer.count - 1)
         guard n > 0 else { return nil }
-        return String(cString: buffer)   // readlink leaves the zeros after the path
+        return buffer.withUnsafeBytes { String(decoding: $0.prefix(n), as: UTF8.self) }
     }
 }

@@ -11,10 +11,10 @@ public enum KernelText {
         bytes.flatMap { decimal($0) }
     }
 
-    /// The number a kernel file's digits spell, up to the end or a newline: nil when there
-    /// are none, when anything else comes first (a v2 limit's "max"), or past UInt64.
     // Inlinable: read across modules (the watchdog samples every task 4 times a second), an
     // unspecialized generic would look its collection type up at run time on each call.
+    /// The number a kernel file's digits spell, up to the end or a newline: nil when there
+    /// are none, when anything else comes first (a v2 limit's "max"), or past UInt64.
     @inlinable
     public static func decimal<Digits: Collection<UInt8>>(_ digits: Digits) -> UInt64? {
         var value: UInt64 = 0
