@@ -26,6 +26,8 @@ final class ProgressOutput: EventSink, Sendable {
         self.encoder = encoder
         self.environment = environment
         plain = self.mode == .plain ? PlainOutput(progressInterval: Self.plainInterval) : nil
+        // The task writes to this stderr too, and may leave a bar's line open on it.
+        if self.mode == .plain { Terminal.startPlainLines(environment: environment) }
     }
 
     /// The task as it should be spawned: in `tty` mode its stderr (and its stdout, when that

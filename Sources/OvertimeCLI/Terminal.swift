@@ -1,4 +1,5 @@
 import OvertimeLoop
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -12,9 +13,22 @@ enum Terminal {
     static let stdout: QueuedWriter = QueuedWriter(fd: 1) { lines, bytes in
         Terminal.stderr.write(Array((dropMessage("stdout", lines, bytes) + "\n").utf8), .kept)
     }
-    static let stderr: QueuedWriter = QueuedWriter(fd: 2) { lines, bytes in
+    static let stderr: QueuedWriter = QueuedWriter(output: { bytes in
+        let start = stderrLineStart.withLock { $0 }
+        return (try? Descriptors.writeAll(2, start.prefix + bytes)) != nil
+    }, dropNote: { lines, bytes in
         // Said on stderr itself, in the form of the lines around it.
         Terminal.stderr.write(Array((PlainOutput.line(dropMessage("stderr", lines, bytes)) + "\n").utf8), .kept)
+    })
+
+    /// How stderr's writes start a line: as they are, except under the `plain` display
+    /// (`startPlainLines`), whose lines may follow a task's open line there.
+    private static let stderrLineStart = Mutex(LineStart.asIs)
+
+    /// The `plain` display is on: each write on stderr starts a line of its own (LineStart).
+    static func startPlainLines(environment: [String: String]) {
+        let start = LineStart.of(2, environment: environment)
+        stderrLineStart.withLock { $0 = start }
     }
 
     /// `output on stderr was blocked; 12 lines (240 KiB) of progress and events were dropped`

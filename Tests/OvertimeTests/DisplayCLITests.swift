@@ -148,4 +148,24 @@ struct DisplayWithoutPseudoTerminalTests {
         let lines = displaySettled(r.stderr)
         #expect(lines.contains("hello") && lines.contains("not-a-terminal"), "\(lines)")
     }
+
+    @Test("plain lines start a line of their own in a file the task left a \\r-drawn bar open in")
+    func plainLineAfterOpenBarInFile() async throws {
+        let scratch = try CLIScratch()
+        // A bar drawn as tqdm draws it, \r and no newline, then progress on fd 3: the line
+        // that reports it comes while the bar's line is open, in the same file.
+        let task = "printf '\\rbar 10%%' >&2; printf '{\"type\":\"progress\",\"completed\":1,\"total\":10}\\n' >&3; sleep 0.5"
+        let log = scratch.path("stderr.log")
+        let p = CLIProcess(["-c", "exec \"$0\" run --progress plain --name job -- sh -c \"$1\" 2>\"$2\"", CLIBinary.path, task, log],
+                           executable: "/bin/sh", in: scratch)
+        try await p.start()
+        let r = await p.finish(timeout: .seconds(20))
+        #expect(r.status == 0, "\(r)")
+        let text = try String(contentsOfFile: log, encoding: .utf8)
+        #expect(text.contains("\rbar 10%\n"), "the bar's line is ended before ours: \(text.debugDescription)")
+        #expect(!text.contains("%0"), "no line of ours glued to the bar: \(text.debugDescription)")
+        let ours = text.split(separator: "\n").filter { $0.contains(" overtime: job: ") }
+        #expect(ours.count >= 2 && ours.allSatisfy { $0.range(of: #"^\d\d:\d\d:\d\d overtime: job: "#, options: .regularExpression) != nil },
+                "\(text.debugDescription)")
+    }
 }

@@ -272,6 +272,29 @@ struct DisplayTmuxTests {
         }
     }
 
+    @Test("run --progress plain on a terminal: a line of ours clears the task's open bar line, as tqdm.write does")
+    func plainLineOverOpenBar() async throws {
+        let scratch = try CLIScratch()
+        let script = try scratch.write("bar.sh", """
+        printf '\\rdrawing 10%%' >&2
+        printf '{"type":"progress","completed":1,"total":10,"title":"Epoch"}\\n' >&3
+        sleep 1.5
+        printf '\\rdrawing 20%%\\n' >&2
+        sleep 0.2
+        """)
+        try await DisplayTmux.with("plainbar", scratch: scratch) { tmux in
+            try await tmux.start("\(overtime) run --progress plain --name bar -- sh \(sq(script))")
+            let status = try await tmux.waitForExit()
+            #expect(status == 0)
+            let end = try await tmux.screen(history: true)
+            #expect(end.contains { $0.hasSuffix("overtime: bar: 10% (1/10) Epoch") && $0.range(of: #"^\d\d:\d\d:\d\d "#, options: .regularExpression) != nil },
+                    "our line at the start of its own line: \(end)")
+            #expect(!end.contains { $0.contains("drawing 10%") && $0.contains("overtime:") }, "not glued to the bar: \(end)")
+            #expect(end.contains { $0.hasPrefix("drawing 20%") }, "the bar draws again below it: \(end)")
+            #expect(!end.contains { $0.contains("drawing 10%") }, "its open line was cleared, not pushed down: \(end)")
+        }
+    }
+
     @Test("run: the task's output goes through a terminal the size of ours: Python's unflushed prints show at once, a resize reaches it")
     func taskSeesATerminal() async throws {
         let scratch = try CLIScratch()
