@@ -1,27 +1,38 @@
 """Run at interpreter start-up, only under Overtime: by ``overtime_worker.pth`` when the
 package is pip-installed, by ``sitecustomize.py`` when ``workers/python`` is on PYTHONPATH.
 
-Arranges for ``overtime_worker.tqdm_bridge.patch()`` to run right after ``tqdm.std`` is
-first imported, ``overtime_worker.rich_bridge.patch()`` after ``rich.progress``, and
-``overtime_worker.lightning_bridge`` after Lightning's tqdm callback, so that tqdm and rich
-bars report progress without any change to the program. Imports
-nothing but ``os`` and ``sys``; tqdm, rich and ``overtime_worker`` are loaded only if the
-program imports them. ``OVERTIME_BRIDGE=0`` turns both bridges off, ``OVERTIME_TQDM=0``
-or ``OVERTIME_RICH=0`` one of them.
+Arranges for each framework's bridge (``overtime_worker.*_bridge``) to run right after the
+framework's module named in ``_BRIDGES`` is first imported, so that tqdm and rich bars,
+Lightning's loops, Keras, Hugging Face's Trainer and joblib report progress without any
+change to the program. Imports nothing but ``os`` and ``sys``; no framework and not
+``overtime_worker`` is loaded unless the program imports it. ``OVERTIME_BRIDGE=0`` turns
+every bridge off; each framework's own variable (``OVERTIME_TQDM=0``, ``OVERTIME_KERAS=0``,
+…) one of them.
 """
 
 import os
 import sys
 
 _OFF = ("0", "false", "no", "off")
-# module whose execution is followed by the bridge -> (opt-out variable, bridge module)
+# module whose execution is followed by the bridge ->
+#   (opt-out variables: any one set to 0 turns it off, bridge module, its function)
 _BRIDGES = {
-    "tqdm.std": ("OVERTIME_TQDM", "tqdm_bridge"),
-    "rich.progress": ("OVERTIME_RICH", "rich_bridge"),
+    "tqdm.std": (("OVERTIME_TQDM",), "tqdm_bridge", "patch_module"),
+    "rich.progress": (("OVERTIME_RICH",), "rich_bridge", "patch_module"),
     # Lightning's tqdm callback, which moves its bars only every refresh_rate steps.
-    "lightning.pytorch.callbacks.progress.tqdm_progress": ("OVERTIME_TQDM", "lightning_bridge"),
-    "pytorch_lightning.callbacks.progress.tqdm_progress": ("OVERTIME_TQDM", "lightning_bridge"),
+    "lightning.pytorch.callbacks.progress.tqdm_progress": (("OVERTIME_TQDM", "OVERTIME_LIGHTNING"), "lightning_bridge", "patch_module"),
+    "pytorch_lightning.callbacks.progress.tqdm_progress": (("OVERTIME_TQDM", "OVERTIME_LIGHTNING"), "lightning_bridge", "patch_module"),
+    # Lightning with no progress bar: a callback that reports its loops.
+    "lightning.pytorch.trainer.connectors.callback_connector": (("OVERTIME_LIGHTNING",), "lightning_bridge", "patch_connector"),
+    "pytorch_lightning.trainer.connectors.callback_connector": (("OVERTIME_LIGHTNING",), "lightning_bridge", "patch_connector"),
+    "keras.src.callbacks.callback_list": (("OVERTIME_KERAS",), "keras_bridge", "patch_module"),
+    "transformers.trainer_callback": (("OVERTIME_TRANSFORMERS",), "transformers_bridge", "patch_module"),
+    "joblib.parallel": (("OVERTIME_JOBLIB",), "joblib_bridge", "patch_module"),
 }
+# What a failing bridge's one line of warning calls the bars it could not hear.
+_WHAT = {"tqdm_bridge": "tqdm bars", "rich_bridge": "rich bars", "lightning_bridge": "Lightning's loops",
+         "keras_bridge": "Keras' fit, evaluate and predict", "transformers_bridge": "Hugging Face's Trainer",
+         "joblib_bridge": "joblib's Parallel"}
 
 
 def _off(name, environ):
@@ -33,7 +44,8 @@ def wanted(environ=None):
     environ = os.environ if environ is None else environ
     if not (environ.get("OVERTIME_FD") or environ.get("OVERTIME_SOCKET")) or _off("OVERTIME_BRIDGE", environ):
         return ()
-    return tuple(target for target, (variable, _) in _BRIDGES.items() if not _off(variable, environ))
+    return tuple(target for target, (variables, _, _) in _BRIDGES.items()
+                 if not any(_off(variable, environ) for variable in variables))
 
 
 class BridgeImportHook(object):
@@ -85,13 +97,12 @@ class BridgeImportHook(object):
 
 
 def bridge(target, module):
-    name = _BRIDGES[target][1]
+    _, name, function = _BRIDGES[target]
     try:
-        bridge_module = __import__("overtime_worker." + name, fromlist=["patch"])
-        bridge_module.patch_module(module)
+        bridge_module = __import__("overtime_worker." + name, fromlist=[function])
+        getattr(bridge_module, function)(module)
     except Exception as error:  # the program runs on, unbridged, and says so once
-        what = "rich" if target.startswith("rich") else ("Lightning's" if "lightning" in target else "tqdm")
-        sys.stderr.write("overtime_worker: {} bars will not report progress: {}\n".format(what, error))
+        sys.stderr.write("overtime_worker: {} will not report progress: {}\n".format(_WHAT[name], error))
 
 
 def install():

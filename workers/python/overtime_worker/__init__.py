@@ -86,7 +86,8 @@ def active() -> bool:
 
 
 def progress(completed: Optional[int] = None, total: Optional[int] = None, fraction: Optional[float] = None,
-             title: Optional[str] = None, detail: Optional[str] = None, bar: Optional[str] = None) -> None:
+             title: Optional[str] = None, detail: Optional[str] = None, bar: Optional[str] = None,
+             closed: bool = False) -> None:
     """Reports progress; counts as a heartbeat, so it moves the deadline.
 
     Give ``completed`` and ``total`` (whole numbers, floats are rounded down) or a
@@ -98,6 +99,10 @@ def progress(completed: Optional[int] = None, total: Optional[int] = None, fract
     e.g. ``"epoch"`` and ``"batch"``): each bar is merged and judged on its own, so
     under ``--require-advance`` an inner bar that starts again at 0 is a new round of
     that bar, not a step back. The tqdm and rich bridges name each bar they report.
+
+    ``closed=True`` says the bar is finished (a loop ended, a file written): the
+    supervisor keeps showing it until another bar moves, and a cancel for silence after
+    it says that bar closed and when.
 
     Never blocks: while the supervisor is slow, newer calls overwrite older ones (fields
     merged), so a tight loop costs a few microseconds a call, not a line each.
@@ -124,6 +129,8 @@ def progress(completed: Optional[int] = None, total: Optional[int] = None, fract
         fields["title"] = str(title)[:MAX_TEXT]
     if detail is not None:
         fields["detail"] = str(detail)[:MAX_TEXT]
+    if closed:
+        fields["closed"] = True
     if fields:
         if bar is not None:
             fields["bar"] = str(bar)[:MAX_TEXT]

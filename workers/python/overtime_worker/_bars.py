@@ -44,13 +44,13 @@ class Bar(object):
         self.count = None
 
 
-def send(bar):
-    """Sends ``bar``'s state now."""
+def send(bar, closed=False):
+    """Sends ``bar``'s state now; ``closed``: and that it is finished."""
     bar.last = _monotonic()
     bar.deferred = False
     try:
         fields = bar.fields()
-        _worker.progress(bar=bar.id, **fields)
+        _worker.progress(bar=bar.id, closed=closed, **fields)
     except Exception:
         pass   # reporting must never break the program's loop
 
@@ -64,6 +64,77 @@ def updated(bar):
         send(bar)
     else:
         _defer(bar)
+
+
+class Steps(object):
+    """A bar a framework's own callbacks move (Keras, Hugging Face's Trainer, joblib,
+    Lightning's loops): they say when a stage begins (its title and how many steps), each
+    step done, and when it ends (steps outside a stage are not sent). Steps are throttled as any bar's; a beginning and an end
+    are sent at once. ``detail`` may be a callable, read only when a message is sent (a
+    framework's logged metrics, formatted at most every ``INTERVAL``)."""
+
+    __slots__ = ("bar", "completed", "total", "title", "detail")
+
+    def __init__(self, kind):
+        self.bar = Bar(kind, self._fields)
+        self.bar.open = False   # until it begins
+        self.completed = 0
+        self.total = None
+        self.title = None
+        self.detail = None
+
+    def begin(self, title, total, completed=0):
+        self.title = title
+        self.total = total
+        self.completed = completed
+        self.bar.open = True
+        send(self.bar)
+
+    def step(self, completed, total=None):
+        self.completed = completed
+        if total is not None:
+            self.total = total
+        if self.bar.open and not self.bar.deferred:
+            updated(self.bar)
+
+    def end(self):
+        if self.bar.open:
+            self.bar.open = False
+            send(self.bar, closed=True)
+
+    def _fields(self):
+        fields = {"completed": self.completed}
+        if self.total is not None:
+            fields["total"] = self.total
+        if self.title is not None:
+            fields["title"] = self.title
+        detail = self.detail() if callable(self.detail) else self.detail
+        if detail:
+            fields["detail"] = detail
+        return fields
+
+
+def metrics_text(logs, limit=4):
+    """A framework's logged numbers as a detail: ``loss 0.2310 · accuracy 0.9100``."""
+    parts = []
+    for name, value in logs.items():
+        if len(parts) == limit:
+            break
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            continue
+        parts.append("{} {:.4g}".format(name, number))
+    return " · ".join(parts) or None
+
+
+def bounded_total(value):
+    """A framework's step count as a bar's total: None when unknown or infinite."""
+    try:
+        number = int(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return number if number > 0 else None
 
 
 _lock = threading.Lock()

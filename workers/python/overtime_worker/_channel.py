@@ -113,11 +113,27 @@ def encode(message):
 
 def merge_progress(pending, newer):
     """Folds ``newer`` into ``pending`` so that sending the result once has the effect of
-    sending both in turn (the supervisor keeps fields left out, and a message with
-    ``completed`` or ``total`` replaces ``fraction``)."""
+    sending both in turn (the supervisor keeps fields left out, a message with
+    ``completed`` or ``total`` replaces ``fraction``, and a bar that moves after it
+    closed is open again)."""
     if "completed" in newer or "total" in newer:
         pending.pop("fraction", None)
+    if "closed" not in newer:
+        pending.pop("closed", None)
     pending.update(newer)
+
+
+def reporter_name(environ=None):
+    """Who this process is, as its connection tells the supervisor: ``rank R`` from
+    ``RANK`` (torchrun, DeepSpeed, Accelerate set it in every rank), else ``local rank R``
+    from ``LOCAL_RANK``, else ``pid N``. The supervisor shows and compares reporters by
+    it; each connection says it once, with its first progress or heartbeat."""
+    environ = os.environ if environ is None else environ
+    for variable, label in (("RANK", "rank"), ("LOCAL_RANK", "local rank")):
+        value = environ.get(variable, "").strip()
+        if value.isdigit():
+            return "{} {}".format(label, int(value))
+    return "pid {}".format(os.getpid())
 
 
 class _ExtendWaiter(object):
@@ -133,9 +149,10 @@ class Channel(object):
     """This process's end of a socket to the supervisor: fd 3, or its own connection to
     OVERTIME_SOCKET (``sock``, kept here so that it stays open). One per process."""
 
-    def __init__(self, fd, sock=None):
+    def __init__(self, fd, sock=None, name=None):
         self.fd = fd
         self.sock = sock
+        self._name = name                              # said with the first progress or heartbeat
         self._lock = threading.Lock()
         self._work = threading.Condition(self._lock)   # the writer waits here
         self._idle = threading.Condition(self._lock)   # flush() waits here
@@ -235,15 +252,21 @@ class Channel(object):
                 heartbeat = self._heartbeat and not progress
                 self._heartbeat = False
                 self._sending = True
+            name, self._name = self._name, None
             if progress:
                 # Each bar's message goes where its latest update came among the outbox's
                 # lines; bars at the same place in the order of their latest updates.
                 for bar in reversed(list(progress)):
                     fields = progress[bar]
                     fields["type"] = "progress"
+                    if name is not None:
+                        fields["reporter"] = name
+                        name = None
                     lines.insert(at[bar], encode(fields))
             if heartbeat:
-                lines.append(_HEARTBEAT_LINE)
+                lines.append(_HEARTBEAT_LINE if name is None else encode({"type": "heartbeat", "reporter": name}))
+            elif name is not None:
+                self._name = name   # nothing that carries it went: the next one will
             try:
                 self._write_all(b"".join(lines))
             except OSError:
@@ -598,7 +621,7 @@ def open_from_environment(environ=None, inherited=True):
         os.set_blocking(fd, True)
     except OSError:
         pass
-    channel = Channel(fd, sock)
+    channel = Channel(fd, sock, reporter_name(environ))
     channel.start()
     return channel
 

@@ -102,6 +102,19 @@ def patch(tqdm_class=None):
 
     def close(self):
         try:
+            if not self.disable and _cancelled():
+                # The task is being cancelled: tqdm would draw the bar's last state again,
+                # after Overtime's notice of the cancel. The bar is reported closed, and
+                # closes quietly.
+                state = self.__dict__.get("_overtime")
+                if state is not None and state.open:
+                    _closed(self, state)
+                self.disable = True
+                self._decr_instances(self)
+                return None
+        except Exception:
+            pass
+        try:
             return original["close"](self)
         finally:
             try:
@@ -187,8 +200,13 @@ def _counting(bar, state, original_iter):
                 close()   # tqdm's own loop sets bar.n and closes the bar
 
 
+def _cancelled():
+    channel = _worker._current()
+    return channel is not None and channel.cancel_received is not None
+
+
 def _closed(bar, state):
-    _bars.send(state)
+    _bars.send(state, closed=True)
     state.open = False
     with _lock:
         _open_bars[:] = [ref for ref in _open_bars if ref() is not None and ref() is not bar]

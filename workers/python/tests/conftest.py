@@ -19,6 +19,10 @@ FIXTURES = WORKERS / "fixtures"
 SOURCE = WORKERS / "python"
 PYTHON = sys.executable
 
+# The real frameworks' tests run in a venv of their own (scripts/frameworks-venv), as a step
+# of their own in scripts/test, with their own pytest.ini.
+collect_ignore = ["frameworks"]
+
 # The tests exercise the source tree, here and in every child they start (PYTHONPATH);
 # the installed copy contributes only its .pth start-up hook.
 sys.path.insert(0, str(SOURCE))
@@ -44,13 +48,24 @@ def clean_env(**extra):
     return env
 
 
+def take_reporter_names(messages, names):
+    """Moves each message's ``reporter`` (the name a connection says once, with its first
+    progress or heartbeat) into ``names``, so the tests compare what the messages report."""
+    for message in messages:
+        if "reporter" in message:
+            names.append(message.pop("reporter"))
+    return messages
+
+
 class FakeSupervisor(object):
-    """The supervisor's end of the channel: reads the task's lines, writes its own."""
+    """The supervisor's end of the channel: reads the task's lines, writes its own.
+    ``reporter_names``: the names the channel said (test_module checks it says one, once)."""
 
     def __init__(self, sock):
         self.sock = sock
         self.buffer = b""
         self.received = []
+        self.reporter_names = []
 
     def send(self, message):
         self.sock.sendall(json.dumps(message).encode() + b"\n")
@@ -65,7 +80,7 @@ class FakeSupervisor(object):
             return False
         self.buffer += chunk
         *lines, self.buffer = self.buffer.split(b"\n")
-        self.received.extend(json.loads(line) for line in lines)
+        self.received.extend(take_reporter_names([json.loads(line) for line in lines], self.reporter_names))
         return True
 
     def wait_for(self, predicate, timeout=5.0):
@@ -199,8 +214,9 @@ def overtime():
     return Overtime(binary)
 
 
-def read_messages(sock, timeout=10):
-    """Reads `sock` to EOF, closes it; returns the JSON lines it carried."""
+def read_messages(sock, timeout=10, reporter_names=None):
+    """Reads `sock` to EOF, closes it; returns the JSON lines it carried (each reporter
+    name moved into `reporter_names`)."""
     data = b""
     sock.settimeout(timeout)
     while True:
@@ -209,7 +225,8 @@ def read_messages(sock, timeout=10):
             break
         data += chunk
     sock.close()
-    return [json.loads(line) for line in data.splitlines()]
+    return take_reporter_names([json.loads(line) for line in data.splitlines()],
+                               [] if reporter_names is None else reporter_names)
 
 
 def per_bar(supervisor, kind):

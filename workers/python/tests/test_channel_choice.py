@@ -177,7 +177,8 @@ def test_cancel_reaches_a_process_on_the_task_socket():
     listener.settimeout(10)
     conn, _ = listener.accept()
     conn.settimeout(10)
-    assert conn.recv(100) == b'{"type":"heartbeat"}\n'
+    # The connection's first heartbeat says who it is (the process's pid: no RANK here).
+    assert conn.recv(100) == '{{"type":"heartbeat","reporter":"pid {}"}}\n'.format(child.pid).encode()
     conn.sendall(b'{"type":"cancel","reason":"user","grace":4}\n')
     out, _ = child.communicate(timeout=20)
     conn.close()

@@ -65,6 +65,37 @@ def test_progress_sends_the_fields_given(supervisor):
     assert supervisor.wait_for(lambda m: "fraction" in m) == {"type": "progress", "fraction": 0.25}
 
 
+def test_a_connection_says_who_it_is_once(supervisor):
+    for step in range(5):
+        ot.progress(completed=step, total=5)
+        assert ot.flush(5)
+    ot.heartbeat()
+    assert ot.flush(5)
+    supervisor.drain(0.2)
+    assert supervisor.reporter_names == ["pid {}".format(os.getpid())]
+
+
+@pytest.mark.parametrize("environ, name", [
+    ({"RANK": "3", "LOCAL_RANK": "1"}, "rank 3"),      # torchrun, DeepSpeed, Accelerate
+    ({"LOCAL_RANK": "1"}, "local rank 1"),
+    ({"RANK": "x"}, "pid"),      # not a rank: the pid
+    ({}, "pid"),
+])
+def test_the_reporter_name_is_the_rank_else_the_pid(environ, name):
+    from overtime_worker._channel import reporter_name
+    assert reporter_name(environ) == (name if name != "pid" else "pid {}".format(os.getpid()))
+
+
+def test_closed_says_a_bar_is_finished_and_a_later_update_opens_it_again(supervisor):
+    from overtime_worker._channel import merge_progress
+    ot.progress(completed=4, total=4, bar="load", closed=True)
+    assert supervisor.wait_for(lambda m: m["type"] == "progress") == {"type": "progress", "completed": 4, "total": 4,
+                                                                      "bar": "load", "closed": True}
+    pending = {"completed": 4, "closed": True}
+    merge_progress(pending, {"completed": 5})
+    assert pending == {"completed": 5}
+
+
 def test_progress_values_are_made_valid_for_the_protocol(supervisor):
     ot.progress(completed=7.9, total=-3, fraction=1.5, title="x" * 10000, detail="caf\udce9")
     message = supervisor.wait_for(lambda m: m["type"] == "progress")

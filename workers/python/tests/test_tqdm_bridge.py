@@ -15,6 +15,7 @@ from conftest import PYTHON, SOURCE, clean_env, read_messages
 from conftest import per_bar as shared_per_bar
 
 import tqdm.std as tqdm_std  # installed by scripts/setup: missing is a failure, not a skip
+import overtime_worker  # noqa: E402
 from overtime_worker import tqdm_bridge  # noqa: E402
 
 tqdm_bridge.patch()
@@ -47,7 +48,8 @@ def test_patching_twice_is_harmless():
 def test_an_iterated_bar_reports_n_and_total(supervisor):
     for _ in tqdm(range(25), desc="Epoch 1", **quiet()):
         pass
-    assert last_progress(supervisor) == {"type": "progress", "completed": 25, "total": 25, "title": "Epoch 1"}
+    assert last_progress(supervisor) == {"type": "progress", "completed": 25, "total": 25, "title": "Epoch 1",
+                                         "closed": True}
 
 
 @pytest.mark.parametrize("disable", [True, None])   # None: disabled because the file is no terminal
@@ -57,7 +59,8 @@ def test_a_disabled_bar_still_reports(supervisor, disable):
     for _ in bar:
         pass
     assert bar.n == 40
-    assert last_progress(supervisor) == {"type": "progress", "completed": 40, "total": 40, "title": "Scoring"}
+    assert last_progress(supervisor) == {"type": "progress", "completed": 40, "total": 40, "title": "Scoring",
+                                         "closed": True}
 
 
 def test_manual_updates_description_and_postfix(supervisor):
@@ -69,7 +72,7 @@ def test_manual_updates_description_and_postfix(supervisor):
     bar.refresh()
     bar.close()
     assert last_progress(supervisor) == {"type": "progress", "completed": 100, "total": 200,
-                                         "title": "Uploading", "detail": "loss=0.25, part=7"}
+                                         "title": "Uploading", "detail": "loss=0.25, part=7", "closed": True}
 
 
 def test_a_disabled_bar_counts_manual_updates(supervisor):
@@ -80,7 +83,7 @@ def test_a_disabled_bar_counts_manual_updates(supervisor):
     bar.update(2.5)
     bar.close()
     assert last_progress(supervisor) == {"type": "progress", "completed": 5, "total": 10,
-                                         "title": "Copying", "detail": "file 3"}
+                                         "title": "Copying", "detail": "file 3", "closed": True}
 
 
 def test_reset_starts_over_with_a_new_total(supervisor):
@@ -244,7 +247,7 @@ def test_an_unmodified_tqdm_loop_reports_through_the_hook():
                           "for _ in tqdm(range(30), desc='Work'):\n    time.sleep(0.001)")
     assert modules["after"]["overtime_worker"] is True
     assert [m for m in sent if m["type"] == "progress"][-1] == {"type": "progress", "completed": 30, "total": 30, "title": "Work",
-                                                                "bar": "tqdm-1"}
+                                                                "bar": "tqdm-1", "closed": True}
 
 
 def test_tqdm_auto_and_subclasses_report_too():
@@ -264,3 +267,19 @@ def test_the_tqdm_bridge_alone_can_be_turned_off():
     modules, sent = probe("from tqdm import tqdm\nfor _ in tqdm(range(5)): pass", OVERTIME_TQDM="0")
     assert modules["after"] == {"_overtime_worker_startup": True, "overtime_worker": False, "tqdm": True}
     assert sent == []
+
+
+def test_a_bar_closed_while_the_task_is_cancelled_is_not_drawn_again(supervisor):
+    screen = io.StringIO()
+    drawn = None
+    with pytest.raises(overtime_worker.Cancelled):
+        with tqdm(total=10, desc="Tokenizing", file=screen, disable=False, mininterval=0) as bar:
+            bar.update(4)
+            drawn = screen.getvalue()
+            supervisor.send({"type": "cancel", "reason": "timeout", "grace": 10})
+            time.sleep(10)   # the cancel unwinds from here, and the with block closes the bar
+    assert "4/10" in drawn
+    assert screen.getvalue() == drawn, "tqdm would print the bar's last state again after Overtime's notice"
+    assert last_progress(supervisor) == {"type": "progress", "completed": 4, "total": 10, "title": "Tokenizing",
+                                         "closed": True}
+    bar.close()   # a second close is harmless

@@ -1,0 +1,64 @@
+"""joblib's ``Parallel`` reports its tasks done, with no change to the program and
+whatever ``verbose`` says.
+
+joblib's own progress is plain text on stderr, and only with ``verbose`` set. But after
+every batch of tasks it completes, on every backend (loky, multiprocessing, threading,
+sequential, dask's), ``Parallel`` calls its ``print_progress()``, which returns at once
+when ``verbose`` is 0. Under Overtime the start-up hook runs ``patch_module()`` once
+``joblib.parallel`` is first imported, and from then on each call of a ``Parallel`` reports
+as one bar (``joblib-<n>``, one per ``Parallel`` object), title ``joblib.Parallel``:
+``completed`` the tasks done, ``total`` the tasks in the input when joblib knows it, else
+those dispatched so far. The bar closes when the last task is done.
+
+What each task does inside its worker process reports on its own (a tqdm bar there
+connects to the task's socket). ``OVERTIME_JOBLIB=0`` (or ``OVERTIME_BRIDGE=0``) turns
+this off.
+"""
+
+from overtime_worker import _bars
+
+__all__ = ["patch_module"]
+
+
+def patch_module(module):
+    """The start-up hook's entry: ``module`` is ``joblib.parallel``."""
+    parallel = getattr(module, "Parallel", None)
+    if parallel is None or parallel.__dict__.get("_overtime_bridge"):
+        return False
+    original_call = parallel.__call__
+    original_print = parallel.print_progress
+
+    def __call__(self, *args, **kwargs):
+        self.__dict__["_overtime_new_call"] = True
+        return original_call(self, *args, **kwargs)
+
+    def print_progress(self):
+        try:
+            _report(self)
+        except Exception:
+            pass
+        return original_print(self)
+
+    for function, original in ((__call__, original_call), (print_progress, original_print)):
+        function.__wrapped__ = original
+        function.__doc__ = original.__doc__
+    parallel.__call__ = __call__
+    parallel.print_progress = print_progress
+    parallel._overtime_bridge = True
+    return True
+
+
+def _report(parallel):
+    state = parallel.__dict__
+    done = state.get("n_completed_tasks", 0)
+    dispatched = state.get("n_dispatched_tasks", 0)
+    total = _bars.bounded_total(state.get("n_tasks")) or dispatched
+    steps = state.get("_overtime_steps")
+    if steps is None:
+        steps = state["_overtime_steps"] = _bars.Steps("joblib")
+    if state.pop("_overtime_new_call", False):
+        steps.begin("joblib.Parallel", total, done)
+    else:
+        steps.step(done, total)
+    if done >= dispatched and state.get("_original_iterator") is None:
+        steps.end()

@@ -1,0 +1,62 @@
+"""A Lightning job with no Overtime call: a tiny model, random data served 20 ms a batch
+(EPOCH_BATCHES a training epoch, 40 by default), a validation set, trained until JOB_UNTIL
+(a Unix time), then tested. LIGHTNING_BAR: "none" (default) for enable_progress_bar=False,
+or "tqdm:N" for TQDMProgressBar(refresh_rate=N)."""
+
+import os
+import time
+
+import lightning as L
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+until = float(os.environ["JOB_UNTIL"])
+
+
+class Slow(Dataset):
+    def __init__(self, size):
+        self.size = size
+
+    def __len__(self):
+        return self.size
+
+    def __getitem__(self, index):
+        time.sleep(0.005)
+        x = torch.rand(8)
+        return x, x.sum(dim=0, keepdim=True)
+
+
+class Tiny(L.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.layer = torch.nn.Linear(8, 1)
+
+    def step(self, batch):
+        x, y = batch
+        return torch.nn.functional.mse_loss(self.layer(x), y)
+
+    def training_step(self, batch, batch_idx):
+        loss = self.step(batch)
+        self.log("loss", loss, prog_bar=True)
+        if time.time() >= until:
+            self.trainer.should_stop = True
+        return loss
+
+    def validation_step(self, batch, batch_idx):
+        self.log("val_loss", self.step(batch))
+
+    def test_step(self, batch, batch_idx):
+        self.log("test_loss", self.step(batch))
+
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=0.01)
+
+
+bar = os.environ.get("LIGHTNING_BAR", "none")
+callbacks = [] if bar == "none" else [L.pytorch.callbacks.TQDMProgressBar(refresh_rate=int(bar.split(":")[1]))]
+trainer = L.Trainer(max_epochs=10000, enable_progress_bar=bar != "none", callbacks=callbacks, enable_model_summary=False,
+                    logger=False, enable_checkpointing=False, accelerator="cpu", devices=1)
+train_items = 4 * int(os.environ.get("EPOCH_BATCHES", "40"))
+trainer.fit(Tiny(), DataLoader(Slow(train_items), batch_size=4), DataLoader(Slow(40), batch_size=4))
+trainer.test(trainer.lightning_module, DataLoader(Slow(40), batch_size=4))
+print("job done", flush=True)
