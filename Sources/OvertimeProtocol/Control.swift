@@ -645,6 +645,9 @@ extension JSONWriter {
         if let s = p.title { key("title"); string(s) }
         if let s = p.detail { key("detail"); string(s) }
         if let s = p.bar { key("bar"); string(s) }
+        if p.closed { key("closed"); bool(true) }
+        if let s = p.reporter { key("reporter"); string(s) }
+        if let n = p.reporting { key("reporting"); int(n) }
     }
 
     /// A last progress report as an object of those fields, or `null` before the first.
