@@ -81,7 +81,7 @@ struct BarTable: Sendable {
     var lastMoved: Bar? { current?.bar ?? lastByGone }
 
     /// The merged progress of the bar that moved last; nil before any.
-    var lastProgress: Progress? { lastMoved?.progress }
+    var lastProgress: Progress? { current?.bar.progress ?? lastByGone?.progress }
 
     /// How many reporters have progress among their bars.
     var reportingCount: Int { latest.count }

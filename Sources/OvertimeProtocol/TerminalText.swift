@@ -8,10 +8,19 @@ public enum TerminalText {
     /// `… ESC \`, and two-byte `ESC x`) and without C0 control characters or DEL.
     /// Text with none of those bytes (nearly all of it) is returned as it is, uncopied.
     public static func stripped(_ text: String) -> String {
-        var text = text
-        let clean = text.withUTF8 { bytes in !bytes.contains { $0 < 0x20 || $0 == 0x7F } }
+        let clean = text.utf8.withContiguousStorageIfAvailable(isClean) ?? Array(text.utf8).withUnsafeBufferPointer(isClean)
         if clean { return text }
-        return text.withUTF8 { String(decoding: strip($0), as: UTF8.self) }
+        return Array(text.utf8).withUnsafeBufferPointer { String(decoding: strip($0), as: UTF8.self) }
+    }
+
+    private static func isClean(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        var i = 0
+        while i < bytes.count {
+            let byte = bytes[i]
+            if byte < 0x20 || byte == 0x7F { return false }
+            i += 1
+        }
+        return true
     }
 
     private static func strip(_ bytes: UnsafeBufferPointer<UInt8>) -> [UInt8] {
