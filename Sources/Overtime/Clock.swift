@@ -21,11 +21,28 @@ extension EventEncoder {
     /// An encoder whose timestamps are this machine's UTC time: the wall clock's offset
     /// from the monotonic one, read now.
     public init(runID: String) {
+        self.init(runID: runID, wallOffsetNanoseconds: WallClock.offsetNanoseconds())
+    }
+}
+
+extension TimeOfDay {
+    /// This machine's local time of day, its zone's offset read now.
+    public static func local() -> TimeOfDay {
+        var now = time_t(0)
+        time(&now)
+        var parts = tm()
+        localtime_r(&now, &parts)
+        return TimeOfDay(wallOffsetNanoseconds: WallClock.offsetNanoseconds(), utcOffsetSeconds: Int(parts.tm_gmtoff))
+    }
+}
+
+enum WallClock {
+    /// The wall clock's offset from the monotonic one, read now.
+    static func offsetNanoseconds() -> Int64 {
         var wall = timespec()
         var mono = timespec()
         clock_gettime(CLOCK_REALTIME, &wall)
         clock_gettime(CLOCK_MONOTONIC, &mono)
-        self.init(runID: runID,
-                  wallOffsetNanoseconds: (Int64(wall.tv_sec) - Int64(mono.tv_sec)) * 1_000_000_000 + Int64(wall.tv_nsec - mono.tv_nsec))
+        return (Int64(wall.tv_sec) - Int64(mono.tv_sec)) * 1_000_000_000 + Int64(wall.tv_nsec - mono.tv_nsec)
     }
 }

@@ -134,7 +134,7 @@ final class RemoteTaskRunner {
             remaining = (left, now)
         case let .budgetChanged(left, _):
             remaining = (left, now)
-        case let .cancelSent(reason, _):
+        case let .cancelSent(reason, _, _):
             cancelling = reason
         case let .reporters(count):
             reporters = count

@@ -390,9 +390,11 @@ struct CtlCommand {
                 if let detail = p.detail { parts.append(detail) }
                 progress = parts.isEmpty ? "-" : parts.joined(separator: " ")
             }
+            if let shownFrom = ReporterWords.shownReporter(task.live?.progress) { progress = "\(shownFrom): \(progress)" }
             if let reporters = task.live?.reporters, reporters > 1 {
-                // The bar shown is the one that moved last, of several processes' bars.
-                progress += " (\(reporters) reporters)"
+                // The bar shown is the one furthest behind, or the one that moved last, of
+                // several processes' bars.
+                progress += " (\(ReporterWords.count(reporters, names: task.live?.byReporter?.map(\.name) ?? [])))"
             }
             var left = "-"
             if let live = task.live { left = live.remaining.map { DurationText.format(.seconds(fromDouble: $0)) } ?? "no limit" }

@@ -33,7 +33,8 @@ public enum EventDecoder {
         case "engine-expiring":
             kind = .engineExpiring(remaining: try fields.seconds("remaining"),
                                    source: EngineTimeSource(rawValue: try fields.string("source")) ?? .fallback)
-        case "cancel": kind = .cancelSent(reason: try fields.reason("reason"), grace: try fields.seconds("grace"))
+        case "cancel":
+            kind = .cancelSent(reason: try fields.reason("reason"), grace: try fields.seconds("grace"), why: try fields.optionalString("why"))
         case "kill": kind = .killSent
         case "protocol-error":
             let errorKind = ProtocolError.Kind(rawValue: try fields.string("error")) ?? .wrongType
@@ -131,7 +132,8 @@ public enum EventDecoder {
             // back, the count is what was reported, and the share follows from it again.
             let fraction = completed != nil && total != nil ? nil : try fields.optionalNumber("fraction")
             return Progress(completed: completed, total: total, fraction: fraction, title: try fields.optionalString("title"),
-                            detail: try fields.optionalString("detail"), bar: try fields.optionalString("bar"))
+                            detail: try fields.optionalString("detail"), bar: try fields.optionalString("bar"), closed: try fields.bool("closed"),
+                            reporter: try fields.optionalString("reporter"), reporting: try fields.optionalCount("reporting"))
         }
 
         func budgetCause() throws(ProtocolError) -> BudgetChange {

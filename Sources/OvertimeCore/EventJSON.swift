@@ -99,10 +99,11 @@ public struct EventEncoder: Sendable {
             w.string("engine-expiring")
             w.key("remaining"); w.seconds(remaining.seconds)
             w.key("source"); w.string(source.rawValue)
-        case let .cancelSent(reason, grace):
+        case let .cancelSent(reason, grace, why):
             w.string("cancel")
             w.key("reason"); w.string(reason.rawValue)
             w.key("grace"); w.seconds(grace.seconds)
+            if let why { w.key("why"); w.string(why) }
         case .killSent:
             w.string("kill")
             w.key("signal"); w.string("SIGKILL")

@@ -63,7 +63,9 @@ public struct TaskEvent: Sendable {
         /// (`--warn-signal`): the task was sent `expiring` with `remaining`, the time the
         /// engine leaves, found as `source` says. The task's own deadline is unchanged.
         case engineExpiring(remaining: Duration, source: EngineTimeSource)
-        case cancelSent(reason: CancelReason, grace: Duration)
+        /// The cancel went out; `why` is what it said beyond the reason (for a `timeout`,
+        /// what went quiet: `ProgressSilence`).
+        case cancelSent(reason: CancelReason, grace: Duration, why: String? = nil)
         case killSent
         case protocolError(ProtocolError, excerpt: String)
         /// An operator asked for `action` (cancel, extend, revoke) over the control socket.

@@ -89,6 +89,8 @@ public struct TaskMachine: Sendable {
     struct Cancellation: Sendable, Equatable {
         var reason: CancelReason
         var killAt: MonotonicInstant
+        /// What the `cancel` message said beyond the reason (for a `timeout`, what went quiet).
+        var why: String? = nil
         var killSent = false
     }
 
@@ -118,8 +120,10 @@ public struct TaskMachine: Sendable {
     public let startedAt: MonotonicInstant
     private(set) var budget: Budget
     private(set) var stage: Stage = .running
-    /// What the task showed last: the merged progress of the bar that moved last.
-    public var lastProgress: Progress? { bars.lastProgress }
+    /// What the task shows: the merged progress of the bar that moved last, or, while
+    /// several reporters have open bars with a fraction, of the one furthest behind
+    /// (named by `Progress.reporter`, with `Progress.reporting`).
+    public var lastProgress: Progress? { bars.shown }
     public private(set) var result: JSONValue?
     public private(set) var protocolErrors = 0
     public private(set) var isReady = false
@@ -127,6 +131,9 @@ public struct TaskMachine: Sendable {
     private var bars = BarTable()
     /// The reporters connected now (the leader's fd 3 among them while it is open).
     public private(set) var reporters: Set<ReporterID> = [.leader]
+    /// How `timeout` cancels write the time a quiet bar closed; the executor sets it from
+    /// the clocks it reads.
+    public var timeOfDay = TimeOfDay(wallOffsetNanoseconds: 0, utcOffsetSeconds: 0)
 
     /// The highest and the latest memory sample (bytes), 0 before the first.
     public private(set) var peakMemory: UInt64 = 0
@@ -220,6 +227,7 @@ public struct TaskMachine: Sendable {
 
     /// The process is running: tell it its budget.
     public mutating func start(pid: Int32, now: MonotonicInstant, into actions: inout [Action]) {
+        bars.nameUnnamed(.leader, "pid \(pid)")
         let remaining = remaining(at: now)
         actions.append(.send(.budget(remaining: remaining?.seconds, granted: nil), to: .reporter(.leader)))
         actions.append(.emit(.started(pid: pid)))
@@ -231,9 +239,9 @@ public struct TaskMachine: Sendable {
                                  into actions: inout [Action]) {
         switch message {
         case let .progress(progress):
-            let advanced = bars.record(progress, from: reporter)
+            let advanced = bars.record(progress, from: reporter, now: now)
             if advanced || !policy.requireAdvance { heartbeat(now: now) }
-            actions.append(.emit(.progress(bars.lastProgress!, remaining: remaining(at: now))))
+            actions.append(.emit(.progress(bars.shown!, remaining: remaining(at: now))))
         case .heartbeat:
             // Under require-advance a heartbeat proves nothing moved, so it extends nothing.
             if !policy.requireAdvance { heartbeat(now: now) }
@@ -264,8 +272,9 @@ public struct TaskMachine: Sendable {
         case let .status(text):
             // A status is news, not proof of life: it moves no deadline (systemd's watchdog
             // is petted by WATCHDOG=1 alone).
-            _ = bars.record(Progress(detail: text), from: .notifySocket)
-            actions.append(.emit(.progress(bars.lastProgress!, remaining: remaining(at: now))))
+            bars.nameUnnamed(.notifySocket, "sd_notify")
+            _ = bars.record(Progress(detail: text), from: .notifySocket, now: now)
+            actions.append(.emit(.progress(bars.shown!, remaining: remaining(at: now))))
         case .watchdogTrigger:
             _ = cancelDiagnosingFirst(.timeout, now: now, into: &actions)
         case let .recorded(key, value):
@@ -277,17 +286,46 @@ public struct TaskMachine: Sendable {
 
     /// Another process of the task connected (`OVERTIME_SOCKET`): it is told the budget,
     /// or, when the task is being cancelled already, the cancel with the grace left.
-    public mutating func reporterJoined(_ reporter: ReporterID, now: MonotonicInstant, into actions: inout [Action]) {
+    /// - Parameter pid: the peer's pid, when the kernel told it: the reporter is `pid N`
+    ///   until it names itself.
+    public mutating func reporterJoined(_ reporter: ReporterID, pid: Int32? = nil, now: MonotonicInstant, into actions: inout [Action]) {
         reporters.insert(reporter)
+        if let pid, pid > 0 { bars.nameUnnamed(reporter, "pid \(pid)") }
         switch stage {
         case .running:
             actions.append(.send(.budget(remaining: remaining(at: now)?.seconds, granted: nil), to: .reporter(reporter)))
         case let .cancelling(cancel):
-            actions.append(.send(.cancel(reason: cancel.reason, grace: max(.zero, cancel.killAt - now).seconds), to: .reporter(reporter)))
+            actions.append(.send(.cancel(reason: cancel.reason, grace: max(.zero, cancel.killAt - now).seconds, why: cancel.why),
+                                 to: .reporter(reporter)))
         case .diagnosing, .exited:
             break  // a diagnosed task hears of its cancel with every other reporter
         }
         actions.append(.emit(.reporters(count: reporters.count)))
+    }
+
+    /// A reporter named itself (`reporter` on any message): the name sticks to its
+    /// connection until it closes or names itself again.
+    public mutating func reporterNamed(_ reporter: ReporterID, _ name: String) {
+        bars.name(reporter, name)
+    }
+
+    /// The name a reporter goes by: its own, `pid N`, or `reporter N`.
+    public func name(of reporter: ReporterID) -> String { bars.name(of: reporter) }
+
+    /// Each connected reporter with its own latest bar, in the order they connected.
+    public func reporterSummaries(now: MonotonicInstant) -> [ReporterSummary] {
+        reporters.sorted { $0.number < $1.number }.map { reporter in
+            let bar = bars.latestBar(of: reporter)
+            return ReporterSummary(name: bars.name(of: reporter), progress: bar?.progress,
+                                   sinceReport: bar.map { now - $0.movedAt }, closed: bar?.closedAt != nil)
+        }
+    }
+
+    /// What went quiet, as a `timeout` cancel tells it.
+    public func progressSilence(now: MonotonicInstant) -> ProgressSilence {
+        guard let bar = bars.lastMoved else { return .neverReported }
+        return .quiet(ago: now - bar.movedAt, bar: bar.progress.title ?? bar.progress.bar,
+                      reporter: bar.progress.reporter ?? ReporterID.leader.description, closedAt: bar.closedAt)
     }
 
     /// A reporter's connection closed: its bars go (a bar it started again elsewhere is new).
@@ -405,14 +443,15 @@ public struct TaskMachine: Sendable {
         case .running: break
         }
         let grace = max(.zero, grace ?? policy.grace)
-        stage = .cancelling(Cancellation(reason: reason, killAt: now + grace))
-        actions.append(.send(.cancel(reason: reason, grace: grace.seconds), to: .everyReporter))
+        let why = reason == .timeout ? progressSilence(now: now).text(clock: timeOfDay) : nil
+        stage = .cancelling(Cancellation(reason: reason, killAt: now + grace, why: why))
+        actions.append(.send(.cancel(reason: reason, grace: grace.seconds, why: why), to: .everyReporter))
         actions.append(.signalGroup(.terminate))
         // A stopped process keeps a caught SIGTERM pending until it runs again: without
         // this its handler never runs and grace always ends in SIGKILL (as GNU timeout and
         // systemd do).
         actions.append(.signalGroup(.continue))
-        actions.append(.emit(.cancelSent(reason: reason, grace: grace)))
+        actions.append(.emit(.cancelSent(reason: reason, grace: grace, why: why)))
         return .cancelling
     }
 

@@ -6,9 +6,32 @@ public enum ProtocolLimits {
     public static let maxLineLength = 64 * 1024
 }
 
+/// One line from a task: its message, and the name its sender gave itself, if the line
+/// carried one (`reporter`, on any message; it sticks to the connection).
+public struct ChildLine: Sendable, Equatable {
+    public var message: ChildMessage
+    public var reporter: String?
+
+    public init(_ message: ChildMessage, reporter: String? = nil) {
+        self.message = message
+        self.reporter = reporter
+    }
+
+    /// The longest reporter name kept, in characters; a longer one is cut.
+    public static let maxReporterLength = 64
+}
+
 extension ChildMessage {
     /// Decodes one line (without its newline) sent by a task.
     public static func decode(_ line: UnsafeRawBufferPointer) throws(ProtocolError) -> ChildMessage {
+        try ChildLine.decode(line).message
+    }
+}
+
+extension ChildLine {
+    /// Decodes one line (without its newline) sent by a task, with the name it gave its
+    /// sender. Text fields come out clean of colour codes and control characters.
+    public static func decode(_ line: UnsafeRawBufferPointer) throws(ProtocolError) -> ChildLine {
         guard line.count <= ProtocolLimits.maxLineLength else {
             throw ProtocolError(.tooLong, "line longer than 64 KiB")
         }
@@ -18,6 +41,7 @@ extension ChildMessage {
         var seconds: Double?
         var why: String?
         var value: JSONValue?
+        var reporter: String?
         var first = true
         try r.beginObject()
         while let key = try r.nextKey(first: &first) {
@@ -38,11 +62,15 @@ extension ChildMessage {
                     progress.fraction = f
                 }
             } else if r.token(key, equals: "title") {
-                progress.title = try r.readOptionalString("title")
+                progress.title = try r.readOptionalString("title").map(TerminalText.stripped)
             } else if r.token(key, equals: "detail") {
-                progress.detail = try r.readOptionalString("detail")
+                progress.detail = try r.readOptionalString("detail").map(TerminalText.stripped)
             } else if r.token(key, equals: "bar") {
-                progress.bar = try r.readOptionalString("bar")
+                progress.bar = try r.readOptionalString("bar").map(TerminalText.stripped)
+            } else if r.token(key, equals: "closed") {
+                progress.closed = try r.readOptionalBool("closed") ?? false
+            } else if r.token(key, equals: "reporter") {
+                reporter = try r.readOptionalString("reporter").flatMap(Self.reporterName)
             } else if r.token(key, equals: "seconds") {
                 seconds = try r.readOptionalNumber("seconds")
             } else if r.token(key, equals: "why") {
@@ -55,20 +83,42 @@ extension ChildMessage {
         }
         try r.finish()
         guard let type else { throw ProtocolError(.missingType, "no `type` field") }
+        let message: ChildMessage
         switch type {
-        case .progress: return .progress(progress)
-        case .heartbeat: return .heartbeat
-        case .ready: return .ready
+        case .progress: message = .progress(progress)
+        case .heartbeat: message = .heartbeat
+        case .ready: message = .ready
         case .extend:
             guard let seconds else { throw ProtocolError(.wrongType, "`extend` needs `seconds`") }
             guard seconds > 0 else { throw ProtocolError(.outOfRange, "`seconds` must be > 0") }
-            return .extend(seconds: seconds, why: why)
+            message = .extend(seconds: seconds, why: why)
         case .result:
             guard let value else { throw ProtocolError(.wrongType, "`result` needs `value`") }
-            return .result(value)
+            message = .result(value)
         }
+        return ChildLine(message, reporter: reporter)
     }
 
+    /// A reporter's name as kept: clean, trimmed, at most `maxReporterLength` characters;
+    /// nil when nothing is left.
+    static func reporterName(_ raw: String) -> String? {
+        let clean = TerminalText.stripped(raw)
+        let trimmed = clean.drop { $0.isWhitespace }.reversed().drop { $0.isWhitespace }.reversed()
+        guard !trimmed.isEmpty else { return nil }
+        return String(trimmed.prefix(maxReporterLength))
+    }
+}
+
+extension ChildLine {
+    /// Decodes one line given as bytes.
+    public static func decode(_ line: [UInt8]) throws(ProtocolError) -> ChildLine {
+        try line.withUnsafeBytes { buffer in
+            Result { () throws(ProtocolError) in try decode(buffer) }
+        }.get()
+    }
+}
+
+extension ChildMessage {
     /// Decodes one line given as bytes.
     public static func decode(_ line: [UInt8]) throws(ProtocolError) -> ChildMessage {
         try line.withUnsafeBytes { buffer in
@@ -89,6 +139,7 @@ extension ChildMessage {
             if let s = p.title { w.key("title"); w.string(s) }
             if let s = p.detail { w.key("detail"); w.string(s) }
             if let s = p.bar { w.key("bar"); w.string(s) }
+            if p.closed { w.key("closed"); w.bool(true) }
         case .heartbeat:
             w.key("type"); w.string("heartbeat")
         case let .extend(seconds, why):
@@ -121,10 +172,11 @@ extension SupervisorMessage {
         case let .expiring(remaining):
             w.key("type"); w.string("expiring")
             w.key("remaining"); w.seconds(remaining)
-        case let .cancel(reason, grace):
+        case let .cancel(reason, grace, why):
             w.key("type"); w.string("cancel")
             w.key("reason"); w.string(reason.rawValue)
             w.key("grace"); w.seconds(grace)
+            if let why { w.key("why"); w.string(why) }
         case let .warning(resource, used, limit):
             w.key("type"); w.string("warning")
             w.key("resource"); w.string(resource)
@@ -150,6 +202,7 @@ extension SupervisorMessage {
         var resource: String?
         var used: Double?
         var limit: Double?
+        var why: String?
         var first = true
         try r.beginObject()
         while let key = try r.nextKey(first: &first) {
@@ -172,6 +225,8 @@ extension SupervisorMessage {
                 used = try r.readOptionalNumber("used")
             } else if r.token(key, equals: "limit") {
                 limit = try r.readOptionalNumber("limit")
+            } else if r.token(key, equals: "why") {
+                why = try r.readOptionalString("why")
             } else {
                 try r.skipValue()
             }
@@ -187,7 +242,7 @@ extension SupervisorMessage {
             guard let reasonText = reason, let reason = CancelReason(rawValue: reasonText) else {
                 throw ProtocolError(.wrongType, "`cancel` needs a known `reason`")
             }
-            return .cancel(reason: reason, grace: grace ?? 0)
+            return .cancel(reason: reason, grace: grace ?? 0, why: why)
         case "warning":
             guard let resource, let used, let limit else {
                 throw ProtocolError(.wrongType, "`warning` needs `resource`, `used` and `limit`")
@@ -226,6 +281,17 @@ extension JSONReader {
             try readNull()
             return nil
         default: throw ProtocolError(.wrongType, "`\(field)` must be a string")
+        }
+    }
+
+    /// An optional boolean field: true, false, or `null` for "not given".
+    mutating func readOptionalBool(_ field: StaticString) throws(ProtocolError) -> Bool? {
+        switch try peekKind() {
+        case .bool: return try readBool()
+        case .null:
+            try readNull()
+            return nil
+        default: throw ProtocolError(.wrongType, "`\(field)` must be true or false")
         }
     }
 

@@ -466,6 +466,25 @@ public struct TaskStatus: Sendable, Equatable {
         }
     }
 
+    /// One process reporting for a task, as `status` lists them while there are several.
+    public struct ReporterStatus: Sendable, Equatable {
+        /// What it called itself (`reporter`), else `pid N` or `reporter N`.
+        public var name: String
+        /// Its own bar that moved last; nil before its first progress.
+        public var progress: Progress?
+        /// Seconds since that bar moved.
+        public var sinceReport: Double?
+        /// That bar is closed.
+        public var closed: Bool
+
+        public init(name: String, progress: Progress?, sinceReport: Double?, closed: Bool) {
+            self.name = name
+            self.progress = progress
+            self.sinceReport = sinceReport
+            self.closed = closed
+        }
+    }
+
     /// What only a task with a process has. Its fields are written together, and `null`
     /// in them means "none" (no pid yet, no limit, no progress), which is not the same as
     /// a task that has none of them because it does not run.
@@ -480,6 +499,8 @@ public struct TaskStatus: Sendable, Equatable {
         /// Its processes connected to report: the leader's fd 3 and those on its socket
         /// (nil from a supervisor that does not say).
         public var reporters: Int?
+        /// Each connected reporter, while there is more than one.
+        public var byReporter: [ReporterStatus]?
         /// Its memory now and at its highest so far, in bytes, and its CPU seconds so far
         /// (DESIGN §7); nil where nothing measures them.
         public var memory: UInt64?
@@ -488,7 +509,9 @@ public struct TaskStatus: Sendable, Equatable {
         public var cpuSystem: Double?
 
         public init(pid: Int32?, elapsed: Double, remaining: Double?, progress: Progress?, reporters: Int? = nil,
+                    byReporter: [ReporterStatus]? = nil,
                     memory: UInt64? = nil, peakMemory: UInt64? = nil, cpuUser: Double? = nil, cpuSystem: Double? = nil) {
+            self.byReporter = byReporter
             self.pid = pid
             self.elapsed = elapsed
             self.remaining = remaining
@@ -536,6 +559,20 @@ public struct TaskStatus: Sendable, Equatable {
             if let remaining = live.remaining { w.seconds(remaining) } else { w.null() }
             w.key("progress"); w.progress(live.progress)
             if let reporters = live.reporters { w.key("reporters"); w.int(reporters) }
+            if let list = live.byReporter {
+                w.key("by_reporter")
+                w.beginArray()
+                for reporter in list {
+                    w.beginObject()
+                    w.key("name"); w.string(reporter.name)
+                    w.key("progress"); w.progress(reporter.progress)
+                    w.key("since_report")
+                    if let since = reporter.sinceReport { w.seconds(since) } else { w.null() }
+                    w.key("closed"); w.bool(reporter.closed)
+                    w.endObject()
+                }
+                w.endArray()
+            }
             // Written when measured (DESIGN §7), so a task nothing measures reads as before.
             if let memory = live.memory { w.key("memory"); w.int(Int(clamping: memory)) }
             if let peak = live.peakMemory { w.key("peak_memory"); w.int(Int(clamping: peak)) }
@@ -582,25 +619,43 @@ public struct TaskStatus: Sendable, Equatable {
         case let .number(seconds)?: remaining = seconds
         default: throw ProtocolError(.wrongType, "\"remaining\" must be a number or null")
         }
-        let progress: Progress?
-        switch value["progress"] {
-        case nil, .null?: progress = nil
+        var byReporter: [ReporterStatus]?
+        switch value["by_reporter"] {
+        case nil, .null?: break
+        case let .array(items)?:
+            byReporter = try items.map { item throws(ProtocolError) in
+                guard case let .string(name)? = item["name"] else { throw ProtocolError(.wrongType, "a reporter needs a \"name\"") }
+                return ReporterStatus(name: name, progress: try Self.progress(item["progress"]),
+                                      sinceReport: try Self.number(item["since_report"], "since_report"),
+                                      closed: item["closed"] == .bool(true))
+            }
+        default: throw ProtocolError(.wrongType, "\"by_reporter\" must be an array")
+        }
+        live = Live(pid: pid.map { Int32($0) }, elapsed: elapsed, remaining: remaining, progress: try Self.progress(value["progress"]),
+                    reporters: try Self.count(value["reporters"], "reporters"), byReporter: byReporter,
+                    memory: try Self.count(value["memory"], "memory").map { UInt64($0) },
+                    peakMemory: try Self.count(value["peak_memory"], "peak_memory").map { UInt64($0) },
+                    cpuUser: try Self.number(value["cpu_user"], "cpu_user"),
+                    cpuSystem: try Self.number(value["cpu_system"], "cpu_system"))
+    }
+
+    /// A progress object as `progressFields` writes it, or nil for `null` or none.
+    private static func progress(_ value: JSONValue?) throws(ProtocolError) -> Progress? {
+        switch value {
+        case nil, .null?: return nil
         case let given? where given.isObject:
-            progress = Progress(
+            return Progress(
                 completed: try Self.count(given["completed"], "completed"),
                 total: try Self.count(given["total"], "total"),
                 fraction: try Self.number(given["fraction"], "fraction"),
                 title: try Self.string(given["title"], "title"),
                 detail: try Self.string(given["detail"], "detail"),
-                bar: try Self.string(given["bar"], "bar"))
+                bar: try Self.string(given["bar"], "bar"),
+                closed: given["closed"] == .bool(true),
+                reporter: try Self.string(given["reporter"], "reporter"),
+                reporting: try Self.count(given["reporting"], "reporting"))
         default: throw ProtocolError(.wrongType, "\"progress\" must be an object or null")
         }
-        live = Live(pid: pid.map { Int32($0) }, elapsed: elapsed, remaining: remaining, progress: progress,
-                    reporters: try Self.count(value["reporters"], "reporters"),
-                    memory: try Self.count(value["memory"], "memory").map { UInt64($0) },
-                    peakMemory: try Self.count(value["peak_memory"], "peak_memory").map { UInt64($0) },
-                    cpuUser: try Self.number(value["cpu_user"], "cpu_user"),
-                    cpuSystem: try Self.number(value["cpu_system"], "cpu_system"))
     }
 
     private static func string(_ value: JSONValue?, _ field: StaticString) throws(ProtocolError) -> String? {
@@ -645,6 +700,9 @@ extension JSONWriter {
         if let s = p.title { key("title"); string(s) }
         if let s = p.detail { key("detail"); string(s) }
         if let s = p.bar { key("bar"); string(s) }
+        if p.closed { key("closed"); bool(true) }
+        if let s = p.reporter { key("reporter"); string(s) }
+        if let n = p.reporting { key("reporting"); int(n) }
     }
 
     /// A last progress report as an object of those fields, or `null` before the first.

@@ -28,15 +28,28 @@ public struct Progress: Sendable, Equatable {
     /// Which of its reporter's bars this is (DESIGN §3): any string; nil for a reporter's
     /// only bar.
     public var bar: String?
+    /// The bar is finished (tqdm's close, the end of an epoch); a later message on it opens
+    /// it again.
+    public var closed: Bool
+    /// The process this progress came from, as the supervisor names it: what its connection
+    /// said in `reporter`, else `pid N` or `reporter N`. Set by the supervisor, not read
+    /// from a task's progress message.
+    public var reporter: String?
+    /// How many of the task's reporters report progress, when more than one does (set by
+    /// the supervisor on what a task shows).
+    public var reporting: Int?
 
     public init(completed: Int? = nil, total: Int? = nil, fraction: Double? = nil, title: String? = nil, detail: String? = nil,
-                bar: String? = nil) {
+                bar: String? = nil, closed: Bool = false, reporter: String? = nil, reporting: Int? = nil) {
         self.completed = completed
         self.total = total
         self.fraction = fraction
         self.title = title
         self.detail = detail
         self.bar = bar
+        self.closed = closed
+        self.reporter = reporter
+        self.reporting = reporting
     }
 
     /// The share done, 0…1, from `fraction` or from `completed`/`total`; nil when unknown.
@@ -58,6 +71,7 @@ public struct Progress: Sendable, Equatable {
         }
         if let title = newer.title { self.title = title }
         if let detail = newer.detail { self.detail = detail }
+        closed = newer.closed
     }
 }
 
@@ -81,8 +95,9 @@ public enum SupervisorMessage: Sendable, Equatable {
     case budget(remaining: Double?, granted: Bool?)
     /// The deadline is `remaining` seconds away: time to checkpoint.
     case expiring(remaining: Double)
-    /// The task is being cancelled; SIGTERM follows, SIGKILL after `grace` seconds.
-    case cancel(reason: CancelReason, grace: Double)
+    /// The task is being cancelled; SIGTERM follows, SIGKILL after `grace` seconds. `why`
+    /// says more in words (for a `timeout`: what went quiet, and when).
+    case cancel(reason: CancelReason, grace: Double, why: String? = nil)
     /// A resource (`"memory"`) first passed its warning level: `used` of `limit` bytes, the
     /// limit being where the task is cancelled (DESIGN §7). Time to checkpoint or shrink.
     case warning(resource: String, used: UInt64, limit: UInt64)

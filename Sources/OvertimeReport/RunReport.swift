@@ -43,6 +43,8 @@ public struct RunReport: Sendable {
         public var exitedAs: String?
         public var exitCode: Int?
         public var cancelReason: String?
+        /// What the cancel said beyond its reason (for a `timeout`, what went quiet).
+        public var cancelWhy: String?
         /// At most `RunReport.markLimit`; `moreMarks` counts the rest.
         public var marks: [Mark] = []
         public var moreMarks = 0
@@ -50,6 +52,8 @@ public struct RunReport: Sendable {
         /// The last progress message's words.
         public var title: String?
         public var detail: String?
+        /// Who the last progress shown came from, when several processes reported.
+        public var reporter: String?
         public var peakMemory: Int?
         public var memorySource: String?
         /// The GPU slots it held (`resources.gpu` of its `attempt` line), at most `RunReport.gpuLimit`.
@@ -276,11 +280,13 @@ private struct JournalReader {
                 if let fraction = Self.fraction(record) { attempt.progress.append(.init(time: time, fraction: fraction)) }
                 if let title = record["title"].text { attempt.title = title }
                 if let detail = record["detail"].text { attempt.detail = detail }
+                attempt.reporter = record["reporting"].int != nil ? record["reporter"].text : nil
             }
         case "cancel":
             withOpenAttempt(of: &task) { attempt in
                 let reason = record["reason"].text ?? "cancel"
                 attempt.cancelReason = reason
+                attempt.cancelWhy = record["why"].text
                 attempt.add(.init(time: time, kind: .cancel, text: reason))
             }
         case "kill":

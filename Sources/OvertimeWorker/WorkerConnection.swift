@@ -242,7 +242,7 @@ final class WorkerConnection: Sendable {
                 return s.expiringHandlers
             }
             for handler in handlers { handler(left) }
-        case let .cancel(reason, grace):
+        case let .cancel(reason, grace, _):
             if let reason = CancellationReason(wireName: reason.rawValue, grace: .milliseconds(Int64((grace * 1000).rounded()))) {
                 deliverCancel(reason)
             }

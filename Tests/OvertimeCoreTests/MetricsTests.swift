@@ -102,7 +102,22 @@ import OvertimeProtocol
         #expect(info.allSucceeded([], recorder))
         // Every family once, with HELP and TYPE before its samples.
         let types = page.split(separator: "\n").filter { $0.hasPrefix("# TYPE ") }.map { $0.split(separator: " ")[2] }
-        #expect(Set(types).count == types.count && types.count == 20)
+        #expect(Set(types).count == types.count && types.count == 21)
+    }
+
+    @Test func aSeriesPerConnectedReporterBounded() {
+        let many = (0..<100).map { (i: Int) in TaskStatus.ReporterStatus(name: "rank \(i)", progress: Progress(completed: i, total: 100),
+                                                             sinceReport: 1, closed: false) }
+        let live = TaskStatus.Live(pid: 5, elapsed: 2, remaining: nil, progress: nil, reporters: 100, byReporter: many)
+        let info = RunMetrics(version: "1", runID: "r", command: "run", startedAt: MonotonicInstant(nanoseconds: 0), wallOffsetNanoseconds: 0)
+        let page = String(decoding: info.render([TaskStatus(name: "t", state: .running, live: live)], MetricsRecorder()), as: UTF8.self)
+        #expect(page.contains("overtime_task_reporter_progress_ratio{task=\"t\",reporter=\"rank 40\"} 0.4\n"))
+        let series = page.split(separator: "\n").filter { $0.hasPrefix("overtime_task_reporter_progress_ratio{") }
+        #expect(series.count == RunMetrics.reportersPerTask)
+        // Once the task has one reporter left, status lists none and the series are gone.
+        let one = TaskStatus.Live(pid: 5, elapsed: 2, remaining: nil, progress: nil, reporters: 1)
+        let after = String(decoding: info.render([TaskStatus(name: "t", state: .running, live: one)], MetricsRecorder()), as: UTF8.self)
+        #expect(!after.contains("overtime_task_reporter_progress_ratio{"))
     }
 
     @Test func pageOfABatchFromItsStatuses() {

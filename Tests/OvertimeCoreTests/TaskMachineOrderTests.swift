@@ -83,7 +83,8 @@ import Testing
         actions.removeAll()
         machine.escalate(now: Self.start + .seconds(11), into: &actions)
         Self.expectEventsLast(actions, "escalate while diagnosing")
-        #expect(Self.events(actions) == [.cancelSent(reason: .timeout, grace: .seconds(5)), .killSent])
+        #expect(Self.events(actions) == [.cancelSent(reason: .timeout, grace: .seconds(5), why: ProgressSilence.neverReported.text(clock: machine.timeOfDay)),
+                                         .killSent])
     }
 
     @Test func everyOtherInputKeepsItsEventsLast() {

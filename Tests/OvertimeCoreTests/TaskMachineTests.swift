@@ -66,7 +66,7 @@ import Testing
         #expect(h.take().isEmpty)
         h.run(for: .milliseconds(200))
         #expect(h.machine.phase == .cancelling(.timeout))
-        #expect(h.sent == [.cancel(reason: .timeout, grace: 10)])
+        #expect(h.sent == [.cancel(reason: .timeout, grace: 10, why: ProgressSilence.neverReported.text(clock: h.machine.timeOfDay))])
         #expect(h.signals == [.terminate, .continue])
         _ = h.take()
         h.run(for: .seconds(9.9))
@@ -118,7 +118,7 @@ import Testing
         h.run(for: .seconds(8))
         _ = h.take()
         h.send(.progress(Progress(completed: 1)))
-        #expect(h.take().contains(.emit(.progress(Progress(completed: 1), remaining: .seconds(5)))), "max(10, 8 + 5) - 8")
+        #expect(h.take().contains(.emit(.progress(Progress(completed: 1, reporter: "pid 42"), remaining: .seconds(5)))), "max(10, 8 + 5) - 8")
         h.run(for: .seconds(1))
         h.send(.heartbeat)
         #expect(h.take().contains(.emit(.heartbeat(remaining: .seconds(5)))))
@@ -280,7 +280,7 @@ import Testing
         #expect(h.sent == [.expiring(remaining: 3)])
         _ = h.take()
         h.run(for: .seconds(3))
-        #expect(h.sent == [.cancel(reason: .timeout, grace: 10)])
+        #expect(h.sent == [.cancel(reason: .timeout, grace: 10, why: "last progress 10 s ago, from pid 42")])
     }
 
     @Test func cancelIsIdempotentAndAFinishedTaskSaysSo() {
@@ -360,7 +360,7 @@ import Testing
         h.send(.progress(Progress(completed: 0, total: 100, title: "Uploading")))
         h.send(.progress(Progress(completed: 40)))
         h.send(.progress(Progress(detail: "chunk 40")))
-        #expect(h.machine.lastProgress == Progress(completed: 40, total: 100, title: "Uploading", detail: "chunk 40"))
+        #expect(h.machine.lastProgress == Progress(completed: 40, total: 100, title: "Uploading", detail: "chunk 40", reporter: "pid 42"))
     }
 
     @Test func cancellingTaskStillRecordsMessagesButGetsNoMoreTime() {
@@ -452,7 +452,7 @@ extension TaskMachineTests {
             h.send(.progress(Progress(completed: i)), from: worker)
         }
         #expect(h.machine.phase == .running)
-        #expect(h.machine.lastProgress == Progress(completed: 10))
+        #expect(h.machine.lastProgress == Progress(completed: 10, reporter: "reporter 1"))
     }
 
     @Test func requireAdvanceIsJudgedPerBar() {
@@ -482,10 +482,10 @@ extension TaskMachineTests {
         h.send(.progress(Progress(completed: 0, total: 10, title: "train", bar: "a")))
         h.send(.progress(Progress(completed: 0, total: 5, title: "eval", bar: "b")))
         h.send(.progress(Progress(completed: 3, bar: "a")))
-        #expect(h.machine.lastProgress == Progress(completed: 3, total: 10, title: "train", bar: "a"))
+        #expect(h.machine.lastProgress == Progress(completed: 3, total: 10, title: "train", bar: "a", reporter: "pid 42"))
         h.machine.reporterLeft(.leader, into: &h.actions)
         h.send(.progress(Progress(completed: 1, bar: "a")))
-        #expect(h.machine.lastProgress == Progress(completed: 1, bar: "a"), "a reporter's bars go with it")
+        #expect(h.machine.lastProgress == Progress(completed: 1, bar: "a", reporter: "reporter 0"), "a reporter's bars go with it")
     }
 
     @Test func barsAreBoundedPerTask() {

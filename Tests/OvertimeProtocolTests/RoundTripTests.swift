@@ -58,8 +58,10 @@ struct RoundTripTests {
 
     @Test("strings needing escapes survive a child round trip", arguments: trickyStrings)
     func childStrings(text: String) throws {
+        // A progress message's text arrives without control characters (it is for terminals).
+        let clean = TerminalText.stripped(text)
         let progress = ChildMessage.progress(Progress(title: text, detail: text))
-        #expect(try childRoundTrip(progress) == progress)
+        #expect(try childRoundTrip(progress) == .progress(Progress(title: clean, detail: clean)))
         let extend = ChildMessage.extend(seconds: 1, why: text)
         #expect(try childRoundTrip(extend) == extend)
         // As a value and as a key.
@@ -67,7 +69,7 @@ struct RoundTripTests {
         #expect(try childRoundTrip(result) == result)
         // Scalar for scalar, not only canonically equivalent.
         guard case let .progress(p) = try childRoundTrip(progress) else { return }
-        #expect(p.title.map { Array($0.unicodeScalars) } == Array(text.unicodeScalars))
+        #expect(p.title.map { Array($0.unicodeScalars) } == Array(clean.unicodeScalars))
     }
 
     @Test("exact encodings of child messages", arguments: [

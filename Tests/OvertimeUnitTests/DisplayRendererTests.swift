@@ -361,10 +361,10 @@ struct DisplayRendererTests {
         var m = model(policy: BudgetPolicy(budget: .seconds(30)))
         _ = m.apply(event(1, "train", 1, .progress(Progress(completed: 3, total: 8, title: "shard", detail: "part 3", bar: "w1"), remaining: nil)))
         let renderer = DisplayRenderer(capabilities: unicodePlain)
-        #expect(!renderer.rows(m, now: at(1), columns: 120, height: 30)[0].plain.contains("reporting"))
+        #expect(!renderer.rows(m, now: at(1), columns: 120, height: 30)[0].plain.contains("reporters"))
         _ = m.apply(event(1, "train", 1, .reporters(count: 3)))
         let row = renderer.rows(m, now: at(1), columns: 120, height: 30)[0].plain
-        #expect(row.contains("shard") && row.contains("part 3 · 3 reporting"), "\(row)")
+        #expect(row.contains("shard") && row.contains("part 3 · 3 reporters"), "\(row)")
     }
 
     @Test("a long title is cut with an ellipsis at a character boundary")

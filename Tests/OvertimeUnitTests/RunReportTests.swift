@@ -31,6 +31,24 @@ import OvertimeCore
         #expect(journalTimeMilliseconds("yesterday") == nil)
     }
 
+    @Test("a cancel's why and the reporter shown among several are kept for the page")
+    func cancelWhyAndReporter() throws {
+        let why = "last progress 10 s ago, from bar 'Tokenizing' (pid 7), which closed at 12:00:00"
+        let report = try Self.read([
+            Self.line(0, "t", "attempt", #""attempt":1"#),
+            Self.line(1, "t", "started", #""pid":7"#),
+            Self.line(5, "t", "progress", #""completed":4,"total":10,"reporter":"rank 1","reporting":2"#),
+            Self.line(9, "t", "progress", #""completed":1,"total":10,"reporter":"pid 7""#),
+            Self.line(10, "t", "cancel", #""reason":"timeout","grace":10,"why":"\#(why)""#),
+        ])
+        let attempt = try #require(report.tasks.first?.attempts.first)
+        #expect(attempt.cancelReason == "timeout" && attempt.cancelWhy == why)
+        #expect(attempt.reporter == nil, "one reporter: its name says nothing new")
+        let earlier = try Self.read([Self.line(0, "t", "attempt", #""attempt":1"#), Self.line(1, "t", "started", #""pid":7"#),
+                                     Self.line(5, "t", "progress", #""completed":4,"total":10,"reporter":"rank 1","reporting":2"#)])
+        #expect(earlier.tasks.first?.attempts.first?.reporter == "rank 1")
+    }
+
     @Test("a retry, a timeout cancel, a skip, a running task, a cut line and an unknown event")
     func wholeStory() throws {
         let lines = [

@@ -144,7 +144,11 @@ final class TaskChannels {
         switch item {
         case let .line(line):
             do {
-                runner.receive(try ChildMessage.decode(line), from: reporter.id, now: now)
+                let decoded = try ChildLine.decode(line)
+                if let name = decoded.reporter {
+                    runner.decide(at: now) { machine, _ in machine.reporterNamed(reporter.id, name) }
+                }
+                runner.receive(decoded.message, from: reporter.id, now: now)
             } catch {
                 reporter.badLines += 1
                 runner.rejectLine(error, excerpt: Self.excerpt(line), now: now)
@@ -219,7 +223,7 @@ final class TaskChannels {
         nextReporter += 1
         reporters[reporter.id] = reporter
         startReading(reporter)
-        runner.decide(at: now) { machine, actions in machine.reporterJoined(reporter.id, now: now, into: &actions) }
+        runner.decide(at: now) { machine, actions in machine.reporterJoined(reporter.id, pid: peer?.pid, now: now, into: &actions) }
     }
 
     /// One sd_notify datagram: from a process of the task, its notifications in order, a

@@ -105,6 +105,7 @@ final class TaskRunner {
         }
         let now = MonotonicInstant.now()
         machine = TaskMachine(policy: Self.machinePolicy(spec), memory: spec.memory, startedAt: now)
+        machine.timeOfDay = .local()
         channels.startReading()
         let pid = process!.pid
         decide(at: now) { machine, actions in machine.start(pid: pid, now: now, into: &actions) }

@@ -110,6 +110,15 @@ final class TaskUsage {
 
 extension TaskStatus {
     /// A running task as `overtime ctl status` shows it: its machine's state and `usage`.
+    /// Each reporter, while the task has more than one.
+    private static func byReporter(_ machine: TaskMachine, now: MonotonicInstant) -> [ReporterStatus]? {
+        guard machine.reporters.count > 1 else { return nil }
+        return machine.reporterSummaries(now: now).map {
+            ReporterStatus(name: $0.name, progress: $0.progress.map { var p = $0; p.reporter = nil; return p },
+                           sinceReport: $0.sinceReport?.seconds, closed: $0.closed)
+        }
+    }
+
     init(ref: TaskRef, machine: TaskMachine, pid: Int32?, usage: UsageSampler.Reading, now: MonotonicInstant) {
         let state: TaskStatus.State = switch machine.phase {
         case .running: .running
@@ -118,7 +127,8 @@ extension TaskStatus {
         }
         let live = TaskStatus.Live(pid: pid, elapsed: (now - machine.startedAt).seconds,
                                    remaining: machine.remaining(at: now)?.seconds, progress: machine.lastProgress,
-                                   reporters: machine.reporters.count, memory: usage.memory,
+                                   reporters: machine.reporters.count, byReporter: Self.byReporter(machine, now: now),
+                                   memory: usage.memory,
                                    peakMemory: usage.peakMemory ?? (machine.peakMemory > 0 ? machine.peakMemory : nil),
                                    cpuUser: usage.cpuUser, cpuSystem: usage.cpuSystem)
         self.init(name: ref.name, state: state, live: live)

@@ -157,10 +157,10 @@ struct DisplayModel: Sendable, Equatable {
         case let .engineExpiring(remaining, source):
             // The task's own deadline is unchanged: the row's budget stays as it was.
             return [.engineExpiring(task: name, remaining: remaining, source: source)]
-        case let .cancelSent(reason, grace):
+        case let .cancelSent(reason, grace, why):
             tasks[id]?.cancelling = reason
             tasks[id]?.killAt = t + grace
-            return [.cancelling(task: name, reason: reason, grace: grace)]
+            return [.cancelling(task: name, reason: reason, grace: grace, why: why)]
         case .killSent:
             tasks[id]?.killSent = true
             return [.killSent(task: name)]

@@ -100,6 +100,13 @@ struct DisplayRenderer: Sendable {
         var eta: String
     }
 
+    /// `2 ranks`, `3 reporters`: how many processes report, when more than one does.
+    static func reporting(_ task: LiveTask, _ p: Progress?) -> String? {
+        let n = p?.reporting ?? task.reporters
+        guard n > 1 else { return nil }
+        return ReporterWords.count(n, names: ReporterWords.shownReporter(p).map { [$0] } ?? [])
+    }
+
     func cells(_ task: LiveTask, now: MonotonicInstant) -> Cells {
         let p = task.progress
         var count = ""
@@ -130,8 +137,8 @@ struct DisplayRenderer: Sendable {
         if task.attempt > 1 { name += " #\(task.attempt)" }
         return Cells(
             name: name,
-            title: shown(p?.title ?? ""),
-            detail: shown([p?.detail, task.reporters > 1 ? "\(task.reporters) reporting" : nil].compactMap { $0 }.joined(separator: " · ")),
+            title: shown([ReporterWords.shownReporter(p), p?.title].compactMap { $0 }.joined(separator: " · ")),
+            detail: shown([p?.detail, Self.reporting(task, p)].compactMap { $0 }.joined(separator: " · ")),
             fraction: p?.fractionCompleted,
             count: count,
             elapsed: DisplayFormat.clock(task.elapsed(at: now)),

@@ -5,7 +5,7 @@ import OvertimeProtocol
 /// timestamped on stderr in `plain` mode): a state change, never a progress update.
 enum Notice: Sendable, Equatable {
     case started(task: String, pid: Int32?, attempt: Int)
-    case cancelling(task: String, reason: CancelReason, grace: Duration)
+    case cancelling(task: String, reason: CancelReason, grace: Duration, why: String? = nil)
     case killSent(task: String)
     case expiring(task: String, remaining: Duration)
     /// The engine (Slurm, a container platform) warned of its end; the task was told.
@@ -39,7 +39,7 @@ enum Notice: Sendable, Equatable {
 
     var task: String? {
         switch self {
-        case let .started(task, _, _), let .cancelling(task, _, _), let .killSent(task), let .expiring(task, _), let .engineExpiring(task, _, _),
+        case let .started(task, _, _), let .cancelling(task, _, _, _), let .killSent(task), let .expiring(task, _), let .engineExpiring(task, _, _),
              let .budget(task, _, _), let .protocolError(task, _, _, _), let .protocolErrorTotal(task, _),
              let .operatorRequest(task, _, _), let .retrying(task, _, _, _), let .reporterRefused(task, _, _, _, _),
              let .notified(task, _, _), let .memoryWarning(task, _, _), let .diagnosing(task, _, _):
@@ -70,8 +70,8 @@ enum Notice: Sendable, Equatable {
         switch self {
         case let .started(_, pid, attempt):
             return "started" + (attempt > 1 ? " (attempt \(attempt))" : "") + (pid.map { ", pid \($0)" } ?? "")
-        case let .cancelling(_, reason, grace):
-            return "cancelling (\(reason.rawValue): \(EventText.explain(reason))); SIGTERM sent, SIGKILL in \(DurationText.format(grace))"
+        case let .cancelling(_, reason, grace, why):
+            return "cancelling (\(reason.rawValue): \(EventText.explain(reason, why: why))); SIGTERM sent, SIGKILL in \(DurationText.format(grace))"
         case .killSent:
             return "still running after grace; SIGKILL sent"
         case let .expiring(_, remaining):
@@ -145,6 +145,13 @@ enum EventText {
         case .failFast: "another task failed (--fail-fast)"
         case .memory: "memory reached its max"
         }
+    }
+
+    /// The reason's words, then what the cancel said beyond them (for a `timeout`, what
+    /// went quiet).
+    static func explain(_ reason: CancelReason, why: String?) -> String {
+        guard let why else { return explain(reason) }
+        return "\(explain(reason)): \(why)"
     }
 
     static func left(_ remaining: Duration?) -> String {

@@ -54,7 +54,7 @@ public final class MetricsRecorder: EventSink {
         case let .progress(progress, _):
             tasks[index].progress = progress
             tasks[index].lastProgress = event.time
-        case let .cancelSent(reason, _):
+        case let .cancelSent(reason, _, _):
             tasks[index].cancels[reason, default: 0] += 1
             cancels[reason, default: 0] += 1
         case .protocolError:

@@ -41,6 +41,10 @@ public struct RunMetrics: Sendable {
         Double(instant.nanoseconds &+ wallOffsetNanoseconds) / 1e9
     }
 
+    /// Reporter series kept per task: one per connected reporter, and never more than this,
+    /// so that a task that forks a reporter per item cannot grow the page without bound.
+    static let reportersPerTask = 64
+
     /// One task as a page shows it.
     struct TaskRow {
         var name: String
@@ -123,6 +127,15 @@ public struct RunMetrics: Sendable {
         for row in rows {
             if let ratio = (row.live?.progress ?? row.record?.progress)?.fractionCompleted {
                 text.sample("overtime_task_progress_ratio", ["task": row.name], ratio)
+            }
+        }
+
+        text.family("overtime_task_reporter_progress_ratio", .gauge, help: "The share done of each connected reporter's own latest bar, 0 to 1, while the task has more than one reporter; a reporter's series goes when it disconnects.")
+        for row in rows {
+            for reporter in (row.live?.byReporter ?? []).prefix(Self.reportersPerTask) {
+                if let ratio = reporter.progress?.fractionCompleted {
+                    text.sample("overtime_task_reporter_progress_ratio", ["task": row.name, "reporter": reporter.name], ratio)
+                }
             }
         }
 

@@ -419,12 +419,12 @@ function moreMarks(attempt) {
 function describe(task, attempt) {
   const lines = ["<b>" + esc(task.name) + "</b>" + (attempt ? " <span class='muted'>attempt " + attempt.seq + " of " + task.attempts.length + (attempt.n !== attempt.seq ? " (its run's " + attempt.n + ")" : "") + "</span>" : "")];
   if (attempt) {
-    lines.push(outcomeCell(attempt.outcome) + (attempt.as && attempt.as !== attempt.outcome ? " (" + esc(attempt.as) + ")" : "") + (attempt.cancel ? " · cancel: " + esc(attempt.cancel) : "") + (attempt.exit != null ? " · exit " + attempt.exit : ""));
+    lines.push(outcomeCell(attempt.outcome) + (attempt.as && attempt.as !== attempt.outcome ? " (" + esc(attempt.as) + ")" : "") + (attempt.cancel ? " · cancel: " + esc(attempt.cancel) + (attempt.why ? " (" + esc(attempt.why) + ")" : "") : "") + (attempt.exit != null ? " · exit " + attempt.exit : ""));
     lines.push(offset(attempt.start) + " (" + clock(attempt.start) + ") · " + (attempt.open ? "running for " : "ran ") + duration(attempt.stop - attempt.start));
     if (attempt.gpus.length) lines.push("GPU " + attempt.gpus.map(esc).join(", "));
     const p = attempt.progress;
     if (p.length || attempt.title || attempt.detail) {
-      lines.push("progress " + (p.length ? Math.round(p[p.length - 1] * 100) + "%" : "–") + (attempt.title ? " · " + esc(attempt.title) : "") + (attempt.detail ? " · " + esc(attempt.detail) : ""));
+      lines.push("progress " + (p.length ? Math.round(p[p.length - 1] * 100) + "%" : "–") + (attempt.reporter ? " · " + esc(attempt.reporter) : "") + (attempt.title ? " · " + esc(attempt.title) : "") + (attempt.detail ? " · " + esc(attempt.detail) : ""));
     }
     if (attempt.peak != null) lines.push("peak memory " + bytes(attempt.peak) + (attempt.source ? " (" + esc(attempt.source) + ")" : ""));
     attempt.marks.forEach(function (m) { lines.push(esc(m[1]) + " at " + offset(m[0]) + ": " + esc(m[2])); });
