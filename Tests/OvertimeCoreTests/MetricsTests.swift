@@ -106,18 +106,22 @@ import OvertimeProtocol
     }
 
     @Test func aSeriesPerConnectedReporterBounded() {
-        let many = (0..<100).map { (i: Int) in TaskStatus.ReporterStatus(name: "rank \(i)", progress: Progress(completed: i, total: 100),
-                                                             sinceReport: 1, closed: false) }
-        let live = TaskStatus.Live(pid: 5, elapsed: 2, remaining: nil, progress: nil, reporters: 100, byReporter: many)
+        let ranks = (0..<100).map { (i: Int) in TaskStatus.ReporterStatus(name: "rank \(i)", progress: Progress(completed: i, total: 100),
+                                                              sinceReport: 1, closed: false) }
+        // A reporter that is no rank (a pool worker, named by its pid) gets no series of its own.
+        let pid = TaskStatus.ReporterStatus(name: "pid 4242", progress: Progress(completed: 1, total: 2), sinceReport: 1, closed: false)
+        let many = [pid] + ranks
+        let live = TaskStatus.Live(pid: 5, elapsed: 2, remaining: nil, progress: nil, reporters: 101, byReporter: many)
         let info = RunMetrics(version: "1", runID: "r", command: "run", startedAt: MonotonicInstant(nanoseconds: 0), wallOffsetNanoseconds: 0)
         let page = String(decoding: info.render([TaskStatus(name: "t", state: .running, live: live)], MetricsRecorder()), as: UTF8.self)
-        #expect(page.contains("overtime_task_reporter_progress_ratio{task=\"t\",reporter=\"rank 40\"} 0.4\n"))
-        let series = page.split(separator: "\n").filter { $0.hasPrefix("overtime_task_reporter_progress_ratio{") }
-        #expect(series.count == RunMetrics.reportersPerTask)
+        #expect(page.contains("overtime_task_rank_progress_ratio{task=\"t\",rank=\"40\"} 0.4\n"))
+        #expect(!page.contains("4242"), "no pid label")
+        let series = page.split(separator: "\n").filter { $0.hasPrefix("overtime_task_rank_progress_ratio{") }
+        #expect(series.count == RunMetrics.reportersPerTask - 1)
         // Once the task has one reporter left, status lists none and the series are gone.
         let one = TaskStatus.Live(pid: 5, elapsed: 2, remaining: nil, progress: nil, reporters: 1)
         let after = String(decoding: info.render([TaskStatus(name: "t", state: .running, live: one)], MetricsRecorder()), as: UTF8.self)
-        #expect(!after.contains("overtime_task_reporter_progress_ratio{"))
+        #expect(!after.contains("overtime_task_rank_progress_ratio{"))
     }
 
     @Test func pageOfABatchFromItsStatuses() {
