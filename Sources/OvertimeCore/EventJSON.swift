@@ -122,6 +122,9 @@ public struct EventEncoder: Sendable {
             w.string("diagnosing")
             w.key("reason"); w.string(reason.rawValue)
             w.key("limit"); w.seconds(limit.seconds)
+        case let .reporterQuiet(reporter):
+            w.string("reporter-quiet")
+            w.key("reporter"); w.int(reporter.number)
         case let .memoryWarning(used, limit):
             w.string("memory-warning")
             w.key("used"); w.int(Int(clamping: used))

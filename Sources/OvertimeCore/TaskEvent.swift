@@ -84,6 +84,10 @@ public struct TaskEvent: Sendable {
         /// A `reason` cancel is due: the task's diagnose command runs first, for at most
         /// `limit`, and the cancel follows.
         case diagnosing(reason: CancelReason, limit: Duration)
+        /// Under every-reporter, the deadline that passed was this reporter's own: it went
+        /// quiet while others kept reporting. Follows the `timeout` cancel (or the
+        /// `diagnosing` before it) that it explains.
+        case reporterQuiet(ReporterID)
         /// The task is over: exited, killed, or never started. Always the last event.
         // Boxed: an outcome is several times the size of any other kind, and every event
         // (a progress message's too) would otherwise be copied at that size.

@@ -127,6 +127,8 @@ public struct TaskMachine: Sendable {
     private var bars = BarTable()
     /// The reporters connected now (the leader's fd 3 among them while it is open).
     public private(set) var reporters: Set<ReporterID> = [.leader]
+    /// Under every-reporter, the deadline of each connected reporter that has reported.
+    private var perReporter = ReporterDeadlines()
 
     /// The highest and the latest memory sample (bytes), 0 before the first.
     public private(set) var peakMemory: UInt64 = 0
@@ -167,7 +169,9 @@ public struct TaskMachine: Sendable {
         }
     }
 
-    public var deadline: MonotonicInstant? { budget.deadline }
+    /// The soft deadline in force: under every-reporter, once a reporter has reported, the
+    /// earliest of the connected reporters' own.
+    public var deadline: MonotonicInstant? { perReporter.earliest?.deadline ?? budget.deadline }
     public var hardLimit: MonotonicInstant? { budget.hardLimit }
     public var revoked: Bool { budget.revoked }
     public var cancelReason: CancelReason? { cancellation?.reason }
@@ -176,7 +180,7 @@ public struct TaskMachine: Sendable {
 
     /// The deadline in force: the earlier of the soft deadline and the hard limit.
     public var effectiveDeadline: MonotonicInstant? {
-        switch (budget.deadline, budget.hardLimit) {
+        switch (deadline, budget.hardLimit) {
         case let (d?, h?): return min(d, h)
         case let (d?, nil): return d
         case let (nil, h?): return h
@@ -187,6 +191,16 @@ public struct TaskMachine: Sendable {
     /// Time left before the effective deadline (never negative); nil when unlimited.
     public func remaining(at now: MonotonicInstant) -> Duration? {
         effectiveDeadline.map { max(.zero, $0 - now) }
+    }
+
+    /// Under every-reporter, each reporter that has reported and its time left before its
+    /// own deadline (or the hard limit, when that is earlier), the least first; empty
+    /// otherwise.
+    public func reporterRemaining(at now: MonotonicInstant) -> [(reporter: ReporterID, remaining: Duration)] {
+        perReporter.sorted.map { entry in
+            let due = budget.hardLimit.map { min($0, entry.deadline) } ?? entry.deadline
+            return (entry.reporter, max(.zero, due - now))
+        }
     }
 
     /// When the executor must next call `tick`; nil when nothing is pending.
@@ -232,11 +246,11 @@ public struct TaskMachine: Sendable {
         switch message {
         case let .progress(progress):
             let advanced = bars.record(progress, from: reporter)
-            if advanced || !policy.requireAdvance { heartbeat(now: now) }
+            if advanced || !policy.requireAdvance { heartbeat(from: reporter, now: now) }
             actions.append(.emit(.progress(bars.lastProgress!, remaining: remaining(at: now))))
         case .heartbeat:
             // Under require-advance a heartbeat proves nothing moved, so it extends nothing.
-            if !policy.requireAdvance { heartbeat(now: now) }
+            if !policy.requireAdvance { heartbeat(from: reporter, now: now) }
             actions.append(.emit(.heartbeat(remaining: remaining(at: now))))
         case let .extend(seconds, why):
             childExtend(seconds: seconds, why: why, from: reporter, now: now, into: &actions)
@@ -290,10 +304,15 @@ public struct TaskMachine: Sendable {
         actions.append(.emit(.reporters(count: reporters.count)))
     }
 
-    /// A reporter's connection closed: its bars go (a bar it started again elsewhere is new).
+    /// A reporter's connection closed: its bars go (a bar it started again elsewhere is new),
+    /// and under every-reporter its deadline stops counting: a finished rank is no hang.
+    /// The leader's fd 3 closing is told too, but the leader stays counted among the
+    /// reporters, as it always was, until the task ends.
     public mutating func reporterLeft(_ reporter: ReporterID, into actions: inout [Action]) {
-        reporters.remove(reporter)
+        perReporter.remove(reporter)
         bars.forget(reporter)
+        guard reporter != .leader else { return }
+        reporters.remove(reporter)
         actions.append(.emit(.reporters(count: reporters.count)))
     }
 
@@ -346,7 +365,10 @@ public struct TaskMachine: Sendable {
         case .running:
             guard let due = effectiveDeadline else { return }
             if due <= now {
-                _ = cancelDiagnosingFirst(expiryReason, now: now, into: &actions)
+                let reason = expiryReason
+                let quiet = reason == .timeout ? perReporter.earliest?.reporter : nil
+                _ = cancelDiagnosingFirst(reason, now: now, into: &actions)
+                if let quiet { actions.append(.emit(.reporterQuiet(quiet))) }
             } else if policy.warnBefore > .zero, !budget.warned, due - now <= policy.warnBefore {
                 budget.warned = true
                 let remaining = due - now
@@ -444,6 +466,7 @@ public struct TaskMachine: Sendable {
         }
         let target = max(current, now) + amount
         if let d = budget.deadline { budget.deadline = max(d, target) }
+        perReporter.raise(to: target)
         if pastMax, let h = budget.hardLimit { budget.hardLimit = max(h, target) }
         leaveWarningZoneIfClear(now: now)
         let remaining = remaining(at: now)
@@ -460,6 +483,7 @@ public struct TaskMachine: Sendable {
         let first = actions.endIndex
         budget.revoked = true
         budget.deadline = now + max(.zero, after)
+        perReporter.removeAll()
         budget.warned = false
         let remaining = remaining(at: now)
         actions.append(.send(.budget(remaining: remaining?.seconds, granted: nil), to: .everyReporter))
@@ -503,13 +527,14 @@ public struct TaskMachine: Sendable {
     /// Why the deadline passed, if it has: the hard limit is `deadline`, a revoked budget is
     /// `revoked`, anything else is `timeout`.
     public var expiryReason: CancelReason {
-        if let h = budget.hardLimit, h <= (budget.deadline ?? h) { return .deadline }
+        if let h = budget.hardLimit, h <= (deadline ?? h) { return .deadline }
         return budget.revoked ? .revoked : .timeout
     }
 
     /// Progress or heartbeat: deadline = max(deadline, now + window), unless revoked; with an
-    /// unlimited window the soft deadline goes (max-runtime still holds).
-    private mutating func heartbeat(now: MonotonicInstant) {
+    /// unlimited window the soft deadline goes (max-runtime still holds). Under every-reporter
+    /// the reporter's own deadline moves the same way, from the task's when it first reports.
+    private mutating func heartbeat(from reporter: ReporterID, now: MonotonicInstant) {
         guard stage.isRunning, !budget.revoked, let d = budget.deadline else { return }
         if policy.reportsLiftDeadline {
             budget.deadline = nil
@@ -519,10 +544,9 @@ public struct TaskMachine: Sendable {
         }
         guard let window = policy.effectiveWindow else { return }
         let candidate = now + window
-        if candidate > d {
-            budget.deadline = candidate
-            if budget.warned { leaveWarningZoneIfClear(now: now) }
-        }
+        if candidate > d { budget.deadline = candidate }
+        if policy.everyReporter { perReporter.reported(reporter, candidate: candidate, start: max(d, candidate)) }
+        if budget.warned { leaveWarningZoneIfClear(now: now) }
     }
 
     private mutating func childExtend(seconds: Double, why: String?, from reporter: ReporterID, now: MonotonicInstant,
@@ -532,6 +556,7 @@ public struct TaskMachine: Sendable {
         if stage.isRunning, !budget.revoked {
             let target = now + asked
             if let d = budget.deadline { budget.deadline = max(d, target) }
+            perReporter.raise(to: target)
             granted = (effectiveDeadline ?? target) >= target
             leaveWarningZoneIfClear(now: now)
         }
