@@ -1,0 +1,76 @@
+// --every-reporter: under rank-independent work (each process its own shard, no collective)
+// one process that stops reporting is caught while the others keep reporting.
+
+import Foundation
+import Testing
+import OvertimeTestSupport
+
+/// A leader that reports nothing and forks two ranks that connect to the task's socket and
+/// send progress every 0.2 s: the first (reporter 1: it has connected and reported before
+/// the second is forked) stops at 6 s but stays connected until 9 s; the second reports
+/// until 9 s. Both exit then, and so does the leader, with 0.
+private let twoRanks = """
+import json, os, socket, sys, time
+def rank(stop_after, ready=None):
+    address = os.environ["OVERTIME_SOCKET"]
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect("\\0" + address[1:] if address.startswith("@") else address)
+    start = time.monotonic()
+    step = 0
+    while True:
+        if time.monotonic() - start < stop_after:
+            step += 1
+            s.sendall((json.dumps({"type": "progress", "completed": step}) + "\\n").encode())
+        if ready is not None:
+            os.write(ready, b"x")
+            os.close(ready)
+            ready = None
+        if time.monotonic() - start >= 9:
+            break
+        time.sleep(0.2)
+    s.close()
+    os._exit(0)
+
+r, w = os.pipe()
+quiet = os.fork()
+if quiet == 0:
+    os.close(r)
+    rank(6, ready=w)
+os.close(w)
+os.read(r, 1)
+busy = os.fork()
+if busy == 0:
+    rank(9)
+for pid in (quiet, busy):
+    os.waitpid(pid, 0)
+sys.exit(0)
+"""
+
+@Suite("CLI every-reporter")
+struct CLIEveryReporterTests {
+    @Test("--every-reporter: a rank that stops reporting but stays connected is cancelled at its own deadline, and named")
+    func aQuietRankIsCancelled() async throws {
+        let scratch = try CLIScratch()
+        let r = try await cliRun(["run", "--json", "--budget", "5s", "--window", "1s", "--grace", "2s", "--every-reporter",
+                                  "--progress", "plain", "--", CLIBatchWorker.python, "-c", twoRanks], in: scratch)
+        #expect(r.status == 124, "\(r)")
+        let report = try r.report()
+        #expect(report["cancel_reason"] as? String == "timeout", "\(r)")
+        // Past the 5 s budget (the quiet rank's reports moved its own deadline) and before
+        // the other rank's end at 9 s; the upper bound is generous.
+        let elapsed = CLIJSON.double(report["elapsed"]) ?? 0
+        #expect(elapsed > 5.5 && r.wall < .seconds(30), "\(r)")
+        #expect(r.stderr.contains("reporter 1 went quiet"), "\(r)")
+    }
+
+    @Test("without --every-reporter the other rank keeps the task alive to its end")
+    func withoutTheFlagTheTaskRunsToItsEnd() async throws {
+        let scratch = try CLIScratch()
+        let r = try await cliRun(["run", "--json", "--budget", "5s", "--window", "1s", "--grace", "2s",
+                                  "--progress", "plain", "--", CLIBatchWorker.python, "-c", twoRanks], in: scratch)
+        #expect(r.status == 0, "\(r)")
+        let report = try r.report()
+        #expect(CLIJSON.isNull(report["cancel_reason"]), "\(r)")
+        #expect(!r.stderr.contains("went quiet"), "\(r)")
+    }
+}
