@@ -486,9 +486,25 @@ public struct TaskStatus: Sendable, Equatable {
         public var peakMemory: UInt64?
         public var cpuUser: Double?
         public var cpuSystem: Double?
+        /// Under every-reporter, each reporter that has reported and its seconds left, the
+        /// least first (empty before any has reported); nil when the task has it off.
+        public var everyReporter: [ReporterLeft]?
+
+        /// One reporter's own time left: its number (0 the leader's fd 3, -1 the sd_notify
+        /// socket, 1 and up the connections to `OVERTIME_SOCKET`) and its seconds.
+        public struct ReporterLeft: Sendable, Equatable {
+            public var reporter: Int
+            public var remaining: Double
+
+            public init(reporter: Int, remaining: Double) {
+                self.reporter = reporter
+                self.remaining = remaining
+            }
+        }
 
         public init(pid: Int32?, elapsed: Double, remaining: Double?, progress: Progress?, reporters: Int? = nil,
-                    memory: UInt64? = nil, peakMemory: UInt64? = nil, cpuUser: Double? = nil, cpuSystem: Double? = nil) {
+                    memory: UInt64? = nil, peakMemory: UInt64? = nil, cpuUser: Double? = nil, cpuSystem: Double? = nil,
+                    everyReporter: [ReporterLeft]? = nil) {
             self.pid = pid
             self.elapsed = elapsed
             self.remaining = remaining
@@ -498,6 +514,7 @@ public struct TaskStatus: Sendable, Equatable {
             self.peakMemory = peakMemory
             self.cpuUser = cpuUser
             self.cpuSystem = cpuSystem
+            self.everyReporter = everyReporter
         }
     }
 
@@ -541,6 +558,17 @@ public struct TaskStatus: Sendable, Equatable {
             if let peak = live.peakMemory { w.key("peak_memory"); w.int(Int(clamping: peak)) }
             if let user = live.cpuUser { w.key("cpu_user"); w.seconds(user) }
             if let system = live.cpuSystem { w.key("cpu_system"); w.seconds(system) }
+            if let every = live.everyReporter {
+                w.key("every_reporter")
+                w.beginArray()
+                for left in every {
+                    w.beginObject()
+                    w.key("reporter"); w.int(left.reporter)
+                    w.key("remaining"); w.seconds(left.remaining)
+                    w.endObject()
+                }
+                w.endArray()
+            }
         }
         w.endObject()
     }
@@ -600,7 +628,25 @@ public struct TaskStatus: Sendable, Equatable {
                     memory: try Self.count(value["memory"], "memory").map { UInt64($0) },
                     peakMemory: try Self.count(value["peak_memory"], "peak_memory").map { UInt64($0) },
                     cpuUser: try Self.number(value["cpu_user"], "cpu_user"),
-                    cpuSystem: try Self.number(value["cpu_system"], "cpu_system"))
+                    cpuSystem: try Self.number(value["cpu_system"], "cpu_system"),
+                    everyReporter: try Self.reportersLeft(value["every_reporter"]))
+    }
+
+    private static func reportersLeft(_ value: JSONValue?) throws(ProtocolError) -> [Live.ReporterLeft]? {
+        switch value {
+        case nil, .null?: return nil
+        case let .array(items)?:
+            var left: [Live.ReporterLeft] = []
+            for item in items {
+                guard case let .number(reporter)? = item["reporter"], reporter == reporter.rounded(), abs(reporter) < 1e15,
+                      let remaining = try number(item["remaining"], "remaining") else {
+                    throw ProtocolError(.wrongType, "each of \"every_reporter\" must have a whole \"reporter\" and a \"remaining\"")
+                }
+                left.append(Live.ReporterLeft(reporter: Int(reporter), remaining: remaining))
+            }
+            return left
+        default: throw ProtocolError(.wrongType, "\"every_reporter\" must be an array")
+        }
     }
 
     private static func string(_ value: JSONValue?, _ field: StaticString) throws(ProtocolError) -> String? {

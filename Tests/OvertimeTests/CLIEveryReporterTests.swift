@@ -73,4 +73,25 @@ struct CLIEveryReporterTests {
         #expect(CLIJSON.isNull(report["cancel_reason"]), "\(r)")
         #expect(!r.stderr.contains("went quiet"), "\(r)")
     }
+
+    @Test("ctl status: every-reporter is shown on, with each reporter's own time left")
+    func statusShowsEachReportersTimeLeft() async throws {
+        let f = try CLICtlRunFixture()
+        try await f.start(["--budget", "30s", "--window", "20s", "--every-reporter", "--json"], heartbeat: true)
+        _ = await f.waitSeen("budget")
+        // The leader's heartbeats every 50 ms keep its own deadline about 20 s ahead.
+        var status = try await f.ctl(["status"])
+        for _ in 0..<50 where !status.stdout.contains("reporter 0") {
+            try await Task.sleep(for: .milliseconds(100))
+            status = try await f.ctl(["status"])
+        }
+        #expect(status.status == 0, "\(status)")
+        let line = status.stdout.split(separator: "\n").first { $0.hasPrefix("job: every-reporter: ") }
+        #expect(line?.hasPrefix("job: every-reporter: reporter 0 ") == true && line?.hasSuffix(" left") == true, "\(status)")
+        let json = try await f.ctl(["status", "--json"])
+        #expect(json.stdout.contains(#""every_reporter":[{"reporter":0,"remaining":"#), "\(json)")
+        try f.release()
+        let end = try await f.finish()
+        #expect(end.status == 0, "\(end)")
+    }
 }

@@ -120,7 +120,10 @@ extension TaskStatus {
                                    remaining: machine.remaining(at: now)?.seconds, progress: machine.lastProgress,
                                    reporters: machine.reporters.count, memory: usage.memory,
                                    peakMemory: usage.peakMemory ?? (machine.peakMemory > 0 ? machine.peakMemory : nil),
-                                   cpuUser: usage.cpuUser, cpuSystem: usage.cpuSystem)
+                                   cpuUser: usage.cpuUser, cpuSystem: usage.cpuSystem,
+                                   everyReporter: machine.policy.everyReporter ? machine.reporterRemaining(at: now).map {
+                                       TaskStatus.Live.ReporterLeft(reporter: $0.reporter.number, remaining: $0.remaining.seconds)
+                                   } : nil)
         self.init(name: ref.name, state: state, live: live)
     }
 }
