@@ -21,8 +21,6 @@ struct ReporterDeadlines: Sendable, Equatable {
         }
     }
 
-    var isEmpty: Bool { deadlines.isEmpty }
-
     /// Every deadline, the earliest first (for a status).
     var sorted: [Entry] {
         deadlines.map { Entry(reporter: $0.key, deadline: $0.value) }.sorted(by: Entry.isBefore)
