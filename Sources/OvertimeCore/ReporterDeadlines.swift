@@ -1,14 +1,15 @@
 /// Under `every-reporter`, the deadline of each reporter that has reported and is still
 /// connected, and which of them is earliest: the soft deadline in force (DESIGN §3a).
 ///
-/// The earliest is kept as it changes, so reading it costs nothing. A report moves one
-/// reporter's deadline later; only when that reporter held the earliest, and others are
-/// there, are the others looked at again (they are a task's ranks: few). The single
-/// reporter of most tasks never costs a look at anything else.
+/// The earliest is kept out of the dictionary, as it changes, so reading it costs nothing
+/// and the one reporter of most tasks reports with no hashing and no look at anything
+/// else. A report moves one reporter's deadline later; only when that reporter held the
+/// earliest, and others are there, are the others looked at again (a task's ranks: few).
 struct ReporterDeadlines: Sendable, Equatable {
-    private var deadlines: [ReporterID: MonotonicInstant] = [:]
     /// Whose deadline is earliest, and when; nil before any reporter has reported.
     private(set) var earliest: Entry?
+    /// Every other reporter's.
+    private var others: [ReporterID: MonotonicInstant] = [:]
 
     struct Entry: Sendable, Equatable {
         var reporter: ReporterID
@@ -23,47 +24,66 @@ struct ReporterDeadlines: Sendable, Equatable {
 
     /// Every deadline, the earliest first (for a status).
     var sorted: [Entry] {
-        deadlines.map { Entry(reporter: $0.key, deadline: $0.value) }.sorted(by: Entry.isBefore)
+        guard let earliest else { return [] }
+        return [earliest] + others.map { Entry(reporter: $0.key, deadline: $0.value) }.sorted(by: Entry.isBefore)
     }
 
     /// `reporter` reported: its deadline becomes `max(its own, candidate)`; a reporter's
     /// first report starts from `start` (the task's deadline then).
     mutating func reported(_ reporter: ReporterID, candidate: MonotonicInstant, start: MonotonicInstant) {
-        let previous = deadlines[reporter]
-        let moved = max(previous ?? start, candidate)
-        guard moved != previous else { return }
-        deadlines[reporter] = moved
-        if deadlines.count == 1 {
-            earliest = Entry(reporter: reporter, deadline: moved)
-        } else if earliest?.reporter == reporter {
-            findEarliest()
-        } else if let first = earliest, Entry.isBefore(first, Entry(reporter: reporter, deadline: moved)) {
+        guard var first = earliest else {
+            earliest = Entry(reporter: reporter, deadline: max(start, candidate))
             return
+        }
+        if first.reporter == reporter {
+            guard candidate > first.deadline else { return }
+            first.deadline = candidate
+            if others.isEmpty {
+                earliest = first
+            } else {
+                others[reporter] = candidate
+                takeEarliest()
+            }
+            return
+        }
+        let previous = others[reporter]
+        let moved = Entry(reporter: reporter, deadline: max(previous ?? start, candidate))
+        guard moved.deadline != previous else { return }
+        if Entry.isBefore(first, moved) {
+            others[reporter] = moved.deadline
         } else {
-            earliest = Entry(reporter: reporter, deadline: moved)
+            others[reporter] = nil
+            others[first.reporter] = first.deadline
+            earliest = moved
         }
     }
 
     /// An extend: every deadline is at least `target` now.
     mutating func raise(to target: MonotonicInstant) {
         guard let first = earliest, first.deadline < target else { return }
-        for (reporter, deadline) in deadlines where deadline < target { deadlines[reporter] = target }
-        findEarliest()
+        others[first.reporter] = target
+        for (reporter, deadline) in others where deadline < target { others[reporter] = target }
+        takeEarliest()
     }
 
     /// The reporter disconnected: a finished rank is no hang.
     mutating func remove(_ reporter: ReporterID) {
-        guard deadlines.removeValue(forKey: reporter) != nil, earliest?.reporter == reporter else { return }
-        findEarliest()
+        if earliest?.reporter == reporter {
+            takeEarliest()
+        } else {
+            others[reporter] = nil
+        }
     }
 
     /// A revoke: no reporter's report moves the deadline any more.
     mutating func removeAll() {
-        deadlines = [:]
         earliest = nil
+        others = [:]
     }
 
-    private mutating func findEarliest() {
-        earliest = deadlines.lazy.map { Entry(reporter: $0.key, deadline: $0.value) }.min(by: Entry.isBefore)
+    /// The earliest of `others` becomes `earliest` (nil when there are none).
+    private mutating func takeEarliest() {
+        earliest = others.lazy.map { Entry(reporter: $0.key, deadline: $0.value) }.min(by: Entry.isBefore)
+        if let earliest { others[earliest.reporter] = nil }
     }
 }
