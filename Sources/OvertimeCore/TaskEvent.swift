@@ -85,8 +85,8 @@ public struct TaskEvent: Sendable {
         /// `limit`, and the cancel follows.
         case diagnosing(reason: CancelReason, limit: Duration)
         /// Under every-reporter, the deadline that passed was this reporter's own: it went
-        /// quiet while others kept reporting. Follows the `timeout` cancel (or the
-        /// `diagnosing` before it) that it explains.
+        /// quiet while others kept reporting. Comes right after the `timeout` cancel it
+        /// explains (with a diagnose command, after the `diagnosing` that comes first).
         case reporterQuiet(ReporterID)
         /// The task is over: exited, killed, or never started. Always the last event.
         // Boxed: an outcome is several times the size of any other kind, and every event
