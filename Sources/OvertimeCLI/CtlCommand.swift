@@ -376,8 +376,20 @@ struct CtlCommand {
         return String(decoding: buffer[..<length], as: UTF8.self)
     }
 
-    /// `NAME  STATE  PROGRESS  LEFT  PID` for humans.
+    /// `NAME  STATE  PROGRESS  LEFT  PID` for humans; under it, for each task with
+    /// every-reporter on, each reporter's own time left.
     static func statusTable(_ tasks: [TaskStatus]) -> String {
+        statusRows(tasks) + tasks.compactMap(everyReporterLine).joined()
+    }
+
+    /// `train: every-reporter: reporter 1 700ms left, reporter 0 1s left`
+    static func everyReporterLine(_ task: TaskStatus) -> String? {
+        guard let every = task.live?.everyReporter else { return nil }
+        let each = every.map { "\(TextWidth.sanitize($0.reporter)) \(DurationText.format(.seconds(fromDouble: $0.remaining))) left" }
+        return TextWidth.sanitize(task.name) + ": every-reporter: " + (each.isEmpty ? "no reporter has reported yet" : each.joined(separator: ", ")) + "\n"
+    }
+
+    private static func statusRows(_ tasks: [TaskStatus]) -> String {
         guard !tasks.isEmpty else { return "no tasks\n" }
         var rows = [["TASK", "STATE", "PROGRESS", "LEFT", "PID"]]
         for task in tasks {

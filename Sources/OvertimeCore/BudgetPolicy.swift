@@ -22,6 +22,10 @@ public struct BudgetPolicy: Sendable, Equatable {
     public var warnBefore: Duration
     /// When true, progress extends the deadline only if `completed` grew or `fraction` rose.
     public var requireAdvance: Bool
+    /// When true, each reporter that has reported keeps a deadline of its own, and the
+    /// earliest among those still connected is the one in force: one quiet rank of work
+    /// split among processes is caught while the others keep reporting.
+    public var everyReporter: Bool
     /// In a queue with an overall deadline, a task is not started with less than this left.
     public var minStart: Duration
     /// When set, a `timeout` or `memory` cancel first runs the task's diagnose command
@@ -36,6 +40,7 @@ public struct BudgetPolicy: Sendable, Equatable {
         grace: Duration = .seconds(10),
         warnBefore: Duration = .zero,
         requireAdvance: Bool = false,
+        everyReporter: Bool = false,
         minStart: Duration = .seconds(5)
     ) {
         self.budget = budget
@@ -44,6 +49,7 @@ public struct BudgetPolicy: Sendable, Equatable {
         self.grace = grace
         self.warnBefore = warnBefore
         self.requireAdvance = requireAdvance
+        self.everyReporter = everyReporter
         self.minStart = minStart
     }
 

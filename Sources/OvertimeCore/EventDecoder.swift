@@ -48,6 +48,7 @@ public enum EventDecoder {
         case "notify": kind = .notified(key: try fields.string("key"), value: try fields.string("value"))
         case "memory-warning": kind = .memoryWarning(used: UInt64(try fields.count("used")), limit: UInt64(try fields.count("limit")))
         case "diagnosing": kind = .diagnosing(reason: try fields.reason("reason"), limit: try fields.seconds("limit"))
+        case "reporter-quiet": kind = .reporterQuiet(name: try fields.string("reporter"))
         case "exited": kind = .exited(try fields.outcome(task: task))
         default: return nil
         }
@@ -92,6 +93,13 @@ public enum EventDecoder {
         func count(_ field: String) throws(ProtocolError) -> Int {
             let n = try number(field)
             guard n >= 0, n == n.rounded(), n < 9.2e18 else { throw problem(field, "a whole number ≥ 0") }
+            return Int(n)
+        }
+
+        /// A whole number of either sign (the sd_notify socket is reporter -1).
+        func integer(_ field: String) throws(ProtocolError) -> Int {
+            let n = try number(field)
+            guard n == n.rounded(), abs(n) < 9.2e18 else { throw problem(field, "a whole number") }
             return Int(n)
         }
 

@@ -123,6 +123,9 @@ public struct EventEncoder: Sendable {
             w.string("diagnosing")
             w.key("reason"); w.string(reason.rawValue)
             w.key("limit"); w.seconds(limit.seconds)
+        case let .reporterQuiet(name):
+            w.string("reporter-quiet")
+            w.key("reporter"); w.string(name)
         case let .memoryWarning(used, limit):
             w.string("memory-warning")
             w.key("used"); w.int(Int(clamping: used))

@@ -86,6 +86,10 @@ public struct TaskEvent: Sendable {
         /// A `reason` cancel is due: the task's diagnose command runs first, for at most
         /// `limit`, and the cancel follows.
         case diagnosing(reason: CancelReason, limit: Duration)
+        /// Under every-reporter, the deadline that passed was this reporter's own: it went
+        /// quiet while others kept reporting. Comes right after the `timeout` cancel it
+        /// explains (with a diagnose command, after the `diagnosing` that comes first).
+        case reporterQuiet(name: String)
         /// The task is over: exited, killed, or never started. Always the last event.
         // Boxed: an outcome is several times the size of any other kind, and every event
         // (a progress message's too) would otherwise be copied at that size.

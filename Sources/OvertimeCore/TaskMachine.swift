@@ -134,6 +134,11 @@ public struct TaskMachine: Sendable {
     /// How `timeout` cancels write the time a quiet bar closed; the executor sets it from
     /// the clocks it reads.
     public var timeOfDay = TimeOfDay(wallOffsetNanoseconds: 0, utcOffsetSeconds: 0)
+    /// Under every-reporter, the deadline of each connected reporter that has reported.
+    private var perReporter = ReporterDeadlines()
+    /// Under every-reporter, the reporter whose own deadline passed: the cancel's `why`
+    /// tells of its last progress, not of the others', which kept coming.
+    private var quietReporter: ReporterID?
 
     /// The highest and the latest memory sample (bytes), 0 before the first.
     public private(set) var peakMemory: UInt64 = 0
@@ -174,7 +179,9 @@ public struct TaskMachine: Sendable {
         }
     }
 
-    public var deadline: MonotonicInstant? { budget.deadline }
+    /// The soft deadline in force: under every-reporter, once a reporter has reported, the
+    /// earliest of the connected reporters' own.
+    public var deadline: MonotonicInstant? { perReporter.earliest?.deadline ?? budget.deadline }
     public var hardLimit: MonotonicInstant? { budget.hardLimit }
     public var revoked: Bool { budget.revoked }
     public var cancelReason: CancelReason? { cancellation?.reason }
@@ -183,7 +190,7 @@ public struct TaskMachine: Sendable {
 
     /// The deadline in force: the earlier of the soft deadline and the hard limit.
     public var effectiveDeadline: MonotonicInstant? {
-        switch (budget.deadline, budget.hardLimit) {
+        switch (deadline, budget.hardLimit) {
         case let (d?, h?): return min(d, h)
         case let (d?, nil): return d
         case let (nil, h?): return h
@@ -194,6 +201,16 @@ public struct TaskMachine: Sendable {
     /// Time left before the effective deadline (never negative); nil when unlimited.
     public func remaining(at now: MonotonicInstant) -> Duration? {
         effectiveDeadline.map { max(.zero, $0 - now) }
+    }
+
+    /// Under every-reporter, each reporter that has reported and its time left before its
+    /// own deadline (or the hard limit, when that is earlier), the least first; empty
+    /// otherwise.
+    public func reporterRemaining(at now: MonotonicInstant) -> [(reporter: ReporterID, remaining: Duration)] {
+        perReporter.sorted.map { entry in
+            let due = budget.hardLimit.map { min($0, entry.deadline) } ?? entry.deadline
+            return (entry.reporter, max(.zero, due - now))
+        }
     }
 
     /// When the executor must next call `tick`; nil when nothing is pending.
@@ -240,11 +257,11 @@ public struct TaskMachine: Sendable {
         switch message {
         case let .progress(progress):
             let advanced = bars.record(progress, from: reporter, now: now)
-            if advanced || !policy.requireAdvance { heartbeat(now: now) }
+            if advanced || !policy.requireAdvance { heartbeat(from: reporter, now: now) }
             actions.append(.emit(.progress(bars.shown!, remaining: remaining(at: now))))
         case .heartbeat:
             // Under require-advance a heartbeat proves nothing moved, so it extends nothing.
-            if !policy.requireAdvance { heartbeat(now: now) }
+            if !policy.requireAdvance { heartbeat(from: reporter, now: now) }
             actions.append(.emit(.heartbeat(remaining: remaining(at: now))))
         case let .extend(seconds, why):
             childExtend(seconds: seconds, why: why, from: reporter, now: now, into: &actions)
@@ -323,15 +340,24 @@ public struct TaskMachine: Sendable {
 
     /// What went quiet, as a `timeout` cancel tells it.
     public func progressSilence(now: MonotonicInstant) -> ProgressSilence {
+        if let quiet = quietReporter, let bar = bars.latestBar(of: quiet) {
+            return .quiet(ago: now - bar.movedAt, bar: bar.progress.title ?? bar.progress.bar, reporter: bars.name(of: quiet),
+                          closedAt: bar.closedAt)
+        }
         guard let bar = bars.lastMoved else { return .neverReported }
         return .quiet(ago: now - bar.movedAt, bar: bar.progress.title ?? bar.progress.bar,
                       reporter: bar.progress.reporter ?? ReporterID.leader.description, closedAt: bar.closedAt)
     }
 
-    /// A reporter's connection closed: its bars go (a bar it started again elsewhere is new).
+    /// A reporter's connection closed: its bars go (a bar it started again elsewhere is new),
+    /// and under every-reporter its deadline stops counting: a finished rank is no hang.
+    /// The leader's fd 3 closing is told too, but the leader stays counted among the
+    /// reporters, as it always was, until the task ends.
     public mutating func reporterLeft(_ reporter: ReporterID, into actions: inout [Action]) {
-        reporters.remove(reporter)
+        perReporter.remove(reporter)
         bars.forget(reporter)
+        guard reporter != .leader else { return }
+        reporters.remove(reporter)
         actions.append(.emit(.reporters(count: reporters.count)))
     }
 
@@ -384,7 +410,10 @@ public struct TaskMachine: Sendable {
         case .running:
             guard let due = effectiveDeadline else { return }
             if due <= now {
-                _ = cancelDiagnosingFirst(expiryReason, now: now, into: &actions)
+                let reason = expiryReason
+                quietReporter = reason == .timeout ? perReporter.earliest?.reporter : nil
+                _ = cancelDiagnosingFirst(reason, now: now, into: &actions)
+                if let quiet = quietReporter { actions.append(.emit(.reporterQuiet(name: bars.name(of: quiet)))) }
             } else if policy.warnBefore > .zero, !budget.warned, due - now <= policy.warnBefore {
                 budget.warned = true
                 let remaining = due - now
@@ -483,6 +512,7 @@ public struct TaskMachine: Sendable {
         }
         let target = max(current, now) + amount
         if let d = budget.deadline { budget.deadline = max(d, target) }
+        perReporter.raise(to: target)
         if pastMax, let h = budget.hardLimit { budget.hardLimit = max(h, target) }
         leaveWarningZoneIfClear(now: now)
         let remaining = remaining(at: now)
@@ -499,6 +529,7 @@ public struct TaskMachine: Sendable {
         let first = actions.endIndex
         budget.revoked = true
         budget.deadline = now + max(.zero, after)
+        perReporter.removeAll()
         budget.warned = false
         let remaining = remaining(at: now)
         actions.append(.send(.budget(remaining: remaining?.seconds, granted: nil), to: .everyReporter))
@@ -542,13 +573,14 @@ public struct TaskMachine: Sendable {
     /// Why the deadline passed, if it has: the hard limit is `deadline`, a revoked budget is
     /// `revoked`, anything else is `timeout`.
     public var expiryReason: CancelReason {
-        if let h = budget.hardLimit, h <= (budget.deadline ?? h) { return .deadline }
+        if let h = budget.hardLimit, h <= (deadline ?? h) { return .deadline }
         return budget.revoked ? .revoked : .timeout
     }
 
     /// Progress or heartbeat: deadline = max(deadline, now + window), unless revoked; with an
-    /// unlimited window the soft deadline goes (max-runtime still holds).
-    private mutating func heartbeat(now: MonotonicInstant) {
+    /// unlimited window the soft deadline goes (max-runtime still holds). Under every-reporter
+    /// the reporter's own deadline moves the same way, from the task's when it first reports.
+    private mutating func heartbeat(from reporter: ReporterID, now: MonotonicInstant) {
         guard stage.isRunning, !budget.revoked, let d = budget.deadline else { return }
         if policy.reportsLiftDeadline {
             budget.deadline = nil
@@ -558,10 +590,9 @@ public struct TaskMachine: Sendable {
         }
         guard let window = policy.effectiveWindow else { return }
         let candidate = now + window
-        if candidate > d {
-            budget.deadline = candidate
-            if budget.warned { leaveWarningZoneIfClear(now: now) }
-        }
+        if candidate > d { budget.deadline = candidate }
+        if policy.everyReporter { perReporter.reported(reporter, candidate: candidate, start: max(d, candidate)) }
+        if budget.warned { leaveWarningZoneIfClear(now: now) }
     }
 
     private mutating func childExtend(seconds: Double, why: String?, from reporter: ReporterID, now: MonotonicInstant,
@@ -571,6 +602,7 @@ public struct TaskMachine: Sendable {
         if stage.isRunning, !budget.revoked {
             let target = now + asked
             if let d = budget.deadline { budget.deadline = max(d, target) }
+            perReporter.raise(to: target)
             granted = (effectiveDeadline ?? target) >= target
             leaveWarningZoneIfClear(now: now)
         }

@@ -507,10 +507,26 @@ public struct TaskStatus: Sendable, Equatable {
         public var peakMemory: UInt64?
         public var cpuUser: Double?
         public var cpuSystem: Double?
+        /// Under every-reporter, each reporter that has reported and its seconds left, the
+        /// least first (empty before any has reported); nil when the task has it off.
+        public var everyReporter: [ReporterLeft]?
+
+        /// One reporter's own time left: its name (`rank 1`, `pid 4242`; docs/protocol.md)
+        /// and its seconds.
+        public struct ReporterLeft: Sendable, Equatable {
+            public var reporter: String
+            public var remaining: Double
+
+            public init(reporter: String, remaining: Double) {
+                self.reporter = reporter
+                self.remaining = remaining
+            }
+        }
 
         public init(pid: Int32?, elapsed: Double, remaining: Double?, progress: Progress?, reporters: Int? = nil,
                     byReporter: [ReporterStatus]? = nil,
-                    memory: UInt64? = nil, peakMemory: UInt64? = nil, cpuUser: Double? = nil, cpuSystem: Double? = nil) {
+                    memory: UInt64? = nil, peakMemory: UInt64? = nil, cpuUser: Double? = nil, cpuSystem: Double? = nil,
+                    everyReporter: [ReporterLeft]? = nil) {
             self.byReporter = byReporter
             self.pid = pid
             self.elapsed = elapsed
@@ -521,6 +537,7 @@ public struct TaskStatus: Sendable, Equatable {
             self.peakMemory = peakMemory
             self.cpuUser = cpuUser
             self.cpuSystem = cpuSystem
+            self.everyReporter = everyReporter
         }
     }
 
@@ -578,6 +595,17 @@ public struct TaskStatus: Sendable, Equatable {
             if let peak = live.peakMemory { w.key("peak_memory"); w.int(Int(clamping: peak)) }
             if let user = live.cpuUser { w.key("cpu_user"); w.seconds(user) }
             if let system = live.cpuSystem { w.key("cpu_system"); w.seconds(system) }
+            if let every = live.everyReporter {
+                w.key("every_reporter")
+                w.beginArray()
+                for left in every {
+                    w.beginObject()
+                    w.key("reporter"); w.string(left.reporter)
+                    w.key("remaining"); w.seconds(left.remaining)
+                    w.endObject()
+                }
+                w.endArray()
+            }
         }
         w.endObject()
     }
@@ -636,7 +664,8 @@ public struct TaskStatus: Sendable, Equatable {
                     memory: try Self.count(value["memory"], "memory").map { UInt64($0) },
                     peakMemory: try Self.count(value["peak_memory"], "peak_memory").map { UInt64($0) },
                     cpuUser: try Self.number(value["cpu_user"], "cpu_user"),
-                    cpuSystem: try Self.number(value["cpu_system"], "cpu_system"))
+                    cpuSystem: try Self.number(value["cpu_system"], "cpu_system"),
+                    everyReporter: try Self.reportersLeft(value["every_reporter"]))
     }
 
     /// A progress object as `progressFields` writes it, or nil for `null` or none.
@@ -655,6 +684,22 @@ public struct TaskStatus: Sendable, Equatable {
                 reporter: try Self.string(given["reporter"], "reporter"),
                 reporting: try Self.count(given["reporting"], "reporting"))
         default: throw ProtocolError(.wrongType, "\"progress\" must be an object or null")
+        }
+    }
+
+    private static func reportersLeft(_ value: JSONValue?) throws(ProtocolError) -> [Live.ReporterLeft]? {
+        switch value {
+        case nil, .null?: return nil
+        case let .array(items)?:
+            var left: [Live.ReporterLeft] = []
+            for item in items {
+                guard case let .string(reporter)? = item["reporter"], let remaining = try number(item["remaining"], "remaining") else {
+                    throw ProtocolError(.wrongType, "each of \"every_reporter\" must have a \"reporter\" name and a \"remaining\"")
+                }
+                left.append(Live.ReporterLeft(reporter: reporter, remaining: remaining))
+            }
+            return left
+        default: throw ProtocolError(.wrongType, "\"every_reporter\" must be an array")
         }
     }
 

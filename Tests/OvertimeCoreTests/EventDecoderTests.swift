@@ -49,6 +49,8 @@ import Testing
         .notified(key: "STOPPING", value: "1"),
         .memoryWarning(used: 190_000_000, limit: 200_000_000),
         .diagnosing(reason: .timeout, limit: .seconds(10)),
+        .reporterQuiet(name: "rank 2"),
+        .reporterQuiet(name: "sd_notify"),
     ])
     func readsBackAsItself(_ kind: TaskEvent.Kind) throws {
         #expect(try Self.roundTrip(kind) == kind)

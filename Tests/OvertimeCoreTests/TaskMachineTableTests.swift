@@ -71,7 +71,7 @@ struct TaskMachineTableTests {
         "`receive` ready, result": { m, now, a in m.receive(.ready, now: now, into: &a) },
         "`notify` (sd_notify)": { m, now, a in m.notify(.status("loading"), now: now, into: &a) },
         "`reporterJoined`": { m, now, a in m.reporterJoined(ReporterID(1), now: now, into: &a) },
-        "`reporterLeft`": { m, now, a in m.reporterLeft(.leader, into: &a) },
+        "`reporterLeft`": { m, now, a in m.reporterLeft(ReporterID(1), into: &a) },
         "`reporterNamed`": { m, _, _ in m.reporterNamed(.leader, "rank 0") },
         "`memorySample`": { m, now, a in m.memorySample(950, now: now, into: &a) },
         "`engineExpiring`": { m, now, a in m.engineExpiring(remaining: .seconds(60), source: .warnLead, now: now, into: &a) },

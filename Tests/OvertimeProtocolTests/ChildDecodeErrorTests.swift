@@ -68,7 +68,7 @@ struct ChildDecodeErrorTests {
 
     /// A progress line padded with a title to exactly `length` bytes.
     static func paddedLine(length: Int) -> [UInt8] {
-        let frame = utf8(#"{"type":"progress","title":""}"#)
+        let frame = titleLine([])
         return Array(frame.dropLast(2)) + [UInt8](repeating: UInt8(ascii: "x"), count: length - frame.count) + utf8(#""}"#)
     }
 
@@ -77,7 +77,7 @@ struct ChildDecodeErrorTests {
         let line = Self.paddedLine(length: 65536)
         #expect(line.count == ProtocolLimits.maxLineLength)
         let title = try decodedTitle(line)
-        #expect(title?.utf8.count == 65536 - 30)
+        #expect(title?.utf8.count == 65536 - titleLine([]).count)
     }
 
     @Test("a line of 64 KiB + 1 → too-long, before any parsing")

@@ -149,6 +149,9 @@ struct ControlReplyTests {
         ControlReply(id: .number(1), .status([
             train,
             TaskStatus(name: "idle", state: .running, live: TaskStatus.Live(pid: nil, elapsed: 0, remaining: nil, progress: nil)),
+            TaskStatus(name: "ranks", state: .running, live: TaskStatus.Live(pid: 5, elapsed: 3, remaining: 0.7, progress: nil, reporters: 3,
+                                                                             everyReporter: [.init(reporter: "rank 2", remaining: 0.7), .init(reporter: "sd_notify", remaining: 1)])),
+            TaskStatus(name: "ranks, none yet", state: .running, live: TaskStatus.Live(pid: 6, elapsed: 1, remaining: 4, progress: nil, everyReporter: [])),
             TaskStatus(name: "fraction only", state: .exiting, live: TaskStatus.Live(pid: 1, elapsed: 1.5, remaining: 0, progress: Progress(fraction: 0.125))),
             TaskStatus(name: "no fields", state: .running, live: TaskStatus.Live(pid: 1, elapsed: 1, remaining: 1, progress: Progress())),
             TaskStatus(name: "stopping", attempts: 2, state: .cancelling(.failFast), live: TaskStatus.Live(pid: 7, elapsed: 9, remaining: 10, progress: nil)),

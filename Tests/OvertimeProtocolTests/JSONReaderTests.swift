@@ -28,7 +28,7 @@ struct JSONReaderTests {
         (#"é\u00e9é"#, "ééé"),  // escapes mixed with raw multi-byte UTF-8
     ])
     func escapes(escaped: String, expected: String) throws {
-        let title = try decodedTitle(utf8(#"{"type":"progress","title":"\#(escaped)"}"#))
+        let title = try decodedTitle(titleLine(utf8(escaped)))
         #expect(title == expected)
         // The same in a result value, which goes through the generic value reader.
         #expect(try decodeChild(#"{"type":"result","value":["\#(escaped)"]}"#) == .result(.array([.string(expected)])))
@@ -39,7 +39,7 @@ struct JSONReaderTests {
     @Test("the decoded string has the right scalars, not just an equivalent one")
     func exactScalars() throws {
         // String == uses canonical equivalence; compare the scalars to be sure nothing was normalised.
-        let title = try decodedTitle(utf8(#"{"type":"progress","title":"e\u0301 \ud83d\ude00"}"#))
+        let title = try decodedTitle(titleLine(utf8(#"e\u0301 \ud83d\ude00"#)))
         #expect(title.map { Array($0.unicodeScalars) } == ["e", "\u{301}", " ", "\u{1F600}"])
     }
 

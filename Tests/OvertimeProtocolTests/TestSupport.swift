@@ -51,15 +51,17 @@ func supervisorErrorKind(_ line: [UInt8]) -> ProtocolError.Kind? {
 
 func supervisorErrorKind(_ line: String) -> ProtocolError.Kind? { supervisorErrorKind(utf8(line)) }
 
-/// `{"type":"progress","title":"<raw>"}` with `raw` pasted in byte for byte (possibly not UTF-8).
+/// `{"type":"result","value":"<raw>"}` with `raw` pasted in byte for byte (possibly not
+/// UTF-8): a string the decoder keeps as the JSON says (a progress title would lose its
+/// control characters, which are stripped from what is shown).
 func titleLine(_ raw: [UInt8]) -> [UInt8] {
-    utf8(#"{"type":"progress","title":""#) + raw + utf8(#""}"#)
+    utf8(#"{"type":"result","value":""#) + raw + utf8(#""}"#)
 }
 
-/// The title a line decodes to, or nil when it is not a progress line with a title.
+/// The string a `titleLine` decodes to, or nil when it is not a result holding a string.
 func decodedTitle(_ line: [UInt8]) throws(ProtocolError) -> String? {
-    guard case let .progress(p) = try ChildMessage.decode(line) else { return nil }
-    return p.title
+    guard case let .result(.string(text)) = try ChildMessage.decode(line) else { return nil }
+    return text
 }
 
 /// `depth` arrays nested inside each other, innermost holding `1`.

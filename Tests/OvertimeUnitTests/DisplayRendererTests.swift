@@ -550,6 +550,21 @@ struct CtlStatusTableTests {
         let starts = lines.map { line in TextWidth.columns(String(line[..<(line.range(of: "running") ?? line.range(of: "STATE")!).lowerBound])) }
         #expect(Set(starts).count == 1, "the STATE column starts at one place on every line: \(lines)")
     }
+
+    @Test("a task with every-reporter on gets a line under the table with each reporter's time left")
+    func everyReporterLine() {
+        let tasks = [
+            TaskStatus(name: "train", state: .running, live: TaskStatus.Live(
+                pid: 42, elapsed: 9, remaining: 0.7, progress: nil, reporters: 3,
+                everyReporter: [.init(reporter: "rank 1", remaining: 0.7), .init(reporter: "rank 2", remaining: 1)])),
+            TaskStatus(name: "eval", state: .running, live: TaskStatus.Live(pid: 43, elapsed: 1, remaining: 4, progress: nil, everyReporter: [])),
+            TaskStatus(name: "plain", state: .running, live: TaskStatus.Live(pid: 44, elapsed: 1, remaining: 4, progress: nil)),
+        ]
+        let lines = CtlCommand.statusTable(tasks).split(separator: "\n").map(String.init)
+        #expect(lines.count == 6, "\(lines)")
+        #expect(lines[4] == "train: every-reporter: rank 1 700ms left, rank 2 1s left", "\(lines)")
+        #expect(lines[5] == "eval: every-reporter: no reporter has reported yet", "\(lines)")
+    }
 }
 
 @Suite("Display: cutting output into lines")

@@ -96,7 +96,7 @@ import Testing
         actions.removeAll()
         machine.diagnosisEnded(now: due + .seconds(1), into: &actions)
         #expect(actions.first == .endDiagnosis(.finished))
-        #expect(actions.contains(.send(.cancel(reason: .timeout, grace: 5), to: .everyReporter)))
+        #expect(actions.contains { if case .send(.cancel(reason: .timeout, grace: 5, why: _), to: .everyReporter) = $0 { true } else { false } })
         #expect(machine.killAt == due + .seconds(6))
     }
 

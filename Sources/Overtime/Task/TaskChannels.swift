@@ -176,8 +176,8 @@ final class TaskChannels {
             leader = nil
         } else {
             reporters[reporter.id] = nil
-            runner.decide(at: now) { machine, actions in machine.reporterLeft(reporter.id, into: &actions) }
         }
+        runner.decide(at: now) { machine, actions in machine.reporterLeft(reporter.id, into: &actions) }
         runner.finishIfDrained()
     }
 

@@ -130,7 +130,10 @@ extension TaskStatus {
                                    reporters: machine.reporters.count, byReporter: Self.byReporter(machine, now: now),
                                    memory: usage.memory,
                                    peakMemory: usage.peakMemory ?? (machine.peakMemory > 0 ? machine.peakMemory : nil),
-                                   cpuUser: usage.cpuUser, cpuSystem: usage.cpuSystem)
+                                   cpuUser: usage.cpuUser, cpuSystem: usage.cpuSystem,
+                                   everyReporter: machine.policy.everyReporter ? machine.reporterRemaining(at: now).map {
+                                       TaskStatus.Live.ReporterLeft(reporter: machine.name(of: $0.reporter), remaining: $0.remaining.seconds)
+                                   } : nil)
         self.init(name: ref.name, state: state, live: live)
     }
 }

@@ -182,6 +182,8 @@ struct DisplayModel: Sendable, Equatable {
             return [.diagnosing(task: name, reason: reason, limit: limit)]
         case let .memoryWarning(used, limit):
             return [.memoryWarning(task: name, used: used, limit: limit)]
+        case let .reporterQuiet(reporter):
+            return [.reporterQuiet(task: name, reporter: reporter)]
         case let .reporterRefused(pid, uid, count):
             let before = tasks[id]?.refusedReporters ?? 0
             tasks[id]?.refusedReporters = before + count

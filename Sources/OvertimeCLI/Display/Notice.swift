@@ -22,6 +22,9 @@ enum Notice: Sendable, Equatable {
     case memoryWarning(task: String, used: UInt64, limit: UInt64)
     /// A limit's cancel waits for the diagnose command (`--diagnose`).
     case diagnosing(task: String, reason: CancelReason, limit: Duration)
+    /// Under every-reporter, the deadline that passed was this reporter's (after the cancel
+    /// line it explains).
+    case reporterQuiet(task: String, reporter: String)
     /// `overtime run`'s task ended.
     case ended(TaskOutcome)
     /// A batch task ended for good (after its retries), or was skipped.
@@ -42,7 +45,7 @@ enum Notice: Sendable, Equatable {
         case let .started(task, _, _), let .cancelling(task, _, _, _), let .killSent(task), let .expiring(task, _), let .engineExpiring(task, _, _),
              let .budget(task, _, _), let .protocolError(task, _, _, _), let .protocolErrorTotal(task, _),
              let .operatorRequest(task, _, _), let .retrying(task, _, _, _), let .reporterRefused(task, _, _, _, _),
-             let .notified(task, _, _), let .memoryWarning(task, _, _), let .diagnosing(task, _, _):
+             let .notified(task, _, _), let .memoryWarning(task, _, _), let .diagnosing(task, _, _), let .reporterQuiet(task, _):
             return task
         case let .ended(outcome): return outcome.task.name
         case let .finished(report): return report.name
@@ -54,7 +57,7 @@ enum Notice: Sendable, Equatable {
         switch self {
         case .started, .budget, .operatorRequest, .note, .notified: return .info
         case let .summary(_, succeeded): return succeeded ? .success : .failure
-        case .cancelling, .killSent, .expiring, .engineExpiring, .protocolError, .protocolErrorTotal, .retrying, .reporterRefused, .memoryWarning, .diagnosing: return .warning
+        case .cancelling, .killSent, .expiring, .engineExpiring, .protocolError, .protocolErrorTotal, .retrying, .reporterRefused, .memoryWarning, .diagnosing, .reporterQuiet: return .warning
         case let .ended(outcome): return outcome.succeeded ? .success : .failure
         case let .finished(report):
             switch report.outcome {
@@ -98,6 +101,8 @@ enum Notice: Sendable, Equatable {
             return "sd_notify: \(key)=\(TextWidth.sanitize(value))"
         case let .diagnosing(_, reason, limit):
             return "\(reason.rawValue): running its diagnose command first (at most \(DurationText.format(limit))), then cancelling"
+        case let .reporterQuiet(_, reporter):
+            return "\(TextWidth.sanitize(reporter)) went quiet: its own deadline passed (--every-reporter)"
         case let .memoryWarning(_, used, limit):
             return "memory at \(ByteSize.text(used)) of its \(ByteSize.text(limit)) max; warned it"
         case let .reporterRefused(_, pid, uid, count, shown):

@@ -67,6 +67,19 @@ extension TaskSetting {
             readField: { values, field, fields, _ in values.requireAdvance = fields.bool(field) },
             writeOptions: { settings in settings.policy.requireAdvance ? ["--require-advance"] : [] }),
         TaskSetting(
+            key: "every-reporter", section: .budget,
+            options: [Option(name: "--every-reporter", valueName: nil, help: """
+                each reporter that has reported (fd 3, each connection to
+                OVERTIME_SOCKET) must report within the window until it
+                disconnects; the earliest of their deadlines is in force (no
+                effect with --window none)
+                """) { values, _, _ in
+                values.everyReporter = true
+            }],
+            example: Example(options: ["--every-reporter"], fields: #"{"every-reporter": true}"#),
+            readField: { values, field, fields, _ in values.everyReporter = fields.bool(field) },
+            writeOptions: { settings in settings.policy.everyReporter ? ["--every-reporter"] : [] }),
+        TaskSetting(
             key: "min-start", section: .scheduling, options: [],
             example: Example(options: [], fields: #"{"min-start": "30s"}"#),
             readField: { values, field, fields, _ in values.minStart = fields.duration(field, allowNone: false, positive: false)?.duration },

@@ -47,6 +47,7 @@ public struct TaskSettingValues: Sendable {
     var grace: Duration?
     var warnBefore: Duration?
     var requireAdvance: Bool?
+    var everyReporter: Bool?
     var minStart: Duration?
     var resources: [String: Int]?
     var retry: RetryPolicy?
@@ -104,6 +105,7 @@ public struct TaskSettingValues: Sendable {
         policy.grace = own.grace ?? defaults.grace ?? policy.grace
         policy.warnBefore = own.warnBefore ?? defaults.warnBefore ?? policy.warnBefore
         policy.requireAdvance = own.requireAdvance ?? defaults.requireAdvance ?? policy.requireAdvance
+        policy.everyReporter = own.everyReporter ?? defaults.everyReporter ?? policy.everyReporter
         policy.minStart = own.minStart ?? defaults.minStart ?? policy.minStart
         return TaskSettings(
             environment: (defaults.env ?? [:]).merging(own.env ?? [:]) { _, mine in mine },
