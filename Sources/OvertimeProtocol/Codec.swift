@@ -127,7 +127,8 @@ extension ChildMessage {
     }
 
     /// This message as one protocol line, newline included (what a worker library sends).
-    public func encoded() -> [UInt8] {
+    /// - Parameter reporter: the name this connection goes by (docs/protocol.md), said once.
+    public func encoded(reporter: String? = nil) -> [UInt8] {
         var w = JSONWriter()
         w.beginObject()
         switch self {
@@ -152,6 +153,7 @@ extension ChildMessage {
             w.key("type"); w.string("result")
             w.key("value"); w.value(value)
         }
+        if let reporter { w.key("reporter"); w.string(reporter) }
         w.endObject()
         w.raw("\n")
         return w.bytes

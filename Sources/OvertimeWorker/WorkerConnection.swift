@@ -44,6 +44,18 @@ final class WorkerConnection: Sendable {
     /// Held while lines are written, so the exit-time flush never interleaves with the
     /// writer thread.
     private let writing = Mutex(())
+    /// The name this connection goes by until its first progress or heartbeat says it.
+    private let unnamed = Mutex<String?>(WorkerConnection.reporterName())
+
+    /// `rank R` from `RANK` (torchrun, DeepSpeed and Accelerate set it in every rank), else
+    /// `local rank R` from `LOCAL_RANK`, else `pid N`: how the supervisor tells this
+    /// process's reports from its other processes' (docs/protocol.md).
+    static func reporterName() -> String {
+        for (variable, label) in [("RANK", "rank"), ("LOCAL_RANK", "local rank")] {
+            if let text = getenv(variable).map({ String(cString: $0) }), let rank = UInt32(text) { return "\(label) \(rank)" }
+        }
+        return "pid \(getpid())"
+    }
 
     private init() {
         guard let fd = Self.inheritedChannel() ?? Self.connectToTaskSocket() else {
@@ -152,10 +164,12 @@ final class WorkerConnection: Sendable {
                 return (s.outgoing, s.pendingProgress, s.pendingHeartbeat)
             }
             for message in messages { write(message) }
+            // The connection says who it is once, with its first progress or heartbeat.
+            let name = progress != nil || heartbeat ? unnamed.withLock { named in named.take() } : nil
             if let progress {
-                write(ChildMessage.progress(progress).encoded())
+                write(ChildMessage.progress(progress).encoded(reporter: name))
             } else if heartbeat {
-                write(ChildMessage.heartbeat.encoded())
+                write(ChildMessage.heartbeat.encoded(reporter: name))
             }
             return progress != nil || heartbeat
         }

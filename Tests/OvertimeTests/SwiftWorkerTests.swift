@@ -68,6 +68,14 @@ import Testing
         #expect(output.contains("Upload complete!"))
     }
 
+    @Test func aWorkerSaysItsRankAsItsReporterName() async throws {
+        // Under torchrun every rank has RANK: its reports are told apart by it.
+        let (outcome, _) = try await run(["/usr/bin/env", "RANK=3", Self.worker("upload-file"), "--chunks", "5", "--chunk-ms", "20"],
+                                         policy: BudgetPolicy(budget: .seconds(10), grace: .seconds(2)))
+        #expect(outcome.succeeded, "\(outcome)")
+        #expect(outcome.lastProgress?.reporter == "rank 3", "\(outcome)")
+    }
+
     @Test func uploadFileStopsAtTheNextChunkWhenCancelled() async throws {
         let (outcome, _) = try await run([Self.worker("upload-file"), "--chunks", "1000", "--chunk-ms", "20"],
                                          policy: BudgetPolicy(budget: .seconds(30), grace: .seconds(5)),

@@ -6,6 +6,7 @@ Every job runs until JOB_UNTIL, a few seconds past its first budget. The budget 
 interpreter's start and the framework's imports (torch alone takes seconds); from the
 first report on, each must come within WINDOW."""
 
+import os
 import time
 
 import pytest
@@ -114,4 +115,29 @@ def test_lightning_tqdm_bar_with_a_large_refresh_rate_reports_every_batch(overti
 def test_lightning_tqdm_bar_with_a_large_refresh_rate_without_its_bridge_is_cancelled(overtime, tmp_path):
     job = run_job(overtime, tmp_path, "lightning_job.py", LIGHTNING_BAR="tqdm:1000", EPOCH_BATCHES="200",
                   OVERTIME_LIGHTNING="0")
+    assert job.code == 124 and job.cancel_reason == "timeout", job
+
+
+# ---- torchrun, two ranks on gloo, rank-independent work; rank 1 hangs -------------------------
+
+def run_ddp(overtime, tmp_path, options=()):
+    torchrun = os.path.join(os.path.dirname(PYTHON), "torchrun")
+    until = time.time() + 20
+    return overtime.run(["--budget", "15s", "--window", WINDOW, "--grace", "5s"] + list(options),
+                        [torchrun, "--standalone", "--nproc_per_node=2", JOBS / "ddp_job.py"],
+                        job_env(until, HANG_RANK="1"), tmp_path)
+
+
+def test_ddp_a_stuck_rank_is_caught_with_every_reporter(overtime, tmp_path):
+    job = run_ddp(overtime, tmp_path, ["--every-reporter"])
+    assert job.code == 124 and job.cancel_reason == "timeout", job
+    assert "rank 0 done" not in job.stdout, "caught while rank 0 still worked: {}".format(job)
+    assert "rank 1 went quiet" in job.stderr, job
+    named = {e.get("reporter") for e in job.progress("tqdm-")}
+    assert {"rank 0", "rank 1"} <= named, "each rank reports as itself: {}".format(named)
+
+
+def test_ddp_without_every_reporter_a_stuck_rank_is_found_only_when_the_others_end(overtime, tmp_path):
+    job = run_ddp(overtime, tmp_path)
+    assert "rank 0 done" in job.stdout, "rank 0's progress kept the job alive to its end: {}".format(job)
     assert job.code == 124 and job.cancel_reason == "timeout", job
