@@ -8,7 +8,7 @@ After ``lightning.pytorch.callbacks.progress.tqdm_progress`` (or the older
 ``pytorch_lightning`` one) is first imported, its batch-end hooks also set the bar's count
 for every batch, without a redraw: the terminal is redrawn as Lightning chose, and the
 count reaches Overtime through the tqdm bridge, throttled as any bar's. Turned off with
-the tqdm bridge (``OVERTIME_TQDM=0``, ``OVERTIME_BRIDGE=0``).
+the tqdm bridge (``OVERTIME_TQDM=0``) or ``OVERTIME_LIGHTNING=0`` (or ``OVERTIME_BRIDGE=0``).
 """
 
 __all__ = ["patch_module", "patch_connector"]
