@@ -8,7 +8,8 @@ when ``verbose`` is 0. Under Overtime the start-up hook runs ``patch_module()`` 
 ``joblib.parallel`` is first imported, and from then on each call of a ``Parallel`` reports
 as one bar (``joblib-<n>``, one per ``Parallel`` object), title ``joblib.Parallel``:
 ``completed`` the tasks done, ``total`` the tasks in the input when joblib knows it, else
-those dispatched so far. The bar closes when the last task is done.
+those dispatched so far. The bar closes when the last task is done (or, for a call that
+returns a list, when it returns with every result).
 
 What each task does inside its worker process reports on its own (a tqdm bar there
 connects to the task's socket). ``OVERTIME_JOBLIB=0`` (or ``OVERTIME_BRIDGE=0``) turns
@@ -30,7 +31,13 @@ def patch_module(module):
 
     def __call__(self, *args, **kwargs):
         self.__dict__["_overtime_new_call"] = True
-        return original_call(self, *args, **kwargs)
+        output = original_call(self, *args, **kwargs)
+        if isinstance(output, list):
+            try:
+                _all_done(self)
+            except Exception:
+                pass
+        return output
 
     def print_progress(self):
         try:
@@ -61,4 +68,14 @@ def _report(parallel):
     else:
         steps.step(done, total)
     if done >= dispatched and state.get("_original_iterator") is None:
+        steps.end()
+
+
+def _all_done(parallel):
+    # Every result is in: the bar closes at its full count, even when the callback of the
+    # last batch (a thread of joblib's) has not told print_progress yet.
+    steps = parallel.__dict__.get("_overtime_steps")
+    if steps is not None and steps.bar.open:
+        dispatched = parallel.__dict__.get("n_dispatched_tasks", 0)
+        steps.step(dispatched, dispatched)
         steps.end()

@@ -48,6 +48,8 @@ def test_description_and_postfix_reach_the_report(overtime, tmp_path):
     assert run.code == 0, run
     progress = dict(run.report["progress"])
     assert progress.pop("bar", "tqdm-1") == "tqdm-1", run   # a supervisor that keeps bar ids shows it
+    assert progress.pop("closed", True) is True, run        # the bar closed at the end of its with block
+    assert progress.pop("reporter", "pid {}".format(run.report.get("pid"))).startswith("pid "), run
     assert progress == {"completed": 8, "total": 8, "fraction": 1, "title": "Uploading", "detail": "part=8"}
 
 
