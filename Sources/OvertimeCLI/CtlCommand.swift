@@ -403,10 +403,12 @@ struct CtlCommand {
                 progress = parts.isEmpty ? "-" : parts.joined(separator: " ")
             }
             if let shownFrom = ReporterWords.shownReporter(task.live?.progress) { progress = "\(shownFrom): \(progress)" }
-            if let reporters = task.live?.reporters, reporters > 1 {
+            if let reporting = task.live?.progress?.reporting, reporting > 1 {
                 // The bar shown is the one furthest behind, or the one that moved last, of
-                // several processes' bars.
-                progress += " (\(ReporterWords.count(reporters, names: task.live?.byReporter?.map(\.name) ?? [])))"
+                // several processes' bars: counted as the live row counts them, those that
+                // report progress (a leader that only waits for its ranks is not one).
+                let names = task.live?.byReporter?.filter { $0.progress != nil }.map(\.name) ?? []
+                progress += " (\(ReporterWords.count(reporting, names: names)))"
             }
             var left = "-"
             if let live = task.live { left = live.remaining.map { DurationText.format(.seconds(fromDouble: $0)) } ?? "no limit" }

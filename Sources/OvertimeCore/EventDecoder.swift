@@ -96,13 +96,6 @@ public enum EventDecoder {
             return Int(n)
         }
 
-        /// A whole number of either sign (the sd_notify socket is reporter -1).
-        func integer(_ field: String) throws(ProtocolError) -> Int {
-            let n = try number(field)
-            guard n == n.rounded(), abs(n) < 9.2e18 else { throw problem(field, "a whole number") }
-            return Int(n)
-        }
-
         func optionalCount(_ field: String) throws(ProtocolError) -> Int? {
             guard let n = try optionalNumber(field) else { return nil }
             guard n >= 0, n == n.rounded(), n < 9.2e18 else { throw problem(field, "a whole number ≥ 0") }

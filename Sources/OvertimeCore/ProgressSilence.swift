@@ -1,16 +1,20 @@
 import OvertimeProtocol
 
-/// What went quiet before a `timeout`: the last progress a task sent (how long ago, from
-/// which bar and reporter, and whether that bar had closed), or that it never sent any.
-/// Decided by the task machine at the cancel, worded here for the `cancel` message's
-/// `why`, the `cancel-sent` event and everything that shows them.
+/// What went quiet before a `timeout`: the last report that moved the deadline (how long
+/// ago, from which reporter, on which bar and whether that bar had closed, or that it was a
+/// heartbeat), or that the task never sent one. Only reports that count: under
+/// `require-advance` a progress message that did not advance is no sign of work, nor is an
+/// sd_notify `STATUS=`. Decided by the task machine at the cancel, worded here for the
+/// `cancel` message's `why`, the `cancel-sent` event and everything that shows them.
 public enum ProgressSilence: Sendable, Equatable {
-    /// No progress message ever came.
+    /// No report that counts ever came.
     case neverReported
-    /// The last progress came `ago` before the cancel, on `bar` (its title, else its id;
-    /// nil for an untitled reporter's only bar) from `reporter`; `closedAt` when a message
-    /// had closed it.
+    /// The last progress that counted came `ago` before the cancel, on `bar` (its title,
+    /// else its id; nil for an untitled reporter's only bar) from `reporter`; `closedAt`
+    /// when a message had closed it.
     case quiet(ago: Duration, bar: String?, reporter: String, closedAt: MonotonicInstant?)
+    /// The last report that counted was a heartbeat, `ago` before the cancel.
+    case heartbeat(ago: Duration, reporter: String)
 
     /// The part after the reason: `last progress 10 s ago, from bar 'Tokenizing' (pid 4242),
     /// which closed at 15:03:45`. Times of day come from `clock`.
@@ -23,6 +27,8 @@ public enum ProgressSilence: Sendable, Equatable {
             var text = "last progress \(Self.seconds(ago)) ago, from \(source)"
             if let closedAt { text += ", which closed at \(clock.text(closedAt))" }
             return text
+        case let .heartbeat(ago, reporter):
+            return "last report \(Self.seconds(ago)) ago, a heartbeat from \(reporter)"
         }
     }
 

@@ -9,6 +9,17 @@ public struct ReporterID: Hashable, Sendable, CustomStringConvertible {
     public var description: String { "reporter \(number)" }
 }
 
+/// What a reporter's name says.
+public enum ReporterName {
+    /// The rank a reporter named itself by (`rank 3` is "3"), as the worker libraries name
+    /// a distributed job's processes; nil for any other name.
+    public static func rank(_ name: String) -> String? {
+        guard name.hasPrefix("rank ") else { return nil }
+        let number = name.dropFirst(5)
+        return !number.isEmpty && number.allSatisfy(\.isASCII) && number.allSatisfy(\.isNumber) ? String(number) : nil
+    }
+}
+
 /// One reporter as `status` lists it: its name, its own latest bar, how long ago that moved.
 public struct ReporterSummary: Sendable, Equatable {
     public var name: String
@@ -108,7 +119,7 @@ struct BarTable: Sendable {
         latest[reporter].flatMap(bar(at:))
     }
 
-    private func bar(at key: Key) -> Bar? {
+    func bar(at key: Key) -> Bar? {
         if let current, current.key == key { return current.bar }
         return others[key]
     }

@@ -137,8 +137,19 @@ public struct TaskMachine: Sendable {
     /// Under every-reporter, the deadline of each connected reporter that has reported.
     private var perReporter = ReporterDeadlines()
     /// Under every-reporter, the reporter whose own deadline passed: the cancel's `why`
-    /// tells of its last progress, not of the others', which kept coming.
+    /// tells of its last report, not of the others', which kept coming.
     private var quietReporter: ReporterID?
+    /// The last report that counted (moved, or would move, the deadline), for the `why` of
+    /// a timeout; under every-reporter, each reporter's too.
+    private var lastCounted: CountedReport?
+    private var lastCountedBy: [ReporterID: CountedReport] = [:]
+
+    /// A report that counted: who sent it, on which bar (nil: a heartbeat), and when.
+    struct CountedReport: Sendable {
+        var reporter: ReporterID
+        var bar: BarTable.Key?
+        var at: MonotonicInstant
+    }
 
     /// The highest and the latest memory sample (bytes), 0 before the first.
     public private(set) var peakMemory: UInt64 = 0
@@ -257,11 +268,13 @@ public struct TaskMachine: Sendable {
         switch message {
         case let .progress(progress):
             let advanced = bars.record(progress, from: reporter, now: now)
-            if advanced || !policy.requireAdvance { heartbeat(from: reporter, now: now) }
+            if advanced || !policy.requireAdvance {
+                heartbeat(from: reporter, bar: BarTable.Key(reporter: reporter, bar: progress.bar), now: now)
+            }
             actions.append(.emit(.progress(bars.shown!, remaining: remaining(at: now))))
         case .heartbeat:
             // Under require-advance a heartbeat proves nothing moved, so it extends nothing.
-            if !policy.requireAdvance { heartbeat(from: reporter, now: now) }
+            if !policy.requireAdvance { heartbeat(from: reporter, bar: nil, now: now) }
             actions.append(.emit(.heartbeat(remaining: remaining(at: now))))
         case let .extend(seconds, why):
             childExtend(seconds: seconds, why: why, from: reporter, now: now, into: &actions)
@@ -340,13 +353,12 @@ public struct TaskMachine: Sendable {
 
     /// What went quiet, as a `timeout` cancel tells it.
     public func progressSilence(now: MonotonicInstant) -> ProgressSilence {
-        if let quiet = quietReporter, let bar = bars.latestBar(of: quiet) {
-            return .quiet(ago: now - bar.movedAt, bar: bar.progress.title ?? bar.progress.bar, reporter: bars.name(of: quiet),
-                          closedAt: bar.closedAt)
-        }
-        guard let bar = bars.lastMoved else { return .neverReported }
-        return .quiet(ago: now - bar.movedAt, bar: bar.progress.title ?? bar.progress.bar,
-                      reporter: bar.progress.reporter ?? ReporterID.leader.description, closedAt: bar.closedAt)
+        guard let counted = quietReporter.flatMap({ lastCountedBy[$0] }) ?? lastCounted else { return .neverReported }
+        let name = bars.name(of: counted.reporter)
+        guard let key = counted.bar else { return .heartbeat(ago: now - counted.at, reporter: name) }
+        let bar = bars.bar(at: key)
+        return .quiet(ago: now - counted.at, bar: bar?.progress.title ?? key.bar, reporter: bar?.progress.reporter ?? name,
+                      closedAt: bar?.closedAt)
     }
 
     /// A reporter's connection closed: its bars go (a bar it started again elsewhere is new),
@@ -355,6 +367,7 @@ public struct TaskMachine: Sendable {
     /// reporters, as it always was, until the task ends.
     public mutating func reporterLeft(_ reporter: ReporterID, into actions: inout [Action]) {
         perReporter.remove(reporter)
+        lastCountedBy[reporter] = nil
         bars.forget(reporter)
         guard reporter != .leader else { return }
         reporters.remove(reporter)
@@ -580,8 +593,12 @@ public struct TaskMachine: Sendable {
     /// Progress or heartbeat: deadline = max(deadline, now + window), unless revoked; with an
     /// unlimited window the soft deadline goes (max-runtime still holds). Under every-reporter
     /// the reporter's own deadline moves the same way, from the task's when it first reports.
-    private mutating func heartbeat(from reporter: ReporterID, now: MonotonicInstant) {
-        guard stage.isRunning, !budget.revoked, let d = budget.deadline else { return }
+    private mutating func heartbeat(from reporter: ReporterID, bar: BarTable.Key?, now: MonotonicInstant) {
+        guard stage.isRunning, !budget.revoked else { return }
+        let counted = CountedReport(reporter: reporter, bar: bar, at: now)
+        lastCounted = counted
+        if policy.everyReporter { lastCountedBy[reporter] = counted }
+        guard let d = budget.deadline else { return }
         if policy.reportsLiftDeadline {
             budget.deadline = nil
             // The warning for the old deadline does not stand for the hard limit's.

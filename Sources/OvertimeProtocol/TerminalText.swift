@@ -1,11 +1,13 @@
 /// Text a task meant for a terminal, made fit for events, reports and other terminals:
-/// colour codes and other escape sequences removed, with every other control character.
+/// colour codes and other escape sequences removed, with every other control character
+/// (a tab, a line break or a carriage return becomes a space, so words stay apart).
 public enum TerminalText {
     private static let escape: UInt8 = 0x1B
     private static let bell: UInt8 = 0x07
 
     /// `text` without ANSI escape sequences (CSI `ESC [ … final`, OSC `ESC ] … BEL` or
-    /// `… ESC \`, and two-byte `ESC x`) and without C0 control characters or DEL.
+    /// `… ESC \`, and two-byte `ESC x`) and without C0 control characters or DEL; a tab,
+    /// newline or carriage return becomes a space.
     /// Text with none of those bytes (nearly all of it) is returned as it is, uncopied.
     public static func stripped(_ text: String) -> String {
         let clean = text.utf8.withContiguousStorageIfAvailable(isClean) ?? Array(text.utf8).withUnsafeBufferPointer(isClean)
@@ -49,6 +51,10 @@ public enum TerminalText {
                 default:
                     break
                 }
+                continue
+            }
+            if byte == UInt8(ascii: "\t") || byte == UInt8(ascii: "\n") || byte == UInt8(ascii: "\r") {
+                out.append(UInt8(ascii: " "))
                 continue
             }
             if byte < 0x20 || byte == 0x7F { continue }

@@ -127,12 +127,58 @@ import Testing
         #expect(h.actions.contains(.emit(.cancelSent(reason: .timeout, grace: .seconds(10), why: why))))
     }
 
-    @Test func aTimeoutWithoutProgressSaysSo() {
+    @Test func aTimeoutWithoutAnyReportSaysSo() {
         var h = Harness(BudgetPolicy(budget: .seconds(5)))
-        h.send(.heartbeat)
         h.run(for: .seconds(6))
         #expect(h.machine.progressSilence(now: h.now) == .neverReported)
         #expect(h.sent.contains { if case let .cancel(.timeout, _, why?) = $0 { why.hasPrefix("it never reported progress") } else { false } })
+    }
+
+    @Test func aTaskKeptAliveByHeartbeatsIsToldItsLastHeartbeat() {
+        var h = Harness(BudgetPolicy(budget: .seconds(5), window: .seconds(2)))
+        h.send(.heartbeat)
+        h.advance(.seconds(1))
+        h.send(.heartbeat)
+        h.run(for: .seconds(5))
+        #expect(h.machine.phase == .cancelling(.timeout))
+        #expect(h.machine.progressSilence(now: h.now) == .heartbeat(ago: h.now - (h.machine.startedAt + .seconds(1)), reporter: "pid 42"))
+        #expect(ProgressSilence.heartbeat(ago: .milliseconds(4500), reporter: "pid 42").text(clock: Self.clock) == "last report 4.5 s ago, a heartbeat from pid 42")
+    }
+
+    @Test func underRequireAdvanceARepeatedCountIsNoLastProgress() {
+        var h = Harness(BudgetPolicy(budget: .seconds(5), window: .seconds(2), requireAdvance: true))
+        h.send(.progress(Progress(completed: 3, total: 5, title: "loop")))
+        let advanced = h.now
+        for _ in 0..<10 {
+            h.advance(.milliseconds(200))
+            h.send(.progress(Progress(completed: 3, total: 5, title: "loop")))   // the same number: no sign of work
+        }
+        #expect(h.machine.progressSilence(now: h.now) == .quiet(ago: h.now - advanced, bar: "loop", reporter: "pid 42", closedAt: nil))
+    }
+
+    @Test func anSdNotifyStatusIsNoReport() {
+        var h = Harness(BudgetPolicy(budget: .seconds(5)))
+        h.machine.notify(.status("loading"), now: h.now, into: &h.actions)
+        #expect(h.machine.progressSilence(now: h.now) == .neverReported, "STATUS= moves no deadline, so it is no sign of life")
+        h.machine.notify(.watchdog, now: h.now, into: &h.actions)
+        #expect(h.machine.progressSilence(now: h.now) == .heartbeat(ago: .zero, reporter: h.machine.name(of: .notifySocket)))
+    }
+
+    @Test func underEveryReporterTheQuietReportersOwnLastReportIsTold() {
+        var h = Self.twoRanks(BudgetPolicy(budget: .seconds(5), window: .seconds(1), everyReporter: true))
+        h.send(.heartbeat, from: Self.rank1)   // rank 1 only ever sends heartbeats, then hangs
+        let rank1Last = h.now
+        for step in 1...40 {
+            h.run(for: .milliseconds(200))
+            if h.machine.phase != .running { break }
+            h.send(.progress(Progress(completed: step, total: 100, title: "train")), from: Self.rank0)
+        }
+        #expect(h.machine.phase == .cancelling(.timeout))
+        guard case let .heartbeat(ago, reporter) = h.machine.progressSilence(now: h.now) else {
+            Issue.record("rank 1's heartbeat, not rank 0's progress: \(h.machine.progressSilence(now: h.now))")
+            return
+        }
+        #expect(reporter == "rank 1" && ago == h.now - rank1Last)
     }
 
     @Test func otherReasonsCarryNoWhy() {

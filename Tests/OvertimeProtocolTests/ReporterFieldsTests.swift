@@ -49,7 +49,8 @@ import Testing
         ("\u{1B}[1;31mTokenizing\u{1B}[0m", "Tokenizing"),
         ("\u{1B}]8;;http://x\u{07}link\u{1B}]8;;\u{1B}\\", "link"),
         ("a\u{1B}7b\u{1B}8c", "abc"),
-        ("tab\there\r\u{7F}", "tabhere"),
+        ("tab\there\r\u{7F}", "tab here "),   // line breaks and tabs keep words apart
+        ("two\nlines", "two lines"),
         ("ünï\u{1B}[2Kcödé 🚀", "ünïcödé 🚀"),
         ("trailing\u{1B}", "trailing"),
         ("cut\u{1B}[12", "cut"),

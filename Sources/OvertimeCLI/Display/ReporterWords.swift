@@ -1,3 +1,4 @@
+import Overtime
 import OvertimeProtocol
 
 /// How the display and `ctl status` name the processes reporting for a task.
@@ -17,8 +18,6 @@ enum ReporterWords {
     }
 
     private static func isRank(_ name: String) -> Bool {
-        guard name.hasPrefix("rank ") else { return false }
-        let number = name.dropFirst(5)
-        return !number.isEmpty && number.allSatisfy(\.isASCII) && number.allSatisfy(\.isNumber)
+        ReporterName.rank(name) != nil
     }
 }

@@ -45,14 +45,6 @@ public struct RunMetrics: Sendable {
     /// so that a task that forks a reporter per item cannot grow the page without bound.
     static let reportersPerTask = 64
 
-    /// The rank a reporter named itself by (`rank 3` is "3"); nil for any other name. Only
-    /// ranks are labels: a rank is stable for the job and bounded by its world size, where a
-    /// pid label would be a new series for every process a run starts.
-    static func rank(_ reporterName: String) -> String? {
-        guard reporterName.hasPrefix("rank ") else { return nil }
-        let number = reporterName.dropFirst(5)
-        return !number.isEmpty && number.allSatisfy(\.isASCII) && number.allSatisfy(\.isNumber) ? String(number) : nil
-    }
 
     /// One task as a page shows it.
     struct TaskRow {
@@ -142,7 +134,9 @@ public struct RunMetrics: Sendable {
         text.family("overtime_task_rank_progress_ratio", .gauge, help: "The share done of each connected rank's own latest bar, 0 to 1, while the task has more than one reporter; a rank's series goes when it disconnects.")
         for row in rows {
             for reporter in (row.live?.byReporter ?? []).prefix(Self.reportersPerTask) {
-                if let rank = Self.rank(reporter.name), let ratio = reporter.progress?.fractionCompleted {
+                // Only ranks are labels: a rank is stable for the job and bounded by its
+                // world size, where a pid label would be a new series for every process.
+                if let rank = ReporterName.rank(reporter.name), let ratio = reporter.progress?.fractionCompleted {
                     text.sample("overtime_task_rank_progress_ratio", ["task": row.name, "rank": rank], ratio)
                 }
             }
