@@ -183,6 +183,7 @@ public enum EventDecoder {
                 result: value["result"].flatMap { $0 == .null ? nil : $0 },
                 protocolErrors: try optionalCount("protocol_errors") ?? 0,
                 wasReady: try bool("ready"))
+            outcome.cancelWhy = try optionalString("cancel_why")
             outcome.oomKills = try optionalCount("oom_kills")
             outcome.likelyOOM = try bool("likely_oom")
             outcome.signalSender = try optionalString("signal_sender").flatMap(SignalSender.init(rawValue:))

@@ -185,6 +185,7 @@ public struct EventEncoder: Sendable {
         }
         w.key("cancel_reason")
         if let reason = outcome.cancelReason { w.string(reason.rawValue) } else { w.null() }
+        if let why = outcome.cancelWhy { w.key("cancel_why"); w.string(why) }
         w.key("killed"); w.bool(outcome.killed)
         w.key("elapsed"); w.seconds(outcome.elapsed.seconds)
         w.key("progress"); w.progress(outcome.lastProgress)

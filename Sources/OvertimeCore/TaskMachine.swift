@@ -196,6 +196,8 @@ public struct TaskMachine: Sendable {
     public var hardLimit: MonotonicInstant? { budget.hardLimit }
     public var revoked: Bool { budget.revoked }
     public var cancelReason: CancelReason? { cancellation?.reason }
+    /// What the cancel said beyond its reason (a timeout's: what went quiet).
+    public var cancelWhy: String? { cancellation?.why }
     public var killAt: MonotonicInstant? { cancellation?.killAt }
     public var killSent: Bool { cancellation?.killSent ?? false }
 

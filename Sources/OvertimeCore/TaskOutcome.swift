@@ -51,6 +51,8 @@ public struct TaskOutcome: Sendable, Equatable {
     public var termination: Termination
     /// Set when Overtime cancelled it (even if it then exited on its own).
     public var cancelReason: CancelReason?
+    /// What its cancel said beyond the reason: for a `timeout`, what went quiet.
+    public var cancelWhy: String?
     /// True when Overtime's SIGKILL is what ended it.
     public var killed: Bool
     /// From start to exit.

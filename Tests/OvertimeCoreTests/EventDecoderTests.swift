@@ -19,6 +19,7 @@ import Testing
                             killed: false, elapsed: .milliseconds(2500), lastProgress: Progress(completed: 3, total: 10, title: "t", bar: "b"),
                             result: .object([("loss", .number(0.5))]), protocolErrors: 2, wasReady: true)
         o.oomKills = 1
+        o.cancelWhy = "last progress 3 s ago, from bar 't' (rank 1)"
         o.signalSender = .outside
         o.usage = ResourceUsage(peakMemory: 209_715_200, cpuUser: .milliseconds(1250), cpuSystem: .milliseconds(250), memorySource: .cgroup)
         return o

@@ -93,9 +93,12 @@ struct CLIReportersTests {
     @Test("a task that never reported progress is told so, with where to look")
     func neverReported() async throws {
         let scratch = try CLIScratch()
-        let r = try await cliRun(["run", "--progress", "plain", "--budget", "500ms", "--grace", "1s", "--", "sleep", "30"], in: scratch)
+        let r = try await cliRun(["run", "--json", "--progress", "plain", "--budget", "500ms", "--grace", "1s", "--", "sleep", "30"],
+                                 in: scratch)
         #expect(r.status == 124, "\(r)")
         #expect(r.stderr.contains("it never reported progress; see docs/frameworks.md"), "\(r)")
+        let why = try r.report()["cancel_why"] as? String
+        #expect(why?.hasPrefix("it never reported progress") == true, "the JSON report says it too: \(r)")
     }
 
     @Test("a coloured title arrives clean in the events and the report")

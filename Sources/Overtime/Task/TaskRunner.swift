@@ -423,6 +423,7 @@ final class TaskRunner {
             wasReady: machine.isReady,
             interrupted: interrupted
         )
+        outcome.cancelWhy = machine.cancelWhy
         outcome.usage = TaskUsage.final(cgroup: cgroup, reaped: process?.usage, sampledPeak: machine.peakMemory)
         outcome.oomKills = cgroup?.oomKills()
         if case let .signaled(signal) = termination {
