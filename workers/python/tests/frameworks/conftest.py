@@ -1,6 +1,8 @@
 """Runs the real frameworks' jobs under the real `overtime run` (OVERTIME_BIN), in the
-frameworks' venv (scripts/frameworks-venv: torch, Lightning, transformers, Keras, joblib,
-and overtime-worker installed as users install it, so its start-up hook is in place)."""
+frameworks' venv (scripts/frameworks-venv: torch, Lightning, transformers, Keras, joblib),
+with this checkout's workers/python first on the jobs' PYTHONPATH: its sitecustomize.py
+installs the bridges at start-up, as for a job that uses the library from a directory
+(the way the bundled copy reaches a job, too)."""
 
 import json
 import os
@@ -12,14 +14,15 @@ from pathlib import Path
 import pytest
 
 JOBS = Path(__file__).resolve().parent / "jobs"
+WORKER_LIBRARY = Path(__file__).resolve().parents[2]   # workers/python
 PYTHON = sys.executable
 
 
 def job_env(until, **extra):
     """The environment of a job: the test's, minus anything of an Overtime the suite runs
-    under and any PYTHONPATH (the venv's installed overtime-worker is what is tested)."""
+    under, with this checkout's worker library as its PYTHONPATH."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OVERTIME_", "_OVERTIME_")) and k != "PYTHONPATH"}
-    env.update(PYTHONUNBUFFERED="1", JOB_UNTIL="{:.3f}".format(until), KERAS_BACKEND="torch",
+    env.update(PYTHONPATH=str(WORKER_LIBRARY), PYTHONUNBUFFERED="1", JOB_UNTIL="{:.3f}".format(until), KERAS_BACKEND="torch",
                TOKENIZERS_PARALLELISM="false", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", OMP_NUM_THREADS="1")
     env.update(extra)
     return env
