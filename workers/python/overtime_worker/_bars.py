@@ -69,9 +69,10 @@ def updated(bar):
 class Steps(object):
     """A bar a framework's own callbacks move (Keras, Hugging Face's Trainer, joblib,
     Lightning's loops): they say when a stage begins (its title and how many steps), each
-    step done, and when it ends (steps outside a stage are not sent). Steps are throttled as any bar's; a beginning and an end
-    are sent at once. ``detail`` may be a callable, read only when a message is sent (a
-    framework's logged metrics, formatted at most every ``INTERVAL``)."""
+    step done, and when it ends; a step outside a stage is not sent. Steps are throttled as
+    any bar's; a beginning and an end are sent at once. ``detail`` may be a callable, read
+    only when a message is sent (a framework's logged metrics, formatted at most every
+    ``INTERVAL``)."""
 
     __slots__ = ("bar", "completed", "total", "title", "detail")
 
