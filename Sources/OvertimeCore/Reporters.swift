@@ -64,6 +64,9 @@ struct BarTable: Sendable {
         var movedAt: MonotonicInstant
         /// When a message closed it; nil while open.
         var closedAt: MonotonicInstant?
+        /// When a message on it last counted (moved, or would move, the deadline: under
+        /// require-advance, only one that advanced); nil before any did.
+        var countedAt: MonotonicInstant?
     }
 
     /// Bars kept per task: a program that makes a bar per item must not grow the
@@ -119,7 +122,26 @@ struct BarTable: Sendable {
         latest[reporter].flatMap(bar(at:))
     }
 
-    func bar(at key: Key) -> Bar? {
+    /// The bar just recorded counted (TaskMachine decides: it knows require-advance).
+    mutating func markCounted(at now: MonotonicInstant) {
+        current?.bar.countedAt = now
+    }
+
+    /// The bar whose message counted last, of every reporter's or of one's (a scan: asked
+    /// only when a task is cancelled). A bar of a reporter that has gone may be the one, as
+    /// the task's last progress stays.
+    func lastCounted(of reporter: ReporterID?) -> Bar? {
+        var last = reporter == nil ? lastByGone.flatMap { $0.countedAt == nil ? nil : $0 } : nil
+        func consider(_ bar: Bar) {
+            guard let at = bar.countedAt, last.map({ at > $0.countedAt! }) ?? true else { return }
+            last = bar
+        }
+        if let current, reporter == nil || current.key.reporter == reporter { consider(current.bar) }
+        for (key, bar) in others where reporter == nil || key.reporter == reporter { consider(bar) }
+        return last
+    }
+
+    private func bar(at key: Key) -> Bar? {
         if let current, current.key == key { return current.bar }
         return others[key]
     }

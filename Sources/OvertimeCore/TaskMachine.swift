@@ -139,17 +139,11 @@ public struct TaskMachine: Sendable {
     /// Under every-reporter, the reporter whose own deadline passed: the cancel's `why`
     /// tells of its last report, not of the others', which kept coming.
     private var quietReporter: ReporterID?
-    /// The last report that counted (moved, or would move, the deadline), for the `why` of
-    /// a timeout; under every-reporter, each reporter's too.
-    private var lastCounted: CountedReport?
-    private var lastCountedBy: [ReporterID: CountedReport] = [:]
-
-    /// A report that counted: who sent it, on which bar (nil: a heartbeat), and when.
-    struct CountedReport: Sendable {
-        var reporter: ReporterID
-        var bar: BarTable.Key?
-        var at: MonotonicInstant
-    }
+    /// The last heartbeat that counted, for the `why` of a timeout (a progress message that
+    /// counted is marked on its bar, with no work here on the hot path); under
+    /// every-reporter, each reporter's.
+    private var lastHeartbeat: (reporter: ReporterID, at: MonotonicInstant)?
+    private var lastHeartbeatBy: [ReporterID: MonotonicInstant] = [:]
 
     /// The highest and the latest memory sample (bytes), 0 before the first.
     public private(set) var peakMemory: UInt64 = 0
@@ -271,12 +265,19 @@ public struct TaskMachine: Sendable {
         case let .progress(progress):
             let advanced = bars.record(progress, from: reporter, now: now)
             if advanced || !policy.requireAdvance {
-                heartbeat(from: reporter, bar: BarTable.Key(reporter: reporter, bar: progress.bar), now: now)
+                bars.markCounted(at: now)
+                heartbeat(from: reporter, now: now)
             }
             actions.append(.emit(.progress(bars.shown!, remaining: remaining(at: now))))
         case .heartbeat:
             // Under require-advance a heartbeat proves nothing moved, so it extends nothing.
-            if !policy.requireAdvance { heartbeat(from: reporter, bar: nil, now: now) }
+            if !policy.requireAdvance {
+                if stage.isRunning {
+                    lastHeartbeat = (reporter, now)
+                    if policy.everyReporter { lastHeartbeatBy[reporter] = now }
+                }
+                heartbeat(from: reporter, now: now)
+            }
             actions.append(.emit(.heartbeat(remaining: remaining(at: now))))
         case let .extend(seconds, why):
             childExtend(seconds: seconds, why: why, from: reporter, now: now, into: &actions)
@@ -355,12 +356,18 @@ public struct TaskMachine: Sendable {
 
     /// What went quiet, as a `timeout` cancel tells it.
     public func progressSilence(now: MonotonicInstant) -> ProgressSilence {
-        guard let counted = quietReporter.flatMap({ lastCountedBy[$0] }) ?? lastCounted else { return .neverReported }
-        let name = bars.name(of: counted.reporter)
-        guard let key = counted.bar else { return .heartbeat(ago: now - counted.at, reporter: name) }
-        let bar = bars.bar(at: key)
-        return .quiet(ago: now - counted.at, bar: bar?.progress.title ?? key.bar, reporter: bar?.progress.reporter ?? name,
-                      closedAt: bar?.closedAt)
+        let bar = bars.lastCounted(of: quietReporter)
+        let heartbeat: (reporter: ReporterID, at: MonotonicInstant)? = if let quiet = quietReporter {
+            lastHeartbeatBy[quiet].map { (quiet, $0) }
+        } else {
+            lastHeartbeat
+        }
+        if let heartbeat, bar.map({ heartbeat.at > $0.countedAt! }) ?? true {
+            return .heartbeat(ago: now - heartbeat.at, reporter: bars.name(of: heartbeat.reporter))
+        }
+        guard let bar else { return .neverReported }
+        return .quiet(ago: now - bar.countedAt!, bar: bar.progress.title ?? bar.progress.bar,
+                      reporter: bar.progress.reporter ?? bars.name(of: quietReporter ?? .leader), closedAt: bar.closedAt)
     }
 
     /// A reporter's connection closed: its bars go (a bar it started again elsewhere is new),
@@ -369,7 +376,7 @@ public struct TaskMachine: Sendable {
     /// reporters, as it always was, until the task ends.
     public mutating func reporterLeft(_ reporter: ReporterID, into actions: inout [Action]) {
         perReporter.remove(reporter)
-        lastCountedBy[reporter] = nil
+        lastHeartbeatBy[reporter] = nil
         bars.forget(reporter)
         guard reporter != .leader else { return }
         reporters.remove(reporter)
@@ -595,12 +602,8 @@ public struct TaskMachine: Sendable {
     /// Progress or heartbeat: deadline = max(deadline, now + window), unless revoked; with an
     /// unlimited window the soft deadline goes (max-runtime still holds). Under every-reporter
     /// the reporter's own deadline moves the same way, from the task's when it first reports.
-    private mutating func heartbeat(from reporter: ReporterID, bar: BarTable.Key?, now: MonotonicInstant) {
-        guard stage.isRunning, !budget.revoked else { return }
-        let counted = CountedReport(reporter: reporter, bar: bar, at: now)
-        lastCounted = counted
-        if policy.everyReporter { lastCountedBy[reporter] = counted }
-        guard let d = budget.deadline else { return }
+    private mutating func heartbeat(from reporter: ReporterID, now: MonotonicInstant) {
+        guard stage.isRunning, !budget.revoked, let d = budget.deadline else { return }
         if policy.reportsLiftDeadline {
             budget.deadline = nil
             // The warning for the old deadline does not stand for the hard limit's.

@@ -21,17 +21,28 @@ public struct ChildLine: Sendable, Equatable {
     public static let maxReporterLength = 64
 }
 
-extension ChildMessage {
-    /// Decodes one line (without its newline) sent by a task.
-    public static func decode(_ line: UnsafeRawBufferPointer) throws(ProtocolError) -> ChildMessage {
-        try ChildLine.decode(line).message
+extension ChildLine {
+    /// Decodes one line (without its newline) sent by a task, with the name it gave its
+    /// sender.
+    public static func decode(_ line: UnsafeRawBufferPointer) throws(ProtocolError) -> ChildLine {
+        var reporter: String?
+        let message = try ChildMessage.decode(line, reporter: &reporter)
+        return ChildLine(message, reporter: reporter)
     }
 }
 
-extension ChildLine {
-    /// Decodes one line (without its newline) sent by a task, with the name it gave its
-    /// sender. Text fields come out clean of colour codes and control characters.
-    public static func decode(_ line: UnsafeRawBufferPointer) throws(ProtocolError) -> ChildLine {
+extension ChildMessage {
+    /// Decodes one line (without its newline) sent by a task.
+    public static func decode(_ line: UnsafeRawBufferPointer) throws(ProtocolError) -> ChildMessage {
+        var reporter: String?
+        return try decode(line, reporter: &reporter)
+    }
+
+    /// Decodes one line (without its newline) sent by a task; `reporter` is set to the name
+    /// it gave its sender, if it gave one. Text fields come out clean of colour codes and
+    /// control characters. (The message is returned as it is built, not wrapped with the
+    /// name: each copy of a progress message on this path costs.)
+    public static func decode(_ line: UnsafeRawBufferPointer, reporter: inout String?) throws(ProtocolError) -> ChildMessage {
         guard line.count <= ProtocolLimits.maxLineLength else {
             throw ProtocolError(.tooLong, "line longer than 64 KiB")
         }
@@ -41,7 +52,6 @@ extension ChildLine {
         var seconds: Double?
         var why: String?
         var value: JSONValue?
-        var reporter: String?
         var first = true
         try r.beginObject()
         while let key = try r.nextKey(first: &first) {
@@ -70,7 +80,7 @@ extension ChildLine {
             } else if r.token(key, equals: "closed") {
                 progress.closed = try r.readOptionalBool("closed") ?? false
             } else if r.token(key, equals: "reporter") {
-                reporter = try r.readOptionalString("reporter").flatMap(Self.reporterName)
+                reporter = try r.readOptionalString("reporter").flatMap(ChildLine.reporterName)
             } else if r.token(key, equals: "seconds") {
                 seconds = try r.readOptionalNumber("seconds")
             } else if r.token(key, equals: "why") {
@@ -83,22 +93,22 @@ extension ChildLine {
         }
         try r.finish()
         guard let type else { throw ProtocolError(.missingType, "no `type` field") }
-        let message: ChildMessage
         switch type {
-        case .progress: message = .progress(progress)
-        case .heartbeat: message = .heartbeat
-        case .ready: message = .ready
+        case .progress: return .progress(progress)
+        case .heartbeat: return .heartbeat
+        case .ready: return .ready
         case .extend:
             guard let seconds else { throw ProtocolError(.wrongType, "`extend` needs `seconds`") }
             guard seconds > 0 else { throw ProtocolError(.outOfRange, "`seconds` must be > 0") }
-            message = .extend(seconds: seconds, why: why)
+            return .extend(seconds: seconds, why: why)
         case .result:
             guard let value else { throw ProtocolError(.wrongType, "`result` needs `value`") }
-            message = .result(value)
+            return .result(value)
         }
-        return ChildLine(message, reporter: reporter)
     }
+}
 
+extension ChildLine {
     /// A reporter's name as kept: clean, trimmed, at most `maxReporterLength` characters;
     /// nil when nothing is left.
     static func reporterName(_ raw: String) -> String? {

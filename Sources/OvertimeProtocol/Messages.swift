@@ -19,35 +19,64 @@ public enum CancelReason: String, Sendable, CaseIterable, Hashable {
 }
 
 /// A progress report: units done and total, or a fraction, with an optional title and detail.
+///
+/// Every progress message is copied several times between the decoder and the events, in
+/// values that hold it with a little more (the `progress` event, with the time left; the
+/// machine's actions). Past 128 bytes Swift copies such a value with a call to `memcpy`
+/// rather than a few moves, a quarter more work a message; so the fields are laid out to
+/// keep those within it: `closed` and the reporting count sit in the padding after
+/// `completed`, and `fraction` is kept as its bits, with one pattern no fraction has for
+/// none (8 bytes, where a `Double?` takes 16). ProgressLayoutTests checks the sizes.
 public struct Progress: Sendable, Equatable {
     public var completed: Int?
+    /// The bar is finished (tqdm's close, the end of an epoch); a later message on it opens
+    /// it again.
+    public var closed: Bool
+    /// `reporting`, 0 for none.
+    private var reportingCount: UInt32
     public var total: Int?
-    public var fraction: Double?
+    /// `fraction`'s bit pattern, `Self.noFraction` for none.
+    private var fractionBits: UInt64
     public var title: String?
     public var detail: String?
     /// Which of its reporter's bars this is (DESIGN §3): any string; nil for a reporter's
     /// only bar.
     public var bar: String?
-    /// The bar is finished (tqdm's close, the end of an epoch); a later message on it opens
-    /// it again.
-    public var closed: Bool
     /// The process this progress came from, as the supervisor names it: what its connection
     /// said in `reporter`, else `pid N` or `reporter N`. Set by the supervisor, not read
     /// from a task's progress message.
     public var reporter: String?
+
+    private static let noFraction = UInt64.max   // a NaN's pattern that no arithmetic makes
+
+    /// Bits compared as numbers compare: -0 is kept as 0.
+    private static func bits(_ fraction: Double?) -> UInt64 {
+        guard let fraction else { return noFraction }
+        return (fraction == 0 ? 0 : fraction).bitPattern
+    }
+
+    public var fraction: Double? {
+        get { fractionBits == Self.noFraction ? nil : Double(bitPattern: fractionBits) }
+        set { fractionBits = Self.bits(newValue) }
+    }
+
     /// How many of the task's reporters report progress, when more than one does (set by
     /// the supervisor on what a task shows).
-    public var reporting: Int?
+    public var reporting: Int? {
+        get { reportingCount == 0 ? nil : Int(reportingCount) }
+        set { reportingCount = newValue.map { UInt32(clamping: max(0, $0)) } ?? 0 }
+    }
 
     public init(completed: Int? = nil, total: Int? = nil, fraction: Double? = nil, title: String? = nil, detail: String? = nil,
                 bar: String? = nil, closed: Bool = false, reporter: String? = nil, reporting: Int? = nil) {
         self.completed = completed
+        self.closed = closed
+        reportingCount = 0
         self.total = total
-        self.fraction = fraction
+        fractionBits = Self.bits(fraction)
         self.title = title
         self.detail = detail
         self.bar = bar
-        self.closed = closed
         self.reporter = reporter
         self.reporting = reporting
     }

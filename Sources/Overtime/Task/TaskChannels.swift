@@ -144,11 +144,12 @@ final class TaskChannels {
         switch item {
         case let .line(line):
             do {
-                let decoded = try ChildLine.decode(line)
-                if let name = decoded.reporter {
+                var name: String?
+                let message = try ChildMessage.decode(line, reporter: &name)
+                if let name {
                     runner.decide(at: now) { machine, _ in machine.reporterNamed(reporter.id, name) }
                 }
-                runner.receive(decoded.message, from: reporter.id, now: now)
+                runner.receive(message, from: reporter.id, now: now)
             } catch {
                 reporter.badLines += 1
                 runner.rejectLine(error, excerpt: Self.excerpt(line), now: now)
