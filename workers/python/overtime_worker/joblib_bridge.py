@@ -17,6 +17,7 @@ this off.
 """
 
 from overtime_worker import _bars
+from overtime_worker._patching import run_after
 
 __all__ = ["patch_module"]
 
@@ -27,7 +28,6 @@ def patch_module(module):
     if parallel is None or parallel.__dict__.get("_overtime_bridge"):
         return False
     original_call = parallel.__call__
-    original_print = parallel.print_progress
 
     def __call__(self, *args, **kwargs):
         self.__dict__["_overtime_new_call"] = True
@@ -39,18 +39,10 @@ def patch_module(module):
                 pass
         return output
 
-    def print_progress(self):
-        try:
-            _report(self)
-        except Exception:
-            pass
-        return original_print(self)
-
-    for function, original in ((__call__, original_call), (print_progress, original_print)):
-        function.__wrapped__ = original
-        function.__doc__ = original.__doc__
+    __call__.__wrapped__ = original_call
+    __call__.__doc__ = original_call.__doc__
     parallel.__call__ = __call__
-    parallel.print_progress = print_progress
+    run_after(parallel, "print_progress", _report)
     parallel._overtime_bridge = True
     return True
 

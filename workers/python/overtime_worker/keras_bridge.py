@@ -19,6 +19,7 @@ Keras' asynchronous dispatch, so it never makes Keras wait for it. ``OVERTIME_KE
 """
 
 from overtime_worker import _bars
+from overtime_worker._patching import add_once, run_after
 
 __all__ = ["patch_module"]
 
@@ -29,20 +30,7 @@ def patch_module(module):
     if callback_list is None or callback_list.__dict__.get("_overtime_bridge"):
         return False
     reporter = _reporter_class(module.Callback)
-    original = callback_list._add_default_callbacks
-
-    def _add_default_callbacks(self, *args, **kwargs):
-        result = original(self, *args, **kwargs)
-        try:
-            if not any(isinstance(callback, reporter) for callback in self.callbacks):
-                self.callbacks.append(reporter())
-        except Exception:
-            pass
-        return result
-
-    _add_default_callbacks.__wrapped__ = original
-    _add_default_callbacks.__doc__ = original.__doc__
-    callback_list._add_default_callbacks = _add_default_callbacks
+    run_after(callback_list, "_add_default_callbacks", lambda self: add_once(self.callbacks, reporter))
     callback_list._overtime_bridge = True
     return True
 

@@ -11,6 +11,8 @@ count reaches Overtime through the tqdm bridge, throttled as any bar's. Turned o
 the tqdm bridge (``OVERTIME_TQDM=0``) or ``OVERTIME_LIGHTNING=0`` (or ``OVERTIME_BRIDGE=0``).
 """
 
+from overtime_worker._patching import add_once, run_after
+
 __all__ = ["patch_module", "patch_connector"]
 
 # hook -> the callback's attribute holding that stage's bar
@@ -67,20 +69,12 @@ def patch_connector(module):
     if connector is None or base is None or connector.__dict__.get("_overtime_bridge"):
         return False
     reporter = _loops_reporter_class(base)
-    original = connector._configure_progress_bar
 
-    def _configure_progress_bar(self, *args, **kwargs):
-        result = original(self, *args, **kwargs)
-        try:
-            trainer = self.trainer
-            if trainer.progress_bar_callback is None and not any(isinstance(c, reporter) for c in trainer.callbacks):
-                trainer.callbacks.append(reporter())
-        except Exception:
-            pass
-        return result
+    def add_unless_a_bar_reports(self):
+        if self.trainer.progress_bar_callback is None:
+            add_once(self.trainer.callbacks, reporter)
 
-    _configure_progress_bar.__wrapped__ = original
-    connector._configure_progress_bar = _configure_progress_bar
+    run_after(connector, "_configure_progress_bar", add_unless_a_bar_reports)
     connector._overtime_bridge = True
     return True
 

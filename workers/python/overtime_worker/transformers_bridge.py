@@ -18,6 +18,7 @@ HF's own tqdm bars, when shown, still report through the tqdm bridge as before.
 """
 
 from overtime_worker import _bars
+from overtime_worker._patching import add_once, run_after
 
 __all__ = ["patch_module"]
 
@@ -31,19 +32,7 @@ def patch_module(module):
     if handler is None or handler.__dict__.get("_overtime_bridge"):
         return False
     reporter = _reporter_class(module.TrainerCallback)
-    original = handler.__init__
-
-    def __init__(self, *args, **kwargs):
-        original(self, *args, **kwargs)
-        try:
-            if not any(isinstance(callback, reporter) for callback in self.callbacks):
-                self.callbacks.append(reporter())
-        except Exception:
-            pass
-
-    __init__.__wrapped__ = original
-    __init__.__doc__ = original.__doc__
-    handler.__init__ = __init__
+    run_after(handler, "__init__", lambda self: add_once(self.callbacks, reporter))
     handler._overtime_bridge = True
     return True
 
