@@ -37,7 +37,10 @@ def patch_module(module):
 
 def _reporter_class(base):
     class OvertimeReporter(base):
-        """Reports Keras' batches to Overtime (added by overtime_worker.keras_bridge)."""
+        """Reports Keras' batches to Overtime (added by overtime_worker.keras_bridge).
+
+        Each hook moves its own stage's bar: Keras may call a batch's end hook from its
+        executor thread after the next stage (fit's validation) has begun."""
 
         async_safe = True
 
@@ -45,77 +48,65 @@ def _reporter_class(base):
             super().__init__()
             self._in_fit = False
             self._epochs = 1
-            self._bars = {}      # kind -> its Steps, one bar each for the whole call
-            self._stage = None   # the Steps being moved
-            self._fit = None
+            self._fit = _bars.Steps("keras-fit")
+            self._test = None   # fit's validation or evaluate's bar, whichever runs
+            self._predict = _bars.Steps("keras-predict")
+            self._validation = _bars.Steps("keras-validation")
+            self._evaluate = _bars.Steps("keras-evaluate")
 
         def set_params(self, params):
             super().set_params(params)
             self._epochs = (params or {}).get("epochs") or 1
 
-        def _begin(self, kind, title, total):
-            steps = self._bars.get(kind)
-            if steps is None:
-                steps = self._bars[kind] = _bars.Steps(kind)
-            steps.begin(title, total)
-            self._stage = steps
-            return steps
-
         def _steps_per_epoch(self):
             return _bars.bounded_total((self.params or {}).get("steps"))
 
-        def _step(self, batch, logs):
-            steps = self._stage
+        @staticmethod
+        def _step(steps, batch, logs):
             if steps is None:
                 return
             steps.detail = (lambda: _bars.metrics_text(logs)) if logs else None
             steps.step(batch + 1)
-
-        def _end(self):
-            if self._stage is not None:
-                self._stage.end()
-                self._stage = None
 
         def on_train_begin(self, logs=None):
             self._in_fit = True
 
         def on_train_end(self, logs=None):
             self._in_fit = False
-            self._end()
+            self._fit.end()
 
         def on_epoch_begin(self, epoch, logs=None):
-            self._fit = self._begin("keras-fit", "Epoch {}/{}".format(epoch + 1, self._epochs), self._steps_per_epoch())
+            self._fit.begin("Epoch {}/{}".format(epoch + 1, self._epochs), self._steps_per_epoch())
 
         def on_epoch_end(self, epoch, logs=None):
-            self._stage = self._fit
-            self._end()
+            self._fit.end()
 
         def on_train_batch_end(self, batch, logs=None):
-            self._step(batch, logs)
+            self._step(self._fit, batch, logs)
 
         def on_test_begin(self, logs=None):
             if self._in_fit:
-                # fit's validation (Keras' own bar stays silent): its own bar, and back
-                # to the epoch's after it
-                self._begin("keras-validation", "Validation", None)
+                # fit's validation, which Keras' own bar keeps silent
+                self._test = self._validation
+                self._test.begin("Validation", None)
             else:
-                self._begin("keras-evaluate", "Evaluate", self._steps_per_epoch())
+                self._test = self._evaluate
+                self._test.begin("Evaluate", self._steps_per_epoch())
 
         def on_test_batch_end(self, batch, logs=None):
-            self._step(batch, logs)
+            self._step(self._test, batch, logs)
 
         def on_test_end(self, logs=None):
-            self._end()
-            if self._in_fit:
-                self._stage = self._fit
+            if self._test is not None:
+                self._test.end()
 
         def on_predict_begin(self, logs=None):
-            self._begin("keras-predict", "Predict", self._steps_per_epoch())
+            self._predict.begin("Predict", self._steps_per_epoch())
 
         def on_predict_batch_end(self, batch, logs=None):
-            self._step(batch, None)
+            self._step(self._predict, batch, None)
 
         def on_predict_end(self, logs=None):
-            self._end()
+            self._predict.end()
 
     return OvertimeReporter
