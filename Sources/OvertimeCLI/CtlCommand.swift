@@ -382,7 +382,7 @@ struct CtlCommand {
         statusRows(tasks) + tasks.compactMap(everyReporterLine).joined()
     }
 
-    /// `train: every-reporter: reporter 1 700ms left, reporter 0 1s left`
+    /// `train: every-reporter: rank 1 700ms left, rank 0 1s left`
     static func everyReporterLine(_ task: TaskStatus) -> String? {
         guard let every = task.live?.everyReporter else { return nil }
         let each = every.map { "\(TextWidth.sanitize($0.reporter)) \(DurationText.format(.seconds(fromDouble: $0.remaining))) left" }
