@@ -115,7 +115,7 @@ import Testing
         #expect(h.started().isEmpty, "the second backoff is 2 s")
         h.advance(.milliseconds(200))
         #expect(h.started() == ["flaky"])
-        #expect(h.machine.attempts[0] == 3)
+        #expect(h.machine.attempts(of: 0) == 3)
         h.end("flaky", ok: false)
         #expect(h.state("flaky") == .failed)
     }

@@ -228,6 +228,8 @@ public final class BatchRunner: Sendable {
 /// before the loop runs anything of it; used on the loop thread only.
 final class BatchState: EventSink {
     private(set) var machine: QueueMachine
+    /// The job's elements: each task that is no sweep, each element of a sweep or array.
+    let elements: JobElements
     /// The list inputs append to, kept between inputs so that none allocates one.
     private var spareActions: [QueueMachine.Action] = []
     let job: JobFile
@@ -287,18 +289,19 @@ final class BatchState: EventSink {
         encoder = EventEncoder(runID: runID)
         startedAt = MonotonicInstant.now()
         journal.onFailure { [loop = supervisor.loop] failure in _ = loop.execute { onUpdate(.recordFailed(failure)) } }
-        resumed = succeeded.isEmpty ? [] : succeeded.intersection(job.tasks.lazy.map(\.name))
-        machine = QueueMachine(job: job, startedAt: startedAt, failFast: failFast, succeeded: resumed)
-        finished = FinishedTasks(taskCount: job.tasks.count)
+        machine = QueueMachine(job: job, startedAt: startedAt, failFast: failFast, succeeded: succeeded)
+        elements = machine.elements
+        resumed = succeeded.isEmpty ? [] : succeeded.filter { [elements] in elements.element(named: $0) != nil }
+        finished = FinishedTasks(taskCount: elements.count)
     }
 
     func begin() {
         let now = MonotonicInstant.now()
-        for (i, task) in job.tasks.enumerated() where resumed.contains(task.name) {
-            let report = TaskReport(name: task.name, outcome: .succeeded, reason: nil, detail: "succeeded in the resumed run",
+        for (i, name) in resumed.compactMap({ name in elements.element(named: name).map { ($0, name) } }).sorted(by: { $0.0 < $1.0 }) {
+            let report = TaskReport(name: name, outcome: .succeeded, reason: nil, detail: "succeeded in the resumed run",
                                     exitCode: 0, attempts: 0, duration: nil, result: nil, resumed: true)
             finished.keep(report, at: i)
-            record(batchEvent: "finished", task: task.name, now: now) { w in
+            record(batchEvent: "finished", task: name, now: now) { w in
                 w.key("state"); w.string("succeeded")
                 w.key("resumed"); w.bool(true)
             }
@@ -344,7 +347,7 @@ final class BatchState: EventSink {
         let now = event.time
         switch event.kind {
         case let .started(pid):
-            onUpdate(.started(task: job.tasks[index].name, attempt: machine.attempts[index], pid: pid, policy: job.tasks[index].policy))
+            onUpdate(.started(task: elements.name(index), attempt: machine.attempts(of: index), pid: pid, policy: elements.task(index).policy))
         case .ready:
             decide(at: now) { machine, actions in machine.taskReady(index, now: now, into: &actions) }
         case let .exited(outcome):
@@ -354,7 +357,7 @@ final class BatchState: EventSink {
             starting[index] = nil
             lastOutcome[index] = outcome
             if case .failedToStart = outcome.termination {
-                onUpdate(.started(task: job.tasks[index].name, attempt: machine.attempts[index], pid: nil, policy: job.tasks[index].policy))
+                onUpdate(.started(task: elements.name(index), attempt: machine.attempts(of: index), pid: nil, policy: elements.task(index).policy))
             }
             decide(at: now) { machine, actions in machine.attemptEnded(index, QueueMachine.AttemptResult(outcome), now: now, into: &actions) }
         default:
@@ -382,10 +385,10 @@ final class BatchState: EventSink {
         case let .start(index, attempt, slots, amounts, endsBy):
             launch(index, attempt: attempt, slots: slots, amounts: amounts, endsBy: endsBy)
         case let .cancel(index, reason):
-            let grace = stopGrace.map { min(job.tasks[index].policy.grace, $0) }
+            let grace = stopGrace.map { min(elements.task(index).policy.grace, $0) }
             whenStarted(index) { $0.cancel(reason: reason, grace: grace) }
         case let .retry(index, nextAttempt, at):
-            let name = job.tasks[index].name
+            let name = elements.name(index)
             let because = lastOutcome[index].map(Self.failureReason) ?? "failed"
             record(batchEvent: "retry", task: name, now: now) { w in
                 w.key("attempt"); w.int(nextAttempt)
@@ -426,7 +429,7 @@ final class BatchState: EventSink {
     /// task cancelled just after its start. Not starting it would leave an attempt with
     /// neither.
     private func launch(_ index: Int, attempt: Int, slots: [String: [String]], amounts: [String: Int], endsBy: MonotonicInstant?) {
-        let task = job.tasks[index]
+        let task = elements.task(index)
         var environment = task.environment
         environment["OVERTIME_ATTEMPT"] = String(attempt)
         for (pool, ids) in slots {
@@ -461,11 +464,11 @@ final class BatchState: EventSink {
     private func spawn(_ index: Int, _ spec: TaskSpec, attempt: Int, slots: [String: [String]], amounts: [String: Int], log: String,
                        _ failure: String?) {
         if let failure { onUpdate(.recordFailed(failure)) }
-        let task = job.tasks[index]
+        let name = spec.name
         let handle: TaskHandle
         if let launcher {
             var step = launcher
-            step.prefix += SrunExecutor.stepOptions(task: task.name, gpus: slots["gpu"]?.count, cpus: amounts["cpu"])
+            step.prefix += SrunExecutor.stepOptions(task: name, gpus: slots["gpu"]?.count, cpus: amounts["cpu"])
             handle = supervisor.spawn(spec, via: step, log: SrunExecutor.absolute(log))
         } else {
             handle = supervisor.spawn(spec)
@@ -476,7 +479,7 @@ final class BatchState: EventSink {
         // runs what it is given in order, so this comes right after.
         let core = LoopBound(self, loop: supervisor.loop)
         _ = supervisor.loop.execute { core.value.runnerStarted(index, handle) }
-        record(batchEvent: "attempt", task: task.name, now: MonotonicInstant.now()) { w in
+        record(batchEvent: "attempt", task: name, now: MonotonicInstant.now()) { w in
             w.key("attempt"); w.int(attempt)
             if !slots.isEmpty || !amounts.isEmpty {
                 w.key("resources")
@@ -506,9 +509,8 @@ final class BatchState: EventSink {
     }
 
     private func makeReport(_ index: Int, _ state: QueueMachine.State, attempts: Int) -> TaskReport {
-        let task = job.tasks[index]
         let outcome = lastOutcome[index]
-        var report = TaskReport(name: task.name, outcome: .failed, reason: nil, detail: nil, exitCode: outcome?.exitCode,
+        var report = TaskReport(name: elements.name(index), outcome: .failed, reason: nil, detail: nil, exitCode: outcome?.exitCode,
                                 attempts: attempts, duration: outcome?.elapsed, result: outcome?.result, resumed: false,
                                 protocolErrors: outcome?.protocolErrors ?? 0, usage: outcome?.usage ?? ResourceUsage())
         switch state {
@@ -615,7 +617,7 @@ final class BatchState: EventSink {
         // which says what could not be written.
         journal.drain()
         var summary = BatchSummary(runID: runID, runDirectory: journal.directory,
-                                   tasks: job.tasks.indices.compactMap { finished.report(at: $0, name: job.tasks[$0].name) },
+                                   tasks: (0..<elements.count).compactMap { finished.report(at: $0, name: elements.name($0)) },
                                    elapsed: now - startedAt, stoppedBy: stoppedBy)
         summary.recordFailures = journal.failures
         summary.lostJournalLines = journal.lostLines
@@ -672,38 +674,67 @@ final class BatchState: EventSink {
 
 /// `overtime batch`'s control target: every task of the job, by name.
 extension BatchState: ControlTarget {
+    /// Every element's status; a sweep of more than `foldedSweepSize` elements shows those
+    /// that have started (or retry, or did not succeed) and one line for the rest.
     func controlStatus(now: MonotonicInstant) -> [TaskStatus] {
-        job.tasks.indices.map { index in
-            let name = job.tasks[index].name
-            let attempts = machine.attempts[index]
-            if case .running = machine.states[index], var status = handles[index]?.syncOperations.status() {
-                status.name = name
-                status.attempts = attempts
-                return status
+        var statuses: [TaskStatus] = []
+        for entry in job.tasks.indices {
+            let range = elements.elements(ofEntry: entry)
+            guard range.count > Self.foldedSweepSize else {
+                statuses += range.map { status(of: $0) }
+                continue
             }
-            let state: TaskStatus.State = switch machine.states[index] {
-            case .waiting: .waiting
-            case .retryWait: .retrying
-            case .running: .starting
-            case .succeeded: .succeeded
-            case .failed: .failed
-            case .skipped: .skipped
+            var waiting = 0, succeeded = 0
+            for index in range {
+                switch machine.state(of: index) {
+                case .waiting: waiting += 1
+                case .succeeded: succeeded += 1
+                default: statuses.append(status(of: index))
+                }
             }
-            return TaskStatus(name: name, attempts: attempts, state: state, reason: finished.reason(at: index))
+            statuses.append(TaskStatus(name: job.tasks[entry].name, attempts: 0, state: waiting > 0 ? .waiting : .succeeded,
+                                       reason: "\(range.count) elements: \(waiting) not started, \(succeeded) succeeded, the rest listed"))
         }
+        return statuses
+    }
+
+    /// Sweeps larger than this are folded in `ctl status`: a list a person reads.
+    static let foldedSweepSize = 1_000
+
+    private func status(of index: Int) -> TaskStatus {
+        let name = elements.name(index)
+        let attempts = machine.attempts(of: index)
+        let state = machine.state(of: index)
+        if case .running = state, var status = handles[index]?.syncOperations.status() {
+            status.name = name
+            status.attempts = attempts
+            return status
+        }
+        let shown: TaskStatus.State = switch state {
+        case .waiting: .waiting
+        case .retryWait: .retrying
+        case .running: .starting
+        case .succeeded: .succeeded
+        case .failed: .failed
+        case .skipped: .skipped
+        }
+        return TaskStatus(name: name, attempts: attempts, state: shown, reason: finished.reason(at: index))
     }
 
     private func index(of name: String) -> Result<Int, ControlFailure> {
-        machine.index(named: name).map { .success($0) }
-            ?? .failure(.noTaskInBatch(name, closest: Spelling.closest(to: name, among: job.tasks.map(\.name))))
+        if let index = machine.index(named: name) { return .success(index) }
+        if let entry = elements.entry(named: name), job.tasks[entry].sweep != nil {
+            return .failure(.wholeSweep(name))
+        }
+        return .failure(.noTaskInBatch(name, closest: Spelling.closest(to: name, among: job.tasks.map(\.name))))
     }
 
     /// An operator's extend or revoke: done now to a running task; to one still starting
     /// (its log being made), once it has started.
     private func changeBudget(_ index: Int, _ action: String, uid: UInt32,
                               _ request: @escaping (TaskHandle.SynchronousOperations) -> TaskMachine.OperatorResult) -> Result<String, ControlFailure> {
-        guard case .running = machine.states[index], handles[index] != nil || starting[index] != nil else {
-            return .failure(.notRunning(job.tasks[index].name))
+        guard case .running = machine.state(of: index), handles[index] != nil || starting[index] != nil else {
+            return .failure(.notRunning(elements.name(index)))
         }
         recordOperator(index, action, uid: uid)
         if let handle = handles[index], starting[index] == nil { return ControlWords.budget(request(handle.syncOperations)) }
@@ -712,7 +743,7 @@ extension BatchState: ControlTarget {
     }
 
     private func recordOperator(_ index: Int, _ action: String, uid: UInt32) {
-        record(batchEvent: "operator", task: job.tasks[index].name, now: MonotonicInstant.now()) { w in
+        record(batchEvent: "operator", task: elements.name(index), now: MonotonicInstant.now()) { w in
             w.key("action"); w.string(action)
             w.key("uid"); w.int(Int(uid))
         }
@@ -726,7 +757,17 @@ extension BatchState: ControlTarget {
     /// An operator's cancel of a batch task: always the batch's own (`user`), whatever the
     /// request says; a batch's reasons are its own to give.
     func controlCancel(task: String, reason _: CancelReason, grace _: Duration?, uid: UInt32) -> Result<String, ControlFailure> {
-        index(of: task).map { index in
+        if let entry = elements.entry(named: task), job.tasks[entry].sweep != nil {
+            record(batchEvent: "operator", task: task, now: MonotonicInstant.now()) { w in
+                w.key("action"); w.string("cancel")
+                w.key("uid"); w.int(Int(uid))
+            }
+            let now = MonotonicInstant.now()
+            let words = decide(at: now) { machine, actions in machine.cancelEntry(entry, now: now, into: &actions) }
+            afterInput(now)
+            return .success(words)
+        }
+        return index(of: task).map { index in
             recordOperator(index, "cancel", uid: uid)
             let now = MonotonicInstant.now()
             let word = decide(at: now) { machine, actions in machine.cancelTask(index, now: now, into: &actions) }

@@ -28,6 +28,8 @@ enum ControlFailure: Error, Equatable {
     case noTaskInBatch(String, closest: String?)
     /// The batch's task of that name is waiting or has ended.
     case notRunning(String)
+    /// A whole sweep or array was named where one element is meant (an extend, a revoke).
+    case wholeSweep(String)
     /// The task is already being cancelled: its budget no longer changes.
     case alreadyCancelling
     /// The task has finished.
@@ -40,6 +42,8 @@ enum ControlFailure: Error, Equatable {
         case let .noRunningTask(name, closest): "no running task named '\(name)'" + Self.didYouMean(closest)
         case let .noTaskInBatch(name, closest): "no task named '\(name)' in this batch" + Self.didYouMean(closest)
         case let .notRunning(name): "'\(name)' is not running"
+        case let .wholeSweep(name):
+            "'\(name)' is a sweep or an array; name one of its elements, as '\(name)[7]' or '\(name)[lr=0.01]' (ctl status lists them)"
         case .alreadyCancelling: "the task is already being cancelled"
         case .finished: "the task has finished"
         case .batchTakesNoExpiring:

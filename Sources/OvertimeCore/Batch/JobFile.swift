@@ -137,6 +137,14 @@ public struct JobTask: Sendable, Equatable {
     /// The earlier task that makes this task's command (`command-made-by`): its command is
     /// not looked up when the file is checked.
     public var commandMadeBy: String?
+    /// What makes it a sweep (`matrix`) or an array (`array`): a task made once per element
+    /// (`JobElements`). nil for a task run once. Held by reference: a plain task pays a
+    /// pointer for it.
+    public var sweep: Sweep? {
+        get { sweepBox?.value }
+        set { sweepBox = newValue.map(Shared.init) }
+    }
+    private var sweepBox: Shared<Sweep>?
     /// The rest, shared with the tasks whose rest is equal.
     private(set) var shared: Shared<TaskSettings>
 
@@ -218,13 +226,15 @@ public struct JobTask: Sendable, Equatable {
         readiness: Readiness = Readiness(),
         memory: MemoryPolicy = .none,
         diagnose: DiagnoseCommand? = nil,
-        pythonBridge: Bool = true
+        pythonBridge: Bool = true,
+        sweep: Sweep? = nil
     ) {
         let settings = TaskSettings(environment: environment, workingDirectory: workingDirectory, policy: policy,
                                     resources: resources, retry: retry, inheritEnvironment: inheritEnvironment,
                                     isolation: isolation, readiness: readiness, memory: memory, diagnose: diagnose,
                                     pythonBridge: pythonBridge)
         self.init(name: name, command: command, after: after, commandMadeBy: commandMadeBy, settings: Shared(settings))
+        self.sweep = sweep
     }
 
     init(name: String, command: [String], after: [Dependency], commandMadeBy: String?, settings: Shared<TaskSettings>) {
@@ -259,9 +269,12 @@ final class Shared<Value: Sendable & Equatable>: Sendable, Equatable {
 
 /// "Start me after `task` has …".
 public struct Dependency: Sendable, Equatable, Hashable {
-    /// The name of the task waited for.
+    /// The name of the task waited for: a whole sweep or array by its name (every element).
     public var task: String
     public var condition: Condition
+    /// Between two sweeps or arrays (`same-index`): each element waits for the element of
+    /// `task` with the same index only (shard 7 after shard 7).
+    public var sameIndex = false
 
     public enum Condition: String, Sendable, CaseIterable {
         /// …finished and succeeded (exit 0, not cancelled), after its last retry. The default.
@@ -272,9 +285,10 @@ public struct Dependency: Sendable, Equatable, Hashable {
         case ready
     }
 
-    public init(task: String, condition: Condition = .success) {
+    public init(task: String, condition: Condition = .success, sameIndex: Bool = false) {
         self.task = task
         self.condition = condition
+        self.sameIndex = sameIndex
     }
 }
 

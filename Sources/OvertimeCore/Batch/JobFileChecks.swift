@@ -220,7 +220,7 @@ struct JobFileChecker {
                               at: layout.place(.task(i), "resources"))
             }
             checkCommand(of: tasks[i], scope: scope, lookUp: commandProblem, at: layout.end(.task(i)))
-            checkDependencies(of: tasks[i], scope: scope, at: layout.end(.task(i)))
+            checkDependencies(of: tasks[i], scope: scope, among: tasks, at: layout.end(.task(i)))
         }
         checkMemory(file.tasks, given: reading.memory ?? .init(ownValuesOf: file), layout: layout)
         checkCycles(file.tasks)
@@ -391,7 +391,7 @@ struct JobFileChecker {
         return nil
     }
 
-    private mutating func checkDependencies(of task: JobTask, scope: JobFileScope, at place: JobFilePlace) {
+    private mutating func checkDependencies(of task: JobTask, scope: JobFileScope, among tasks: [JobTask], at place: JobFilePlace) {
         let index = nameIndex
         // Where each name was listed: made only for a task of several dependencies (a chain
         // of a million tasks has one each).
@@ -411,10 +411,33 @@ struct JobFileChecker {
             if several { seen[target] = k }
             if target == task.name {
                 report.add(scope, path, "'\(target)' cannot wait for itself; remove it from 'after'", at: place)
-            } else if index[target] == nil {
+            } else if let j = index[target] {
+                if dependency.sameIndex, let problem = Self.sameIndexProblem(task, on: tasks[j]) {
+                    report.add(scope, path + ".same-index", problem, at: place)
+                }
+            } else if target.contains("[") {
+                report.add(scope, path, "'\(target)' names one element; wait for the whole sweep by its name, or for the element with the same index with \"same-index\": true", at: place)
+            } else {
                 report.add(scope, path, "there is no task named '\(target)'\(suggestion(for: target))", at: place)
             }
         }
+    }
+
+    /// Why element i of `task` cannot wait for element i of `other`, if it cannot.
+    static func sameIndexProblem(_ task: JobTask, on other: JobTask) -> String? {
+        guard let sweep = task.sweep else {
+            return "joins the elements of two sweeps or arrays, and this task is neither; drop it to wait for the whole of '\(other.name)'"
+        }
+        guard let otherSweep = other.sweep else {
+            return "'\(other.name)' is neither a sweep nor an array, so it has no elements to join; drop same-index to wait for it"
+        }
+        for position in 0..<sweep.count {
+            let index = sweep.index(at: position)
+            if otherSweep.position(ofIndex: index) == nil {
+                return "'\(other.name)' has no element of index \(index) (it has \(otherSweep.count)), so \(sweep.name(at: position, of: task.name)) would wait for nothing; give both the same indices"
+            }
+        }
+        return nil
     }
 
     /// A program as the tasks that share one copy of their settings (`JobTask`) run it: its
@@ -472,7 +495,8 @@ struct JobFileChecker {
             }
             return
         }
-        guard let lookUp, let program = task.command.first else { return }
+        // A program named by a placeholder is only known element by element.
+        guard let lookUp, let program = task.command.first, task.sweep == nil || Sweep.placeholders(in: program).isEmpty else { return }
         let key = LookedUpCommand(program: program, settings: ObjectIdentifier(task.shared))
         let problem: String?
         if let known = lookedUp[key] {

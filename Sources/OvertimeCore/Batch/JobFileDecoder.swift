@@ -31,12 +31,12 @@ struct JobFileDecoder {
 
     static let topFields = ["concurrency", "deadline", "defaults", "resources", "tasks", "executor", "warn-signal", "warn-lead", "metrics", "metrics-file"]
     /// A task's fields: what it is (its name, command and dependencies), then its settings.
-    static let taskFields = ["name", "command", "after", "command-made-by"] + TaskSetting.keys
+    static let taskFields = ["name", "command", "after", "command-made-by", "matrix", "array", "max-running"] + TaskSetting.keys
     /// Fields every task gives for itself.
-    static let ownFields: Set = ["name", "command", "after", "command-made-by"]
+    static let ownFields: Set = ["name", "command", "after", "command-made-by", "matrix", "array", "max-running"]
     static let defaultsFields = TaskSetting.keys
     static let retryFields = ["max", "backoff", "max-backoff", "on"]
-    static let dependencyFields = ["task", "when"]
+    static let dependencyFields = ["task", "when", "same-index"]
 
     /// Names people reach for from other tools (folded: lower case, no `-` or `_`).
     static let taskSynonyms: [String: String] = [
@@ -265,14 +265,17 @@ struct JobFileDecoder {
             fields.problem(at: "diagnose-limit", "needs a 'diagnose' command (here or in 'defaults') to limit")
         }
 
+        let sweep = sweep(own.sweep, command: own.command, settings: own.settings, name: name, in: fields)
         let settings = sharedSettings(own, over: defaults, givesAny: fields.members.contains { !Self.ownFields.contains($0.key) })
         let environment = settings.value.environment
         if settings.value.resources["gpu"] != nil, case .slots? = pools["gpu"], environment["CUDA_VISIBLE_DEVICES"] != nil {
             let from = own.settings.env?["CUDA_VISIBLE_DEVICES"] == nil ? " (it comes from 'defaults')" : ""
             fields.problem(at: "env.CUDA_VISIBLE_DEVICES", "is set by Overtime from the 'gpu' slots the task is given\(from); leave it out")
         }
-        return JobTask(name: name, command: own.command ?? [], after: own.after ?? [], commandMadeBy: own.commandMadeBy,
-                       settings: settings)
+        var task = JobTask(name: name, command: own.command ?? [], after: own.after ?? [], commandMadeBy: own.commandMadeBy,
+                           settings: settings)
+        if let sweep { task.sweep = sweep }
+        return task
     }
 
     /// Reads the fields of a task or of `defaults`, the one at position `j` at `place(j)`.
@@ -299,6 +302,21 @@ struct JobFileDecoder {
                 }
             case "after":
                 f.after = after(field, in: fields)
+            case "matrix":
+                f.sweep.given = true
+                f.sweep.matrix = matrix(field, in: fields)
+            case "array":
+                f.sweep.given = true
+                if let (indices, cap) = array(field, in: fields) {
+                    f.sweep.array = indices
+                    f.sweep.arrayCap = cap
+                }
+            case "max-running":
+                if let n = fields.wholeNumber(field, "how many elements may run at once, e.g. 8") {
+                    if n >= 1 { f.sweep.maxRunning = n } else { fields.problem(field, "\(n) is less than 1; expected how many elements may run at once, e.g. 8") }
+                }
+            case _ where !isDefaults && Sweep.templatedDurations.contains(key) && field.value.placeholderText != nil:
+                f.sweep.durationTemplates[key] = field.value.placeholderText
             default:
                 if let setting = TaskSetting.setting(forKey: key) {
                     setting.readField(&f.settings, field, fields, self)

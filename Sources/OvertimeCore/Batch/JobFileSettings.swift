@@ -6,6 +6,7 @@ extension JobFileDecoder {
         var commandMadeBy: String?
         var after: [Dependency]?
         var settings = TaskSettingValues()
+        var sweep = SweepFields()
     }
 
     /// A task's settings, `own` laid over `defaults`, as one copy shared with other tasks:

@@ -245,9 +245,11 @@ extension JobFileDecoder {
                     }
                 case "when":
                     if let condition = parts.read(condition(part, in: given)) { dependency.condition = condition }
+                case "same-index":
+                    if let sameIndex = parts.read(given.bool(part)) { dependency.sameIndex = sameIndex }
                 default:
                     given.unknown(part, .init(isNot: "is not a field of a dependency", fields: Self.dependencyFields,
-                                              synonyms: Self.dependencySynonyms, shownList: "task, when"))
+                                              synonyms: Self.dependencySynonyms, shownList: "task, when, same-index"))
                     parts.fail()
                 }
             }

@@ -4,6 +4,11 @@ import OvertimeProtocol
 /// resources; retries; what is skipped and why. No processes, no clock of its own: every
 /// input carries `now` and every consequence goes out as an `Action`. The batch runner
 /// carries the actions out; unit tests drive it with a fake clock.
+///
+/// What it schedules are the job's elements (`JobElements`): each task that is no sweep,
+/// and each element of every sweep and array, by number. What an element shares with the
+/// rest of its sweep (its dependencies, resources, retries, cap) is kept once, per task of
+/// the job file (an entry); an element itself costs a few bytes here until it starts.
 public struct QueueMachine: Sendable {
     /// Where a task stands.
     public enum State: Sendable, Equatable {
@@ -64,7 +69,7 @@ public struct QueueMachine: Sendable {
     }
 
     public enum Action: Sendable, Equatable {
-        /// Start attempt `attempt` of task `index` with these resources: slot ids per slot
+        /// Start attempt `attempt` of element `index` with these resources: slot ids per slot
         /// pool, amounts per counted pool. `endsBy` is the batch deadline, the instant the
         /// task must end by whenever it starts (`BudgetPolicy.endsBy`).
         case start(index: Int, attempt: Int, slots: [String: [String]], amounts: [String: Int], endsBy: MonotonicInstant?)
@@ -77,9 +82,8 @@ public struct QueueMachine: Sendable {
     }
 
     public let job: JobFile
-    public private(set) var states: [State]
-    public private(set) var attempts: [Int]
-    private var ready: [Bool]
+    /// The elements, numbered.
+    public let elements: JobElements
     /// The batch deadline, when the job file has one.
     public let deadline: MonotonicInstant?
     private let failFast: Bool
@@ -87,46 +91,83 @@ public struct QueueMachine: Sendable {
     private var freeSlots: [String: [String]] = [:]
     private var freeAmounts: [String: Int] = [:]
     private var held: [Int: Grant] = [:]
-    private let indexByName: [String: Int]
 
     // Every event costs O(log N) (times the number of distinct resource requests), never
-    // a look at every task: a queue of a million tasks costs per event what one of ten
-    // does. What each event touches is kept by itself:
+    // a look at every element: a queue of a million costs per event what one of ten does
+    // (but for what ends a whole sweep at once: a stop, a deadline, a failed dependency).
+    // Per element, a few bytes:
 
-    /// Per task: the conditions on it, which its ending (or `ready`) may settle.
+    /// Where each element stands (its retry's end and its skip's cause are kept apart).
+    private var codes: [Code]
+    private var attemptCounts: [Int32]
+    private var ready: [Bool]
+    /// How many of its `after` conditions do not hold yet; at 0 it is ready to start.
+    private var unmet: [Int32]
+    /// Elements in `retryWait`, with the end of their backoff.
+    private var retryUntil: [Int: MonotonicInstant] = [:]
+    /// For each element skipped for a dependency, the element that did not succeed; made
+    /// at the first such skip.
+    private var blockers: [Int32] = []
+    /// The names an unvalidated job's `after` gives that no task has, by the element skipped.
+    private var unknownBlockers: [Int: String] = [:]
+
+    // Per entry (a task of the job file):
+
+    /// The conditions on it, which its elements' endings (or `ready`) may settle.
     private let dependents: [[Edge]]
-    /// Per task: how many of its `after` conditions do not hold yet; at 0 it is ready.
-    private var unmet: [Int]
-    /// Tasks that reached a final state and whose dependents are still to be told, in the
-    /// order they finished. Told within the same input, after the deadline skips (which
+    private var tally: [Tally]
+    private let laneOf: [Int]
+    private let lastStartOffsets: [Duration]
+
+    /// Elements that reached a final state and whose dependents are still to be told, in
+    /// the order they finished. Told within the same input, after the deadline skips (which
     /// take precedence, as they always did), so one failure skips its dependents at once.
     private var settled: [Int] = []
-    /// Tasks whose `after` names no task (a job not validated): skipped at the first turn.
-    private var unknownDependency: [(index: Int, name: String)] = []
-    /// The ready tasks, one lane per distinct resource request, each in file order.
+    /// Entries whose `after` names no task (a job not validated): skipped at the first turn.
+    private var unknownDependency: [(entry: Int, name: String)] = []
+    /// The ready elements, one lane per distinct resource request (and one per capped
+    /// sweep), each in element order.
     private var lanes: [Lane]
-    private let laneOf: [Int]
-    /// Tasks in `retryWait`, by the end of their backoff.
+    /// Elements in `retryWait`, by the end of their backoff.
     private var retryTimers = MinHeap<Timer>()
-    /// With a batch deadline, waiting tasks by the last moment they may start.
+    /// With a batch deadline, entries by the last moment their elements may start.
     private var lastStarts = MinHeap<Timer>()
-    private let lastStartOffsets: [Duration]
     private var finalCount = 0
 
     private typealias Grant = (slots: [String: [String]], amounts: [String: Int])
 
+    private enum Code: UInt8, Sendable {
+        case waiting, retryWait, running, succeeded, failed
+        case skippedDependency, skippedDeadline, skippedStopped, skippedCancelled
+    }
+
     private struct Edge: Sendable {
         var dependent: Int
         var condition: Dependency.Condition
+        var sameIndex: Bool
     }
 
-    /// The ready tasks asking for one same set of resources. When its first task cannot
-    /// have them, none of the others can until something is released, so the lane is
-    /// passed over (`blocked`) until then: tasks held up by resources are not looked at
-    /// again on every event.
+    /// What an entry's elements have come to, for the conditions on the whole of it.
+    private struct Tally: Sendable {
+        var final: Int32 = 0
+        var succeeded: Int32 = 0
+        var ready: Int32 = 0
+        var running: Int32 = 0
+        /// An element ended without success: `success` on the whole entry never holds.
+        var failedOne = false
+        /// An element ended without success and without ever being ready.
+        var unreadyOne = false
+    }
+
+    /// The ready elements asking for one same set of resources. When its first cannot have
+    /// them, none of the others can until something is released, so the lane is passed
+    /// over (`blocked`) until then: elements held up by resources are not looked at again
+    /// on every event. A sweep with a cap has a lane of its own, passed over while its
+    /// cap is reached.
     private struct Lane: Sendable {
         var request: [String: Int]
-        var tasks = MinHeap<Int>()
+        var capped: (entry: Int, cap: Int32)?
+        var elements = MinHeap<Int>()
         var blocked = false
     }
 
@@ -137,63 +178,79 @@ public struct QueueMachine: Sendable {
     }
 
     /// - Parameters:
-    ///   - succeeded: names that succeeded in a run being resumed; they start as succeeded.
+    ///   - succeeded: names of elements that succeeded in a run being resumed; they start
+    ///     as succeeded.
     public init(job: JobFile, startedAt: MonotonicInstant, failFast: Bool, succeeded: Set<String> = []) {
         self.job = job
         self.failFast = failFast
         let deadline = job.deadline.map { startedAt + $0 }
         self.deadline = deadline
-        let count = job.tasks.count
-        var index: [String: Int] = [:]
-        index.reserveCapacity(count)
+        let elements = JobElements(job)
+        self.elements = elements
+        let count = elements.count
         // Tasks are looked at in place (`tasks[i]`), not copied out: a copy retains and
         // releases each of a task's parts, a million times a loop in a large file.
         let tasks = job.tasks
-        for i in tasks.indices { index[tasks[i].name] = i }
-        indexByName = index
-        var states = [State](repeating: .waiting, count: count)
-        var ready = [Bool](repeating: false, count: count)
-        if !succeeded.isEmpty {
-            for (i, task) in job.tasks.enumerated() where succeeded.contains(task.name) {
-                states[i] = .succeeded
-                ready[i] = true
-            }
+        codes = [Code](repeating: .waiting, count: count)
+        ready = [Bool](repeating: false, count: count)
+        attemptCounts = [Int32](repeating: 0, count: count)
+        tally = [Tally](repeating: Tally(), count: tasks.count)
+        for name in succeeded {
+            guard let i = elements.element(named: name) else { continue }
+            codes[i] = .succeeded
+            ready[i] = true
+            let entry = elements.entry(of: i)
+            tally[entry].final += 1
+            tally[entry].succeeded += 1
+            tally[entry].ready += 1
+            finalCount += 1
         }
-        attempts = Array(repeating: 0, count: count)
-        var dependents = [[Edge]](repeating: [], count: count)
-        var unmet = [Int](repeating: 0, count: count)
+        var dependents = [[Edge]](repeating: [], count: tasks.count)
+        var unmet = [Int32](repeating: 0, count: count)
         var laneByRequest: [[String: Int]: Int] = [:]
         var lanes: [Lane] = []
-        var laneOf = [Int](repeating: 0, count: count)
+        var laneOf = [Int](repeating: 0, count: tasks.count)
         var offsets: [Duration] = []
-        for i in tasks.indices {
-            let request = tasks[i].resources
-            if let lane = laneByRequest[request] {
-                laneOf[i] = lane
+        for e in tasks.indices {
+            let request = tasks[e].resources
+            if let cap = tasks[e].sweep?.maxRunning {
+                laneOf[e] = lanes.count
+                lanes.append(Lane(request: request, capped: (e, Int32(clamping: cap))))
+            } else if let lane = laneByRequest[request] {
+                laneOf[e] = lane
             } else {
-                laneOf[i] = lanes.count
+                laneOf[e] = lanes.count
                 laneByRequest[request] = lanes.count
                 lanes.append(Lane(request: request))
             }
-            if deadline != nil { offsets.append(tasks[i].policy.minStart) }
-            for dependency in tasks[i].after {
-                guard let d = index[dependency.task] else {
-                    unknownDependency.append((i, dependency.task))
-                    unmet[i] += 1  // never met
+            if deadline != nil { offsets.append(tasks[e].policy.minStart) }
+            let own = elements.elements(ofEntry: e)
+            for dependency in tasks[e].after {
+                guard let d = elements.entry(named: dependency.task) else {
+                    unknownDependency.append((e, dependency.task))
+                    for i in own { unmet[i] += 1 }  // never met
                     continue
                 }
-                dependents[d].append(Edge(dependent: i, condition: dependency.condition))
+                dependents[d].append(Edge(dependent: e, condition: dependency.condition, sameIndex: dependency.sameIndex))
                 // A resumed success already meets every kind of condition.
-                if states[d] != .succeeded { unmet[i] += 1 }
+                if dependency.sameIndex, let sweep = tasks[e].sweep, let other = tasks[d].sweep {
+                    let first = elements.elements(ofEntry: d).lowerBound
+                    for i in own {
+                        let position = other.position(ofIndex: sweep.index(at: i - own.lowerBound))
+                        if let position, codes[first + position] == .succeeded { continue }
+                        unmet[i] += 1
+                    }
+                } else if tally[d].succeeded < Int32(elements.elements(ofEntry: d).count) {
+                    for i in own { unmet[i] += 1 }
+                }
             }
         }
-        finalCount = states.count { $0 == .succeeded }
-        for i in 0..<count where states[i] == .waiting {
-            if unmet[i] == 0 { lanes[laneOf[i]].tasks.push(i) }
-            if let deadline { lastStarts.push(Timer(at: deadline - offsets[i], index: i)) }
+        for i in 0..<count where codes[i] == .waiting && unmet[i] == 0 {
+            lanes[laneOf[elements.entry(of: i)]].elements.push(i)
         }
-        self.states = states
-        self.ready = ready
+        if let deadline {
+            for e in tasks.indices { lastStarts.push(Timer(at: deadline - offsets[e], index: e)) }
+        }
         self.dependents = dependents
         self.unmet = unmet
         self.lanes = lanes
@@ -207,21 +264,48 @@ public struct QueueMachine: Sendable {
         }
     }
 
-    /// How many tasks run now.
+    /// How many elements run now.
     public private(set) var runningCount = 0
 
-    /// The index of the task named `name`.
+    /// The element named `name`: a task that is no sweep, or a sweep's element by its full
+    /// name (`train[lr=0.01,seed=1]`).
     public func index(named name: String) -> Int? {
-        indexByName[name]
+        elements.element(named: name)
     }
 
-    /// True when every task is in a final state.
-    public var isDone: Bool { finalCount == states.count }
+    /// Where element `index` stands.
+    public func state(of index: Int) -> State {
+        switch codes[index] {
+        case .waiting: .waiting
+        case .retryWait: .retryWait(until: retryUntil[index] ?? MonotonicInstant(nanoseconds: 0))
+        case .running: .running(attempt: Int(attemptCounts[index]))
+        case .succeeded: .succeeded
+        case .failed: .failed
+        case .skippedDependency:
+            .skipped(.dependency(unknownBlockers[index] ?? elements.name(Int(blockers[index]))))
+        case .skippedDeadline: .skipped(.deadline)
+        case .skippedStopped: .skipped(.stopped(stopping ?? .shutdown))
+        case .skippedCancelled: .skipped(.cancelled)
+        }
+    }
+
+    /// How many attempts element `index` has had.
+    public func attempts(of index: Int) -> Int {
+        Int(attemptCounts[index])
+    }
+
+    /// Every element's state, in order (for a look at all; an event needs none).
+    public var states: [State] {
+        codes.indices.map(state(of:))
+    }
+
+    /// True when every element is in a final state.
+    public var isDone: Bool { finalCount == codes.count }
 
     /// When the machine must next be scheduled: a retry backoff ends, or (with a batch
-    /// deadline) a task that has not started reaches the last moment it may start.
+    /// deadline) an entry's elements that have not started reach the last moment they may.
     public var nextWake: MonotonicInstant? {
-        // Every input ends with `dropStaleTimers`, so both heads are live.
+        // Every input ends with `dropStaleTimers`, so the retry heap's head is live.
         switch (retryTimers.min?.at, lastStarts.min?.at) {
         case let (retry?, last?): min(retry, last)
         case let (retry, last): retry ?? last
@@ -240,22 +324,26 @@ public struct QueueMachine: Sendable {
     public mutating func schedule(now: MonotonicInstant, into actions: inout [Action]) {
         while let timer = retryTimers.min, timer.at <= now {
             retryTimers.popMin()
-            guard states[timer.index] == .retryWait(until: timer.at) else { continue }
-            states[timer.index] = .waiting
+            guard codes[timer.index] == .retryWait, retryUntil[timer.index] == timer.at else { continue }
+            retryUntil[timer.index] = nil
+            codes[timer.index] = .waiting
             enqueue(timer.index)
-            if let deadline { lastStarts.push(Timer(at: deadline - lastStartOffsets[timer.index], index: timer.index)) }
         }
-        // Checked before anything a task waits for: past this point it never starts.
+        // Checked before anything an element waits for: past this point it never starts.
         if let deadline {
             while let timer = lastStarts.min, timer.at < now || deadline <= now {
                 lastStarts.popMin()
-                let i = timer.index
-                guard isWaiting(i) else { continue }
-                finish(i, attempts[i] > 0 ? .failed : .skipped(.deadline), &actions)
+                for i in elements.elements(ofEntry: timer.index) where codes[i] == .waiting {
+                    finish(i, attemptCounts[i] > 0 ? .failed : .skippedDeadline, &actions)
+                }
             }
         }
         if !unknownDependency.isEmpty {
-            for (i, name) in unknownDependency where isWaiting(i) { finish(i, .skipped(.dependency(name)), &actions) }
+            for (entry, name) in unknownDependency {
+                for i in elements.elements(ofEntry: entry) where codes[i] == .waiting {
+                    finish(i, .skippedDependency, &actions, reportedBlocker: name)
+                }
+            }
             unknownDependency.removeAll()
         }
         tellDependents(&actions)
@@ -263,27 +351,31 @@ public struct QueueMachine: Sendable {
         dropStaleTimers()
     }
 
-    /// Task `index` reported `ready` (for dependents that wait on `ready`).
+    /// Element `index` reported `ready` (for dependents that wait on `ready`).
     public mutating func taskReady(_ index: Int, now: MonotonicInstant, into actions: inout [Action]) {
         markReady(index)
         schedule(now: now, into: &actions)
     }
 
-    /// An attempt of task `index` ended.
+    /// An attempt of element `index` ended.
     public mutating func attemptEnded(_ index: Int, _ result: AttemptResult, now: MonotonicInstant, into actions: inout [Action]) {
-        guard case .running = states[index] else { return }
+        guard codes[index] == .running else { return }
         release(index)
         runningCount -= 1
-        let retry = job.tasks[index].retry
-        let delay = retry.delay(beforeRetry: attempts[index])
+        let entry = elements.entry(of: index)
+        tally[entry].running -= 1
+        let retry = job.tasks[entry].retry
+        let attempt = Int(attemptCounts[index])
+        let delay = retry.delay(beforeRetry: attempt)
         if result.succeeded {
             markReady(index)
             finish(index, .succeeded, &actions)
-        } else if stopping == nil, retry.shouldRetry(result.retryCondition, exitStatus: result.exitStatus, attempt: attempts[index]),
-                  deadline.map({ now + delay <= $0 - job.tasks[index].policy.minStart }) ?? true {
-            states[index] = .retryWait(until: now + delay)
+        } else if stopping == nil, retry.shouldRetry(result.retryCondition, exitStatus: result.exitStatus, attempt: attempt),
+                  deadline.map({ now + delay <= $0 - job.tasks[entry].policy.minStart }) ?? true {
+            codes[index] = .retryWait
+            retryUntil[index] = now + delay
             retryTimers.push(Timer(at: now + delay, index: index))
-            actions.append(.retry(index: index, nextAttempt: attempts[index] + 1, at: now + delay))
+            actions.append(.retry(index: index, nextAttempt: attempt + 1, at: now + delay))
         } else {
             finish(index, .failed, &actions)
             if failFast { stop(reason: .failFast, now: now, into: &actions) }
@@ -291,20 +383,37 @@ public struct QueueMachine: Sendable {
         schedule(now: now, into: &actions)
     }
 
-    /// An operator cancels one task: if it waits (or waits to retry) it is skipped; if it
-    /// runs it is cancelled with reason `user` (and not retried).
+    /// An operator cancels one element: if it waits (or waits to retry) it is skipped; if
+    /// it runs it is cancelled with reason `user` (and not retried).
     /// - Returns: what happened, in a word for the operator.
     public mutating func cancelTask(_ index: Int, now: MonotonicInstant, into actions: inout [Action]) -> String {
-        switch states[index] {
+        let word = cancel(index, &actions)
+        schedule(now: now, into: &actions)
+        return word
+    }
+
+    /// An operator cancels every element of the job file's task `entry` (a whole sweep).
+    /// - Returns: what happened, in words for the operator.
+    public mutating func cancelEntry(_ entry: Int, now: MonotonicInstant, into actions: inout [Action]) -> String {
+        var counts: [String: Int] = [:]
+        for i in elements.elements(ofEntry: entry) { counts[cancel(i, &actions), default: 0] += 1 }
+        schedule(now: now, into: &actions)
+        return ["cancelling", "skipped before it started", "already finished"].compactMap { word in
+            counts[word].map { "\($0) \(word)" }
+        }.joined(separator: ", ")
+    }
+
+    private mutating func cancel(_ index: Int, _ actions: inout [Action]) -> String {
+        switch codes[index] {
         case .waiting, .retryWait:
             // Its entries in the lanes and timers go stale and are dropped when reached.
-            finish(index, .skipped(.cancelled), &actions)
-            schedule(now: now, into: &actions)
+            retryUntil[index] = nil
+            finish(index, .skippedCancelled, &actions)
             return "skipped before it started"
         case .running:
             actions.append(.cancel(index: index, reason: .user))
             return "cancelling"
-        case .succeeded, .failed, .skipped:
+        default:
             return "already finished"
         }
     }
@@ -313,11 +422,11 @@ public struct QueueMachine: Sendable {
     public mutating func stop(reason: CancelReason, now: MonotonicInstant, into actions: inout [Action]) {
         guard stopping == nil else { return }
         stopping = reason
-        // Once, so a look at every task is fine here.
-        for i in states.indices {
-            switch states[i] {
+        // Once, so a look at every element is fine here.
+        for i in codes.indices {
+            switch codes[i] {
             case .running: actions.append(.cancel(index: i, reason: reason))
-            case .waiting, .retryWait: finish(i, .skipped(.stopped(reason)), &actions)
+            case .waiting, .retryWait: finish(i, .skippedStopped, &actions)
             default: break
             }
         }
@@ -325,24 +434,21 @@ public struct QueueMachine: Sendable {
         settled.removeAll()
         unknownDependency.removeAll()
         retryTimers.removeAll()
+        retryUntil.removeAll()
         lastStarts.removeAll()
-        for lane in lanes.indices { lanes[lane].tasks.removeAll() }
+        for lane in lanes.indices { lanes[lane].elements.removeAll() }
     }
 
     // MARK: Rules
 
-    private func isWaiting(_ index: Int) -> Bool {
-        if case .waiting = states[index] { true } else { false }
-    }
-
-    /// Puts a waiting task whose conditions all hold in its lane.
+    /// Puts a waiting element whose conditions all hold in its lane.
     private mutating func enqueue(_ index: Int) {
-        lanes[laneOf[index]].tasks.push(index)
+        lanes[laneOf[elements.entry(of: index)]].elements.push(index)
     }
 
-    /// One condition of a waiting task now holds.
+    /// One condition of a waiting element now holds.
     private mutating func meet(_ index: Int) {
-        guard isWaiting(index) else { return }
+        guard codes[index] == .waiting else { return }
         unmet[index] -= 1
         if unmet[index] == 0 { enqueue(index) }
     }
@@ -350,61 +456,106 @@ public struct QueueMachine: Sendable {
     private mutating func markReady(_ index: Int) {
         guard !ready[index] else { return }
         ready[index] = true
-        for edge in dependents[index] where edge.condition == .ready { meet(edge.dependent) }
+        let entry = elements.entry(of: index)
+        tally[entry].ready += 1
+        let whole = tally[entry].ready == Int32(elements.elements(ofEntry: entry).count)
+        for edge in dependents[entry] where edge.condition == .ready {
+            if edge.sameIndex {
+                if let partner = partner(of: index, in: edge) { meet(partner) }
+            } else if whole {
+                for i in elements.elements(ofEntry: edge.dependent) { meet(i) }
+            }
+        }
     }
 
-    /// Tells the dependents of every task that finished what its end means for them: a
+    /// The element of `edge`'s dependent with the same index as element `index`.
+    private func partner(of index: Int, in edge: Edge) -> Int? {
+        let entry = elements.entry(of: index)
+        guard let sweep = job.tasks[entry].sweep, let other = job.tasks[edge.dependent].sweep else { return nil }
+        let dependents = elements.elements(ofEntry: edge.dependent)
+        return other.position(ofIndex: sweep.index(at: index - elements.elements(ofEntry: entry).lowerBound))
+            .map { dependents.lowerBound + $0 }
+    }
+
+    /// Tells the dependents of every element that finished what its end means for them: a
     /// condition met, or one that can never hold (a skip, which is told on in turn).
     private mutating func tellDependents(_ actions: inout [Action]) {
         var next = 0
         while next < settled.count {
             let d = settled[next]
             next += 1
-            let succeeded = states[d] == .succeeded
-            for edge in dependents[d] where isWaiting(edge.dependent) {
-                switch edge.condition {
-                case .success where succeeded, .done:
-                    meet(edge.dependent)
-                case .ready where ready[d]:
-                    break  // met when it became ready
-                case .success, .ready:
-                    finish(edge.dependent, .skipped(.dependency(job.tasks[d].name)), &actions)
+            let entry = elements.entry(of: d)
+            let succeeded = codes[d] == .succeeded
+            let count = Int32(elements.elements(ofEntry: entry).count)
+            for edge in dependents[entry] {
+                if edge.sameIndex {
+                    guard let t = partner(of: d, in: edge), codes[t] == .waiting else { continue }
+                    switch edge.condition {
+                    case .success where succeeded, .done: meet(t)
+                    case .ready where ready[d]: break  // met when it became ready
+                    case .success, .ready: finish(t, .skippedDependency, &actions, blocker: d)
+                    }
+                    continue
                 }
+                let meetsAll: Bool
+                let breaks: Bool
+                switch edge.condition {
+                case .done: (meetsAll, breaks) = (tally[entry].final == count, false)
+                // The first element to end without success skips the dependents: later ones
+                // find them skipped already.
+                case .success: (meetsAll, breaks) = (succeeded && tally[entry].succeeded == count, !succeeded && !tally[entry].failedOne)
+                case .ready: (meetsAll, breaks) = (false, !succeeded && !ready[d] && !tally[entry].unreadyOne)
+                }
+                if meetsAll {
+                    for i in elements.elements(ofEntry: edge.dependent) { meet(i) }
+                } else if breaks {
+                    for i in elements.elements(ofEntry: edge.dependent) where codes[i] == .waiting {
+                        finish(i, .skippedDependency, &actions, blocker: d)
+                    }
+                }
+            }
+            if !succeeded {
+                tally[entry].failedOne = true
+                if !ready[d] { tally[entry].unreadyOne = true }
             }
         }
         settled.removeAll(keepingCapacity: true)
     }
 
-    /// Starts ready tasks in file order, up to the concurrency: the lowest task of the
+    /// Starts ready elements in order, up to the concurrency: the lowest element of the
     /// lanes whose resources may be free, until none fits.
     private mutating func startReady(now: MonotonicInstant, _ actions: inout [Action]) {
         guard stopping == nil else { return }
         while runningCount < job.concurrency {
             var best: Int?
             for lane in lanes.indices where !lanes[lane].blocked {
-                // Entries of tasks skipped since they were queued are dropped here.
-                while let i = lanes[lane].tasks.min, !isWaiting(i) { lanes[lane].tasks.popMin() }
-                if let i = lanes[lane].tasks.min, best.map({ i < lanes[$0].tasks.min! }) ?? true { best = lane }
+                if let (entry, cap) = lanes[lane].capped, tally[entry].running >= cap { continue }
+                // Elements skipped since they were queued are dropped here.
+                while let i = lanes[lane].elements.min, codes[i] != .waiting { lanes[lane].elements.popMin() }
+                if let i = lanes[lane].elements.min, best.map({ i < lanes[$0].elements.min! }) ?? true { best = lane }
             }
             guard let lane = best else { return }
             guard let grant = allocate(lanes[lane].request) else {
                 lanes[lane].blocked = true
                 continue
             }
-            let i = lanes[lane].tasks.popMin()!
+            let i = lanes[lane].elements.popMin()!
             held[i] = grant
-            attempts[i] += 1
-            states[i] = .running(attempt: attempts[i])
+            attemptCounts[i] += 1
+            codes[i] = .running
             runningCount += 1
-            actions.append(.start(index: i, attempt: attempts[i], slots: grant.slots, amounts: grant.amounts, endsBy: deadline))
+            tally[elements.entry(of: i)].running += 1
+            actions.append(.start(index: i, attempt: Int(attemptCounts[i]), slots: grant.slots, amounts: grant.amounts, endsBy: deadline))
         }
     }
 
-    /// Pops timer entries of tasks that moved on (started, skipped, cancelled), so that
-    /// `nextWake` reads the heads as they are.
+    /// Pops retry timers of elements that moved on (cancelled, skipped), so that `nextWake`
+    /// reads the head as it is. (An entry's last start stays until it comes: one wake per
+    /// task of the job file at most.)
     private mutating func dropStaleTimers() {
-        while let timer = retryTimers.min, states[timer.index] != .retryWait(until: timer.at) { retryTimers.popMin() }
-        while let timer = lastStarts.min, !isWaiting(timer.index) { lastStarts.popMin() }
+        while let timer = retryTimers.min, codes[timer.index] != .retryWait || retryUntil[timer.index] != timer.at {
+            retryTimers.popMin()
+        }
     }
 
     private mutating func allocate(_ request: [String: Int]) -> Grant? {
@@ -446,10 +597,21 @@ public struct QueueMachine: Sendable {
         }
     }
 
-    private mutating func finish(_ index: Int, _ state: State, _ actions: inout [Action]) {
-        states[index] = state
+    /// Element `index` reached a final state: `blocker` is the element that did not
+    /// succeed for a dependency skip (`reportedBlocker` a task name no element has).
+    private mutating func finish(_ index: Int, _ code: Code, _ actions: inout [Action], blocker: Int? = nil,
+                                 reportedBlocker: String? = nil) {
+        codes[index] = code
         finalCount += 1
+        let entry = elements.entry(of: index)
+        tally[entry].final += 1
+        if code == .succeeded { tally[entry].succeeded += 1 }
         settled.append(index)
-        actions.append(.finished(index: index, state: state, attempts: attempts[index]))
+        if let reportedBlocker { unknownBlockers[index] = reportedBlocker }
+        if let blocker {
+            if blockers.isEmpty { blockers = [Int32](repeating: -1, count: codes.count) }
+            blockers[index] = Int32(blocker)
+        }
+        actions.append(.finished(index: index, state: state(of: index), attempts: Int(attemptCounts[index])))
     }
 }
