@@ -22,8 +22,9 @@ struct BatchCommand {
     static let help = """
     Usage: overtime batch FILE [options]
            overtime batch --resume DIR [FILE] [options]
+           overtime batch --check FILE
 
-    Runs the tasks of a JSON job file (docs/jobfile.md) as a queue: at most `concurrency`
+    Runs the tasks of a job file, YAML or JSON (docs/jobfile.md), as a queue: at most `concurrency`
     at once, each when its dependencies allow and its resources (GPU slots, counted pools)
     are free, each under its own budget, with retries, and each as its own user with its
     own limits if the file says so (user, group, limits, nice, clean-env). Everything is
@@ -31,6 +32,8 @@ struct BatchCommand {
     summary.json.
 
     Options:
+      --check              check the job file and run nothing: exit 0 and say what it
+                           holds, or 125 with every mistake in it
       --concurrency N      run at most N tasks at once (overrides the job file)
       --fail-fast          on the first failure, cancel running tasks (reason 'fail-fast')
                            and start nothing more
@@ -77,7 +80,9 @@ struct BatchCommand {
     task's process group. A signal Overtime was started with ignored stays ignored.
     """
 
-    static let knownOptions = ["--concurrency", "--fail-fast", "--run-dir", "--resume", "--progress", "--control", "--help", "--follow", "--shutdown-grace", "--cgroup", "--executor", "--python-bridge"] + EngineOptions.names + MetricsOptions.names
+    static let knownOptions = ["--check", "--concurrency", "--fail-fast", "--run-dir", "--resume", "--progress", "--control", "--help", "--follow", "--shutdown-grace", "--cgroup", "--executor", "--python-bridge"] + EngineOptions.names + MetricsOptions.names
+    /// `--check`: read and check the job file, run nothing.
+    var checkOnly = false
     /// The control socket's path (`--control`); nil for the per-user default.
     var controlPath: String?
     /// The orchestrator's time for the whole shutdown (`--shutdown-grace`).
@@ -108,6 +113,9 @@ struct BatchCommand {
                         throw UsageError(message: "overtime batch: --concurrency: '\(text)' is not a whole number ≥ 1")
                     }
                     command.options.concurrency = n
+                case "--check":
+                    if inline != nil { throw UsageError(message: "overtime batch: --check takes no value") }
+                    command.checkOnly = true
                 case "--fail-fast":
                     if inline != nil { throw UsageError(message: "overtime batch: --fail-fast takes no value") }
                     command.options.failFast = true
@@ -183,6 +191,10 @@ struct BatchCommand {
             Terminal.error(error.description)
             return 125
         }
+        if checkOnly {
+            Terminal.out(path + ": " + JobElements(job).summary)
+            return 0
+        }
         let display: BatchDisplay
         do {
             display = try BatchDisplay(mode: progress, job: job, follow: follow, origin: path)
@@ -201,7 +213,7 @@ struct BatchCommand {
             Terminal.error("overtime batch: \(error)")
             return 125
         }
-        display.begin(runID: runner.runID, directory: runner.journal.directory, tasks: job.tasks.count)
+        display.begin(runID: runner.runID, directory: runner.journal.directory, tasks: runner.elementCount)
         // The job file's warning and metrics where neither the command line nor the
         // environment gave them.
         var engine = self.engine

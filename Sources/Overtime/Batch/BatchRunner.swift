@@ -110,6 +110,8 @@ public struct BatchOptions: Sendable {
 public final class BatchRunner: Sendable {
     public let runID: String
     public let journal: RunJournal
+    /// How many elements the batch runs: its tasks, a sweep's or array's elements each.
+    public let elementCount: Int
     let supervisor: Supervisor
     private let core: LoopBound<BatchState>
     private let completion = Completion<BatchSummary>()
@@ -154,6 +156,7 @@ public final class BatchRunner: Sendable {
         }
         let batch = BatchState(job: job, runID: runID, succeeded: succeeded, failFast: options.failFast, supervisor: supervisor,
                               journal: journal, launcher: launcher, pythonBridge: options.pythonBridge, onUpdate: options.onUpdate) { summary in completion.complete(summary) }
+        elementCount = batch.elements.count
         core = LoopBound(batch, loop: supervisor.loop)
         let core = self.core
         supervisor.loop.execute { supervisor.addSink(core.value) }

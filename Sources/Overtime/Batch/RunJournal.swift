@@ -79,7 +79,7 @@ public final class RunJournal: Sendable {
 
     /// Where task `name` writes its output (the same file for every attempt).
     public func logPath(for name: String) -> String {
-        directory + "/logs/" + name + ".log"
+        directory + "/logs/" + JobElements.logFileName(for: name)
     }
 
     /// Queues one line (newline included); never waits. A progress or heartbeat line is

@@ -27,7 +27,7 @@ final class BatchDisplay: Sendable {
         let environment = ProcessEnvironment.values(of: DisplayCapabilities.environmentNames)
         self.mode = ResolvedProgressMode.resolve(mode, stderrIsTerminal: TerminalDevice.isTerminal(2), environment: environment,
                                                  isInit: TerminalDevice.isInit)
-        if let follow, job.task(named: follow) == nil {
+        if let follow, JobElements(job).element(named: follow) == nil {
             let names = job.tasks.map(\.name)
             let shown = names.prefix(8).joined(separator: ", ") + (names.count > 8 ? ", …" : "")
             throw UsageError(message: "overtime batch: --follow: no task named '\(follow)' in \(origin)\(suggestion(for: follow, among: names)); its tasks: \(shown)")
@@ -40,7 +40,7 @@ final class BatchDisplay: Sendable {
 
     func begin(runID: String, directory: String, tasks: Int) {
         let header = "run \(runID): \(tasks) tasks, journal in \(directory)"
-        let follower = follow.map { LogFollower(path: directory + "/logs/" + $0 + ".log") }
+        let follower = follow.map { LogFollower(path: directory + "/logs/" + JobElements.logFileName(for: $0)) }
         self.follower.withLock { $0 = follower }
         switch mode {
         case .tty:

@@ -114,6 +114,56 @@ public struct JobElements: Sendable {
     }
 }
 
+extension JobElements {
+    /// What the job holds, for `overtime batch --check`: "ok: 3 tasks, 1,007 to run
+    /// (train: a matrix of 6; shard: an array of 1,000)".
+    public var summary: String {
+        let tasks = job.tasks
+        let sweeps = tasks.compactMap { task in task.sweep.map { "\(task.name): \($0.kind == "matrix" ? "a matrix" : "an array") of \(Self.grouped($0.count))" } }
+        var text = "ok: \(Self.grouped(tasks.count)) task\(tasks.count == 1 ? "" : "s")"
+        if !sweeps.isEmpty { text += ", \(Self.grouped(count)) to run (\(sweeps.joined(separator: "; ")))" }
+        return text
+    }
+
+    /// The file name of task `name`'s log (`train[lr=0.01,seed=1].log`): a task's name as it
+    /// is, an element's with what no file name may hold (`/`, from a value such as a path)
+    /// and `%` written as `%2F` and `%25`, cut with a hash of the whole when it would pass
+    /// the filesystem's 255 bytes.
+    public static func logFileName(for name: String) -> String {
+        var escaped = ""
+        for c in name.unicodeScalars {
+            switch c {
+            case "/": escaped += "%2F"
+            case "%": escaped += "%25"
+            case _ where c.value < 0x20: escaped += "%" + (c.value < 0x10 ? "0" : "") + String(c.value, radix: 16, uppercase: true)
+            default: escaped.unicodeScalars.append(c)
+            }
+        }
+        guard escaped.utf8.count > 240 else { return escaped + ".log" }
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in name.utf8 {
+            hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3
+        }
+        var kept = ""
+        for c in escaped.unicodeScalars {
+            guard kept.utf8.count + String(c).utf8.count <= 200 else { break }
+            kept.unicodeScalars.append(c)
+        }
+        return kept + "~" + String(hash, radix: 16) + ".log"
+    }
+
+    /// 1,000,000.
+    static func grouped(_ n: Int) -> String {
+        var digits = Array(String(n))
+        var i = digits.count - 3
+        while i > 0 {
+            digits.insert(",", at: i)
+            i -= 3
+        }
+        return String(digits)
+    }
+}
+
 extension Sweep {
     /// `policy` with the budget fields this sweep writes with placeholders read for element
     /// `position`, as `overtime run`'s options read them; or the first field that cannot be.

@@ -355,7 +355,8 @@ public struct MatrixElements: Sendable, Equatable {
             }
         }
         guard rows.count <= maximumCount else { return nil }
-        for k in matrix.keys.indices where k >= matrixKeys {
+        // Include entries may bring values of their own.
+        for k in matrix.keys.indices {
             matrix.texts[k] = Array(Set(rows.compactMap { $0[k] })).sorted()
         }
         let lookup = matrix.texts.map { Dictionary(uniqueKeysWithValues: $0.enumerated().map { ($1, Int32($0)) }) }
