@@ -548,6 +548,11 @@ public struct TaskStatus: Sendable, Equatable {
     /// Why a batch task ended as it did (`dependency`, `timeout`, ...), from its report.
     public var reason: String?
     public var live: Live?
+    /// The sweep or array a batch task is an element of (its task's own name in the job file).
+    public var sweep: String?
+    /// For a row that stands for a large sweep's elements not listed on rows of their own
+    /// (those waiting and those that succeeded): how many are in each state, by its word.
+    public var elements: [String: Int]?
 
     public init(name: String, attempts: Int? = nil, state: State, reason: String? = nil, live: Live? = nil) {
         self.name = name
@@ -570,6 +575,15 @@ public struct TaskStatus: Sendable, Equatable {
         w.key("state"); w.string(state.word)
         if case let .cancelling(reason) = state { w.key("cancel_reason"); w.string(reason.rawValue) }
         if let reason { w.key("reason"); w.string(reason) }
+        if let sweep { w.key("sweep"); w.string(sweep) }
+        if let elements {
+            w.key("elements")
+            w.beginObject()
+            for (word, count) in elements.sorted(by: { $0.key < $1.key }) {
+                w.key(word); w.int(count)
+            }
+            w.endObject()
+        }
         if let live {
             w.key("elapsed"); w.seconds(live.elapsed)
             w.key("remaining")
@@ -634,6 +648,18 @@ public struct TaskStatus: Sendable, Equatable {
         default: throw ProtocolError(.unknownType, "unknown state \"\(word.prefix(32))\"")
         }
         reason = try Self.string(value["reason"], "reason")
+        sweep = try Self.string(value["sweep"], "sweep")
+        switch value["elements"] {
+        case nil, .null?: elements = nil
+        case let .object(members)?:
+            var counts: [String: Int] = [:]
+            for (word, count) in members {
+                guard let n = try Self.count(count, "elements") else { continue }
+                counts[word] = n
+            }
+            elements = counts
+        default: throw ProtocolError(.wrongType, "\"elements\" must be an object of counts")
+        }
         guard let elapsedValue = value["elapsed"] else {
             live = nil
             return

@@ -79,6 +79,41 @@ import OvertimeProtocol
         #expect(recorder.outcomes == [.cancelled: 1, .succeeded: 1, .failedToStart: 1])
     }
 
+    @Test func aLargeSweepIsCountedNotGivenASeriesPerElement() {
+        let recorder = MetricsRecorder()
+        recorder.sweepsWithoutSeries = ["shard"]
+        let element = TaskRef(id: 1, name: "shard[7]"), small = TaskRef(id: 2, name: "train[lr=0.01]")
+        feed(recorder, [
+            event(element, 1, .started(pid: 10)),
+            event(element, 2, .cancelSent(reason: .timeout, grace: .seconds(1))),
+            event(element, 3, .exited(outcome(element, .signaled(.terminate), cancel: .timeout))),
+            event(small, 4, .started(pid: 11)),
+        ])
+        #expect(recorder.record(named: "shard[7]") == nil, "no record per element of a large sweep")
+        #expect(recorder.cancels == [.timeout: 1] && recorder.outcomes == [.cancelled: 1], "but the run-wide counters count it")
+        #expect(recorder.record(named: "train[lr=0.01]")?.attempts == 1)
+
+        var info = RunMetrics(version: "9.9", runID: "r1", command: "batch", startedAt: MonotonicInstant(nanoseconds: 0),
+                              wallOffsetNanoseconds: 0)
+        info.sweepsWithoutSeries = ["shard"]
+        var running = TaskStatus(name: "shard[8]", attempts: 1, state: .running,
+                                 live: .init(pid: 12, elapsed: 1, remaining: 5, progress: nil))
+        running.sweep = "shard"
+        var rest = TaskStatus(name: "shard", state: .waiting)
+        rest.elements = ["waiting": 990, "succeeded": 9]
+        var smallElement = TaskStatus(name: "train[lr=0.01]", attempts: 1, state: .succeeded)
+        smallElement.sweep = "train"
+        let page = String(decoding: info.render([running, rest, smallElement], recorder), as: UTF8.self)
+        #expect(page.contains("overtime_tasks{state=\"waiting\"} 990\n") && page.contains("overtime_tasks{state=\"succeeded\"} 10\n")
+            && page.contains("overtime_tasks{state=\"running\"} 1\n"))
+        #expect(page.contains("overtime_sweep_elements{sweep=\"shard\",state=\"waiting\"} 990\n")
+            && page.contains("overtime_sweep_elements{sweep=\"shard\",state=\"running\"} 1\n")
+            && page.contains("overtime_sweep_elements{sweep=\"train\",state=\"succeeded\"} 1\n"))
+        #expect(!page.contains("task=\"shard"), "neither the large sweep's elements nor its row have task series")
+        #expect(page.contains("overtime_task_state{task=\"train[lr=0.01]\",state=\"succeeded\"} 1\n"), "a small sweep's elements do")
+        #expect(!info.allSucceeded([rest], recorder), "elements still waiting")
+    }
+
     @Test func pageOfARunWhoseTaskEnded() {
         let recorder = MetricsRecorder()
         let ref = TaskRef(id: 1, name: "job \"1\"")
@@ -102,7 +137,7 @@ import OvertimeProtocol
         #expect(info.allSucceeded([], recorder))
         // Every family once, with HELP and TYPE before its samples.
         let types = page.split(separator: "\n").filter { $0.hasPrefix("# TYPE ") }.map { $0.split(separator: " ")[2] }
-        #expect(Set(types).count == types.count && types.count == 21)
+        #expect(Set(types).count == types.count && types.count == 22)
     }
 
     @Test func aSeriesPerConnectedReporterBounded() {

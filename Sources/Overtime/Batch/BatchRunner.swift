@@ -677,14 +677,24 @@ final class BatchState: EventSink {
 
 /// `overtime batch`'s control target: every task of the job, by name.
 extension BatchState: ControlTarget {
-    /// Every element's status; a sweep of more than `foldedSweepSize` elements shows those
-    /// that have started (or retry, or did not succeed) and one line for the rest.
+    /// Every element's status; a sweep of more than `foldedSweepSize` elements lists on
+    /// rows of their own only the elements that have started (or retry, or did not
+    /// succeed), and one row, under the sweep's name, counts the rest.
     func controlStatus(now: MonotonicInstant) -> [TaskStatus] {
         var statuses: [TaskStatus] = []
         for entry in job.tasks.indices {
             let range = elements.elements(ofEntry: entry)
-            guard range.count > Self.foldedSweepSize else {
-                statuses += range.map { status(of: $0) }
+            guard let sweep = job.tasks[entry].sweep else {
+                statuses.append(status(of: range.lowerBound))
+                continue
+            }
+            let name = job.tasks[entry].name
+            guard sweep.count > Self.foldedSweepSize else {
+                statuses += range.map { index in
+                    var status = status(of: index)
+                    status.sweep = name
+                    return status
+                }
                 continue
             }
             var waiting = 0, succeeded = 0
@@ -692,17 +702,26 @@ extension BatchState: ControlTarget {
                 switch machine.state(of: index) {
                 case .waiting: waiting += 1
                 case .succeeded: succeeded += 1
-                default: statuses.append(status(of: index))
+                default:
+                    var status = status(of: index)
+                    status.sweep = name
+                    statuses.append(status)
                 }
             }
-            statuses.append(TaskStatus(name: job.tasks[entry].name, attempts: 0, state: waiting > 0 ? .waiting : .succeeded,
-                                       reason: "\(range.count) elements: \(waiting) not started, \(succeeded) succeeded, the rest listed"))
+            var folded = TaskStatus(name: name, state: waiting > 0 ? .waiting : .succeeded,
+                                    reason: "\(JobElements.grouped(range.count)) elements: \(JobElements.grouped(waiting)) not started, \(JobElements.grouped(succeeded)) succeeded, the others listed")
+            folded.elements = ["waiting": waiting, "succeeded": succeeded]
+            statuses.append(folded)
         }
         return statuses
     }
 
     /// Sweeps larger than this are folded in `ctl status`: a list a person reads.
     static let foldedSweepSize = 1_000
+
+    var sweepsWithoutSeries: Set<String> {
+        Set(job.tasks.filter { ($0.sweep?.count ?? 0) > RunMetrics.largestSweepWithSeries }.map(\.name))
+    }
 
     private func status(of index: Int) -> TaskStatus {
         let name = elements.name(index)

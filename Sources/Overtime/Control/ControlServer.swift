@@ -18,6 +18,13 @@ protocol ControlTarget: AnyObject {
     func controlRevoke(task: String, after: Duration, uid: UInt32) -> Result<String, ControlFailure>
     /// The engine ends in `remaining`: the task is sent `expiring`.
     func controlExpiring(task: String, remaining: Duration) -> Result<String, ControlFailure>
+    /// The sweeps whose elements the metrics count without series of their own
+    /// (`RunMetrics.sweepsWithoutSeries`).
+    var sweepsWithoutSeries: Set<String> { get }
+}
+
+extension ControlTarget {
+    var sweepsWithoutSeries: Set<String> { [] }
 }
 
 /// Why a control request was refused; its message is the reply's sentence.

@@ -84,6 +84,8 @@ final class MetricsExporter {
     init(settings: MetricsSettings, file: MetricsFile?, info: RunMetrics, target: any ControlTarget, loop: EventLoop,
          usageSources: @escaping () -> [Int: UsageSampler.Source], onProblem: @escaping @Sendable (String) -> Void) throws(MetricsError) {
         self.info = info
+        self.info.sweepsWithoutSeries = target.sweepsWithoutSeries
+        recorder.sweepsWithoutSeries = self.info.sweepsWithoutSeries
         self.target = target
         self.usageSources = usageSources
         self.loop = loop

@@ -46,6 +46,9 @@ final class BatchDisplay: Sendable {
         case .tty:
             var model = DisplayModel()
             model.batch = .init(runID: runID, total: tasks, startedAt: .now())
+            for task in job.tasks {
+                if let sweep = task.sweep { model.batch?.sweeps[task.name] = .init(total: sweep.count) }
+            }
             let display = LiveDisplay(model: model, capabilities: DisplayCapabilities.detect(environment: environment),
                                       environment: environment) { [weak self] in self?.pollFollowedLog() }
             display.note(.note(header))

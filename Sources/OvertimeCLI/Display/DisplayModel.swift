@@ -30,6 +30,12 @@ struct LiveTask: Sendable, Equatable {
     /// shown, then one per interval.
     var extendReplies = RepeatAllowance(shownFreely: EventText.shownExtendReplies, interval: EventText.extendReplyInterval)
 
+    /// The sweep or array a task named `name` is an element of (`shard` for `shard[7]`).
+    static func sweep(ofElement name: String) -> String? {
+        guard name.last == "]", let open = name.firstIndex(of: "[") else { return nil }
+        return String(name[..<open])
+    }
+
     init(id: Int, name: String, policy: BudgetPolicy, startedAt: MonotonicInstant) {
         self.id = id
         self.name = name
@@ -105,6 +111,13 @@ struct DisplayModel: Sendable, Equatable {
         var skipped = 0
         /// Tasks waiting to be tried again.
         var retrying: Set<String> = []
+        /// Each sweep's and array's elements: how many in all, how many finished.
+        var sweeps: [String: SweepCount] = [:]
+
+        struct SweepCount: Sendable, Equatable {
+            var total: Int
+            var finished = 0
+        }
 
         var finished: Int { succeeded + failed + skipped }
     }
@@ -219,6 +232,8 @@ struct DisplayModel: Sendable, Equatable {
             return [.retrying(task: task, attempt: attempt, after: after, because: because)]
         case let .finished(report):
             batch?.retrying.remove(report.name)
+            attempts[report.name] = nil
+            if let sweep = LiveTask.sweep(ofElement: report.name) { batch?.sweeps[sweep]?.finished += 1 }
             switch report.outcome {
             case .succeeded: batch?.succeeded += 1
             case .failed: batch?.failed += 1

@@ -294,9 +294,18 @@ struct DisplayRenderer: Sendable {
         let room = max(1, height - 1 - lines.count - (status == nil ? 0 : 1))
         var tasks = model.running
         var hidden = 0
+        var sweeps: [StyledLine] = []
         if tasks.count > room {
-            hidden = tasks.count - (room - 1)
-            tasks = Array(tasks.prefix(room - 1))
+            // The elements of a sweep fold into one row, the one furthest behind standing
+            // for them, before any row is left out.
+            let (kept, folded) = Self.fold(tasks)
+            tasks = kept
+            sweeps = folded.map { foldedRow($0, counts: model.batch?.sweeps[$0.sweep], width: width) }
+            let rowsLeft = max(1, room - sweeps.count)
+            if tasks.count > rowsLeft {
+                hidden = tasks.count - (rowsLeft - 1)
+                tasks = Array(tasks.prefix(rowsLeft - 1))
+            }
         }
         let all = tasks.map { self.cells($0, now: now) }
         let columnsLayout = self.layout(all, width: width)
@@ -310,6 +319,7 @@ struct DisplayRenderer: Sendable {
             }
             lines.append(line)
         }
+        lines += sweeps
         if hidden > 0 {
             var more = StyledLine(color: capabilities.color)
             more.add(TextWidth.truncate("… and \(hidden) more running", to: width, ellipsis: unicode ? "…" : "~"), SGR.dim)
@@ -317,6 +327,44 @@ struct DisplayRenderer: Sendable {
         }
         if let status { lines.append(status) }
         return lines
+    }
+
+    /// The running elements of one sweep, shown as one row.
+    struct FoldedSweep {
+        var sweep: String
+        var running: [LiveTask]
+    }
+
+    /// The running tasks less the elements of each sweep with more than one running, and
+    /// those sweeps, in the order their first element started.
+    static func fold(_ tasks: [LiveTask]) -> (kept: [LiveTask], folded: [FoldedSweep]) {
+        var bySweep: [String: [LiveTask]] = [:]
+        for task in tasks {
+            if let sweep = LiveTask.sweep(ofElement: task.name) { bySweep[sweep, default: []].append(task) }
+        }
+        var kept: [LiveTask] = []
+        var folded: [FoldedSweep] = []
+        for task in tasks {
+            guard let sweep = LiveTask.sweep(ofElement: task.name), let elements = bySweep[sweep], elements.count > 1 else {
+                kept.append(task)
+                continue
+            }
+            if elements[0].id == task.id { folded.append(FoldedSweep(sweep: sweep, running: elements)) }
+        }
+        return (kept, folded)
+    }
+
+    /// `shard[…]  8 running · 120/1000 done · furthest behind: shard[17] 12%`
+    func foldedRow(_ folded: FoldedSweep, counts: DisplayModel.BatchCounts.SweepCount?, width: Int) -> StyledLine {
+        var line = StyledLine(color: capabilities.color)
+        var text = "\(folded.sweep)[\(unicode ? "…" : "...")]  \(folded.running.count) running"
+        if let counts { text += (unicode ? " · " : ", ") + "\(counts.finished)/\(counts.total) done" }
+        let behind = folded.running.min { ($0.progress?.fractionCompleted ?? 0) < ($1.progress?.fractionCompleted ?? 0) }
+        if let behind, let fraction = behind.progress?.fractionCompleted {
+            text += (unicode ? " · " : ", ") + "furthest behind: \(behind.name) \(Int(fraction * 100))%"
+        }
+        line.add(TextWidth.truncate(shown(text), to: width, ellipsis: unicode ? "…" : "~"))
+        return line
     }
 
     /// `3 running · 4 waiting · 1 to retry · 2 succeeded · 1 failed · 1m05s`

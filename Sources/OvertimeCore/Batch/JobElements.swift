@@ -153,7 +153,7 @@ extension JobElements {
     }
 
     /// 1,000,000.
-    static func grouped(_ n: Int) -> String {
+    public static func grouped(_ n: Int) -> String {
         var digits = Array(String(n))
         var i = digits.count - 3
         while i > 0 {

@@ -39,6 +39,12 @@ public final class MetricsRecorder: EventSink {
 
     public init() {}
 
+    /// The sweeps whose elements are counted in the run-wide families only, with no record
+    /// of their own (`RunMetrics.sweepsWithoutSeries`): an element is named `sweep[…]`.
+    public var sweepsWithoutSeries: Set<String> = []
+    /// Runners of such elements, so that their events are told apart once each.
+    private var countedOnly: Set<Int> = []
+
     /// What was recorded of the task named `name`.
     public func record(named name: String) -> TaskRecord? {
         indexByName[name].map { tasks[$0] }
@@ -46,6 +52,7 @@ public final class MetricsRecorder: EventSink {
 
     public func receive(_ encoded: inout EncodedEvent) {
         let event = encoded.event
+        if !sweepsWithoutSeries.isEmpty, indexByRunner[event.task.id] == nil, countsOnly(event) { return }
         let index = self.index(of: event.task)
         switch event.kind {
         case .started:
@@ -70,6 +77,26 @@ public final class MetricsRecorder: EventSink {
         default:
             break
         }
+    }
+
+    /// Counts the event of an element with no record of its own in the run-wide families;
+    /// false for any other task's.
+    private func countsOnly(_ event: TaskEvent) -> Bool {
+        let id = event.task.id
+        if !countedOnly.contains(id) {
+            let name = event.task.name
+            guard let open = name.firstIndex(of: "["), sweepsWithoutSeries.contains(String(name[..<open])) else { return false }
+            countedOnly.insert(id)
+        }
+        switch event.kind {
+        case let .cancelSent(reason, _, _): cancels[reason, default: 0] += 1
+        case .protocolError: protocolErrors += 1
+        case let .exited(outcome):
+            outcomes[outcome.kind, default: 0] += 1
+            countedOnly.remove(id)
+        default: break
+        }
+        return true
     }
 
     private func index(of task: TaskRef) -> Int {

@@ -21,6 +21,13 @@ public struct RunMetrics: Sendable {
     public var lastSuccess: Double?
     /// Wall clock minus monotonic clock, in nanoseconds (`EventEncoder.wallOffsetNanoseconds`).
     public var wallOffsetNanoseconds: Int64
+    /// The sweeps and arrays of more than `largestSweepWithSeries` elements: their elements
+    /// have no `overtime_task_` series (one per element is the cardinality of a shard
+    /// list); `overtime_sweep_elements` counts them.
+    public var sweepsWithoutSeries: Set<String> = []
+
+    /// The most elements a sweep may have for each to have series of its own.
+    public static let largestSweepWithSeries = 100
 
     public init(version: String, runID: String, command: String, startedAt: MonotonicInstant,
                 deadline: MonotonicInstant? = nil, lastSuccess: Double? = nil, wallOffsetNanoseconds: Int64) {
@@ -52,12 +59,18 @@ public struct RunMetrics: Sendable {
         var state: String
         var live: TaskStatus.Live?
         var record: MetricsRecorder.TaskRecord?
+        var sweep: String?
+        /// For a row standing for a sweep's unlisted elements, how many in each state.
+        var elements: [String: Int]?
     }
 
     /// The rows: every task `statuses` lists, then those the recorder saw end that the
     /// supervisor no longer lists (`overtime run` forgets a task once it has exited).
     func rows(_ statuses: [TaskStatus], _ recorder: MetricsRecorder) -> [TaskRow] {
-        var rows = statuses.map { TaskRow(name: $0.name, state: $0.state.word, live: $0.live, record: recorder.record(named: $0.name)) }
+        var rows = statuses.map {
+            TaskRow(name: $0.name, state: $0.state.word, live: $0.live, record: recorder.record(named: $0.name), sweep: $0.sweep,
+                    elements: $0.elements)
+        }
         if recorder.tasks.count > 0 {
             let listed = Set(statuses.map(\.name))
             for record in recorder.tasks where !listed.contains(record.name) && !record.running {
@@ -71,7 +84,7 @@ public struct RunMetrics: Sendable {
     /// True when every task is known and has succeeded: the run ended in success.
     public func allSucceeded(_ statuses: [TaskStatus], _ recorder: MetricsRecorder) -> Bool {
         let rows = rows(statuses, recorder)
-        return !rows.isEmpty && rows.allSatisfy { $0.state == "succeeded" }
+        return !rows.isEmpty && rows.allSatisfy { $0.state == "succeeded" && ($0.elements ?? [:]).allSatisfy { $0.key == "succeeded" || $0.value == 0 } }
     }
 
     /// The page in the text exposition format.
@@ -91,7 +104,14 @@ public struct RunMetrics: Sendable {
         if let lastSuccess { text.sample("overtime_last_success_timestamp_seconds", lastSuccess) }
 
         var byState: [String: Int] = [:]
-        for row in rows { byState[row.state, default: 0] += 1 }
+        var bySweep: [String: [String: Int]] = [:]
+        for row in rows {
+            let counts = row.elements ?? [row.state: 1]
+            for (state, n) in counts {
+                byState[state, default: 0] += n
+                if let sweep = row.sweep ?? (row.elements != nil ? row.name : nil) { bySweep[sweep, default: [:]][state, default: 0] += n }
+            }
+        }
         text.family("overtime_tasks", .gauge, help: "Tasks in each state.")
         for state in Self.states { text.sample("overtime_tasks", ["state": state], Double(byState[state] ?? 0)) }
         text.family("overtime_cancels_total", .counter, help: "Cancels sent to tasks, by reason.")
@@ -105,7 +125,12 @@ public struct RunMetrics: Sendable {
         text.family("overtime_protocol_errors_total", .counter, help: "Bad lines tasks wrote on their channels (dropped; the tasks go on).")
         text.sample("overtime_protocol_errors_total", Double(recorder.protocolErrors))
 
-        writeTaskFamilies(rows, into: &text)
+        text.family("overtime_sweep_elements", .gauge, help: "The elements of each sweep or array in each state.")
+        for sweep in bySweep.keys.sorted() {
+            for state in Self.states { text.sample("overtime_sweep_elements", ["sweep": sweep, "state": state], Double(bySweep[sweep]![state] ?? 0)) }
+        }
+
+        writeTaskFamilies(rows.filter { $0.elements == nil && !($0.sweep.map(sweepsWithoutSeries.contains) ?? false) }, into: &text)
         return text.bytes
     }
 
