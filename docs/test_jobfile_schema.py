@@ -145,7 +145,7 @@ tasks:
     array: "0-999%50"
     command: [process, --shard, "{index}"]
   - name: steps
-    array: "1,3,5-7,10-100:10"
+    array: "1, 3, 5-7, 10-100:10"
     max-running: 4
     command: [process, "{index}"]
   - name: listed
@@ -218,6 +218,8 @@ REFUSED = [
      "$.tasks[0]", "'matrix' is a required property"),
     ("matrix-index-key.yaml", "tasks: [{name: a, matrix: {index: [1, 2]}, command: [p, \"{index}\"]}]\n",
      "$.tasks[0].matrix", "'index'"),
+    ("matrix-value-twice.yaml", "tasks: [{name: a, matrix: {seed: [1, 2, 1]}, command: [p, \"{seed}\"]}]\n",
+     "$.tasks[0].matrix.seed", "has non-unique elements"),
     ("matrix-empty-list.yaml", "tasks: [{name: a, matrix: {lr: []}, command: [p, \"{lr}\"]}]\n",
      "$.tasks[0].matrix.lr", "should be non-empty"),
     ("name-with-key.yaml", "tasks: [{name: \"train-{lr}\", matrix: {lr: [1]}, command: [p]}]\n",
