@@ -6,7 +6,7 @@ import Testing
 /// docs/jobfile.schema.json, which editors check job files with, names the fields and words
 /// the decoder reads, and no others: a field added to the decoder and not to the schema fails
 /// here. (The values the schema takes are checked against a real validator by
-/// docs/test_jobfile_schema.py.)
+/// Tests/JobFileSchema/test_jobfile_schema.py.)
 @Suite struct JobFileSchemaTests {
     /// Fields the schema describes before the decoder reads them: each must be in the schema,
     /// and may be in the decoder's list or not yet. The sweep fields and a JSON file's

@@ -171,6 +171,9 @@ struct JobFileDecoder {
                 if let path = top.string(field, expected: "a file for node_exporter's textfile collector") {
                     if path.isEmpty { top.problem(field, "needs a file") } else { file.metricsFile = JobFilePath.resolve(path, against: baseDirectory) }
                 }
+            case "$schema":
+                // Where an editor finds the job file's schema (docs/jobfile.md, Editor support).
+                _ = top.string(field, expected: "the path or URL of docs/jobfile.schema.json")
             case "defaults":
                 defaultsField = field
             case "tasks":

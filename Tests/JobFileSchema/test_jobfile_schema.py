@@ -11,7 +11,7 @@
 check-jsonschema (pinned by scripts/setup) reads YAML with ruamel.yaml, as YAML 1.2, which
 is how Overtime reads it: `yes` is a string there, not true.
 
-Run by scripts/test; alone: .venv/bin/python -m pytest docs/test_jobfile_schema.py -q -p no:cacheprovider
+Run by scripts/test; alone: .venv/bin/python -m pytest Tests/JobFileSchema/test_jobfile_schema.py -q -p no:cacheprovider
 """
 
 import json
@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 from ruamel.yaml import YAML  # check-jsonschema's own YAML reader (YAML 1.2)
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SCHEMA = REPO / "docs" / "jobfile.schema.json"
 DOC = REPO / "docs" / "jobfile.md"
 # Beside the interpreter running the tests: the .venv scripts/setup made.
