@@ -82,12 +82,12 @@ import Testing
         let tens = (0..<10).map(String.init).joined(separator: ",")
         let keys = ["a", "b", "c", "d", "e", "f"].map { "\"\($0)\": [\(tens)]" }.joined(separator: ", ")
         let json = #"{"tasks": [{"name": "t", "command": ["x"], "matrix": {"# + keys + #", "g": [1, 2]}}]}"#
-        #expect(Self.problems(json) == ["task 't': field 'matrix': makes more than 1000000 elements; for more, use an 'array' and compute the values from {index}"])
+        #expect(Self.problems(json) == ["task 't': field 'matrix': makes more than 1,000,000 elements; for more, use an 'array' and compute the values from {index}"])
     }
 
     @Test func aTemplatedNameIsRefused() {
         let found = Self.problems(#"{"tasks": [{"name": "t{lr}", "command": ["x"], "matrix": {"lr": [1]}}]}"#)
-        #expect(found.contains("task 't{lr}': field 'name' is not a template: one name stands for the whole sweep (in 'after' and 'ctl'), and each element is named by its values, as train[lr=0.01,seed=1]; put the placeholders in 'command', 'env' or 'cwd'"), "\(found)")
+        #expect(found == ["task 't{lr}': field 'name': \"t{lr}\" is not a template: one name stands for a whole sweep (in 'after' and 'ctl'), and each element is named by its values, as train[lr=0.01,seed=1]; put the placeholders in 'command', 'env' or 'cwd'"], "one problem, not a second about the brace")
     }
 
     @Test func sameIndexNeedsTwoSweepsWithTheSameIndices() {
@@ -96,7 +96,7 @@ import Testing
         #expect(Self.problems(#"{"tasks": [{"name": "a", "command": ["x"]}, {"name": "t", "command": ["x"], "array": "0-1", "after": [{"task": "a", "same-index": true}]}]}"#)
             == ["task 't': field 'after[0].same-index': 'a' is neither a sweep nor an array, so it has no elements to join; drop same-index to wait for it"])
         #expect(Self.problems(#"{"tasks": [{"name": "a", "command": ["x"], "array": "0-3"}, {"name": "t", "command": ["x"], "array": "0-4", "after": [{"task": "a", "same-index": true}]}]}"#)
-            == ["task 't': field 'after[0].same-index': 'a' has no element of index 4 (it has 4), so t[4] would wait for nothing; give both the same indices"])
+            == ["task 't': field 'after[0].same-index': 'a' has no element of index 4 (it has 4 elements), so t[4] would wait for nothing; give both the same indices"])
         #expect(Self.problems(#"{"tasks": [{"name": "a", "command": ["x"], "array": "0-3"}, {"name": "t", "command": ["x"], "after": ["a[2]"]}]}"#)
             == ["task 't': field 'after[0]': 'a[2]' names one element; wait for the whole sweep by its name, or for the element with the same index with \"same-index\": true"])
     }

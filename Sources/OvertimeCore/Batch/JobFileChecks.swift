@@ -377,6 +377,9 @@ struct JobFileChecker {
         if name.isEmpty {
             return "is empty; expected a name such as \"train\""
         }
+        if name.unicodeScalars.contains("{") {
+            return "\(JobFileText.quote(name)) is not a template: one name stands for a whole sweep (in 'after' and 'ctl'), and each element is named by its values, as train[lr=0.01,seed=1]; put the placeholders in 'command', 'env' or 'cwd'"
+        }
         if let bad = name.unicodeScalars.first(where: { !($0.isASCIILetterOrDigit || $0 == "-" || $0 == "_" || $0 == ".") }) {
             return "\(JobFileText.quote(name)) holds \(describe(bad)); a name is made of letters, digits, '-', '_' and '.' (it names the task's log file)"
         }
@@ -434,7 +437,7 @@ struct JobFileChecker {
         for position in 0..<sweep.count {
             let index = sweep.index(at: position)
             if otherSweep.position(ofIndex: index) == nil {
-                return "'\(other.name)' has no element of index \(index) (it has \(otherSweep.count)), so \(sweep.name(at: position, of: task.name)) would wait for nothing; give both the same indices"
+                return "'\(other.name)' has no element of index \(index) (it has \(otherSweep.count) element\(otherSweep.count == 1 ? "" : "s")), so \(sweep.name(at: position, of: task.name)) would wait for nothing; give both the same indices"
             }
         }
         return nil

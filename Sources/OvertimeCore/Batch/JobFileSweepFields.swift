@@ -94,7 +94,7 @@ extension JobFileDecoder {
             }
         }
         guard let matrix = MatrixElements.combine(lists, include: include, exclude: exclude) else {
-            fields.problem(field, "makes more than \(MatrixElements.maximumCount) elements; for more, use an 'array' and compute the values from {index}")
+            fields.problem(field, "makes more than \(JobElements.grouped(MatrixElements.maximumCount)) elements; for more, use an 'array' and compute the values from {index}")
             return nil
         }
         if matrix.count == 0 {
@@ -176,9 +176,6 @@ extension JobFileDecoder {
     /// every element, and a plain `name`.
     func sweep(_ given: SweepFields, command: [String]?, settings: TaskSettingValues, name: String,
                in fields: JobFileFields) -> Sweep? {
-        if name.contains("{") {
-            fields.problem(at: "name", "is not a template: one name stands for the whole sweep (in 'after' and 'ctl'), and each element is named by its values, as train[lr=0.01,seed=1]; put the placeholders in 'command', 'env' or 'cwd'")
-        }
         guard given.given else {
             if given.maxRunning != nil {
                 fields.problem(at: "max-running", "caps the running elements of a 'matrix' or an 'array', and the task has neither")

@@ -267,7 +267,7 @@ extension ArrayIndices.ParseError {
         case let .backwards(item): return "\(JobFileText.quote(item)) runs backwards; write the smaller index first"
         case let .zeroStep(item): return "\(JobFileText.quote(item)) has a step of 0; a step is at least 1"
         case let .badCap(text): return "\(JobFileText.quote("%" + text)) is not a cap; after '%' write how many may run at once, at least 1"
-        case let .tooMany(n): return "makes \(n) elements; an array has at most \(ArrayIndices.maximumCount)"
+        case let .tooMany(n): return "makes \(JobElements.grouped(n)) elements; an array has at most \(JobElements.grouped(ArrayIndices.maximumCount))"
         }
     }
 }
