@@ -17,6 +17,7 @@ want = wanted.__contains__
 tenhz_tasks, tenhz_seconds = int(sys.argv[13]), float(sys.argv[14])
 expiry_tasks, expiry_rounds, expiry_deadline = int(sys.argv[15]), int(sys.argv[16]), float(sys.argv[17])
 jobfile_sizes = [int(n) for n in sys.argv[18].split()]
+array_run = int(sys.argv[19])
 samples, extra = {}, {}
 for line in open(os.path.join(work, "results")):
     key, first, *rest = line.split()
@@ -132,6 +133,24 @@ for n in (jobfile_sizes if want("jobfile") else []):
         continue
     seconds, rss = samples[f"jobfile_{n}"][0] / 1e6, float(extra[f"jobfile_{n}"][0][0]) / 1024
     row(name, f"{seconds:.2f} s, {rss:.0f} MiB peak", "-", "-", "< 2 s, < 300 MiB", seconds < 2 and rss < 300)
+
+# Row 11: a million-element array's first start, and a whole run beside xargs.
+if want("array"):
+    name = "array of 1,000,000: first start"
+    if "array-start" in failures or "array_start" not in samples:
+        failed_row(name, "< 0.5 s, < 64 MiB")
+    else:
+        seconds, rss = samples["array_start"][0] / 1e6, float(extra["array_start"][0][0]) / 1024
+        row(name, f"{seconds:.2f} s, {rss:.0f} MiB peak", "-", "-", "< 0.5 s, < 64 MiB", seconds < 0.5 and rss < 64)
+    for mode, label in (("auto", "a cgroup each"), ("off", "--cgroup off")):
+        name = f"array of {array_run:,} x /bin/true ({label}) vs xargs -P8"
+        if "array-run" in failures or f"array_run_{mode}" not in samples or "array_run_xargs" not in samples:
+            failed_row(name, "<= 1.00x")
+            continue
+        ot, xa = samples[f"array_run_{mode}"][0], samples["array_run_xargs"][0]
+        rss = float(extra[f"array_run_{mode}"][0][0]) / 1024
+        row(name, f"{rate(array_run, ot)} tasks/s, {rss:.0f} MiB peak", f"{rate(array_run, xa)} tasks/s",
+            f"{ot / xa:.2f}x time", "<= 1.00x", ot <= xa)
 
 # Row 5: the watchdog's CPU over the tasks' lifetime, as a share of one core, and per sample.
 for mode, label in ((("auto", "cgroup"), ("off", "/proc")) if want("watchdog") else ()):
