@@ -261,7 +261,8 @@ final class BatchState: EventSink {
     private var lastOutcome: [Int: TaskOutcome] = [:]
     private var finished: FinishedTasks
     private var journalThrottle = FrequentEventThrottle(interval: BatchState.journalProgressInterval)
-    private let resumed: Set<String>
+    /// The elements that succeeded in the run being resumed, until `begin` records them.
+    private var resumed: [(element: Int, name: String)]
     /// The retry timer, made on the loop thread at its first use.
     private var timer: LoopTimer?
     private var timerClosed = false
@@ -294,13 +295,13 @@ final class BatchState: EventSink {
         journal.onFailure { [loop = supervisor.loop] failure in _ = loop.execute { onUpdate(.recordFailed(failure)) } }
         machine = QueueMachine(job: job, startedAt: startedAt, failFast: failFast, succeeded: succeeded)
         elements = machine.elements
-        resumed = succeeded.isEmpty ? [] : succeeded.filter { [elements] in elements.element(named: $0) != nil }
+        resumed = elements.elements(named: succeeded)
         finished = FinishedTasks(taskCount: elements.count)
     }
 
     func begin() {
         let now = MonotonicInstant.now()
-        for (i, name) in resumed.compactMap({ name in elements.element(named: name).map { ($0, name) } }).sorted(by: { $0.0 < $1.0 }) {
+        for (i, name) in resumed {
             let report = TaskReport(name: name, outcome: .succeeded, reason: nil, detail: "succeeded in the resumed run",
                                     exitCode: 0, attempts: 0, duration: nil, result: nil, resumed: true)
             finished.keep(report, at: i)
@@ -310,6 +311,7 @@ final class BatchState: EventSink {
             }
             onUpdate(.finished(report))
         }
+        resumed = []
         decide(at: now) { machine, actions in machine.schedule(now: now, into: &actions) }
         afterInput(now)
     }

@@ -88,6 +88,35 @@ public struct JobElements: Sendable {
         return firsts[entry] + position
     }
 
+    /// The elements named in `names` (a resumed run's successes), in order, with their
+    /// names; names of no element are left out. A matrix's elements are looked through once
+    /// rather than once a name: a label is found in a matrix by looking.
+    public func elements(named names: Set<String>) -> [(element: Int, name: String)] {
+        guard !names.isEmpty else { return [] }
+        var found: [(element: Int, name: String)] = []
+        var matrices: Set<Int> = []
+        for name in names {
+            if let entry = entryByName[name] {
+                if job.tasks[entry].sweep == nil { found.append((elements(ofEntry: entry).lowerBound, name)) }
+            } else if let open = name.firstIndex(of: "["), let entry = entryByName[String(name[..<open])],
+                      let sweep = job.tasks[entry].sweep {
+                if case .matrix = sweep.elements {
+                    matrices.insert(entry)
+                } else if let element = element(named: name) {
+                    found.append((element, name))
+                }
+            }
+        }
+        for entry in matrices {
+            let sweep = job.tasks[entry].sweep!
+            for element in elements(ofEntry: entry) {
+                let name = sweep.name(at: element - firsts[entry], of: job.tasks[entry].name)
+                if names.contains(name) { found.append((element, name)) }
+            }
+        }
+        return found.sorted { $0.element < $1.element }
+    }
+
     /// Element `element` as a task of its own: for a sweep's element, its name, and its
     /// command, environment, directory and budget with the placeholders replaced. An element
     /// whose budget fields cannot be read (the file was checked, so only a job built in code)

@@ -195,8 +195,7 @@ public struct QueueMachine: Sendable {
         ready = [Bool](repeating: false, count: count)
         attemptCounts = [Int32](repeating: 0, count: count)
         tally = [Tally](repeating: Tally(), count: tasks.count)
-        for name in succeeded {
-            guard let i = elements.element(named: name) else { continue }
+        for (i, _) in elements.elements(named: succeeded) {
             codes[i] = .succeeded
             ready[i] = true
             let entry = elements.entry(of: i)
