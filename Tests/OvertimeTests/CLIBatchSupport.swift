@@ -30,7 +30,8 @@ enum CLIBatchWorker {
     /// saw in `RECDIR/<task>.<attempt>.{start,ready,cancel,end}` (JSON, written atomically,
     /// times from CLOCK_MONOTONIC, the clock the test reads too):
     ///
-    /// - `sleep=S`; `exit=N`; `print=TEXT` (stdout), `eprint=TEXT` (stderr);
+    /// - `sleep=S`; `exit=N`; `print=TEXT` (stdout), `eprint=TEXT` (stderr), `print-env=NAME`
+    ///   (`NAME=value` on stdout);
     /// - `ready`: note the time, then send `{"type":"ready"}`;
     /// - `wait-file=PATH`: wait (at most 20 s) until PATH exists;
     /// - `fail-until=K` (or `K:N`): exit 1 (or N) while OVERTIME_ATTEMPT ≤ K;
@@ -71,6 +72,8 @@ enum CLIBatchWorker {
             print(value, flush=True)
         elif key == "eprint":
             print(value, file=sys.stderr, flush=True)
+        elif key == "print-env":
+            print("%s=%s" % (value, os.environ.get(value, "")), flush=True)
         elif key == "ready":
             note(base + ".ready", json.dumps({"ready": time.monotonic()}))
             send({"type": "ready"})

@@ -47,7 +47,7 @@ struct CLIBatchSweepTests {
         let ran = f.path("ran")
         try f.writeJob(["concurrency": 4, "tasks": [
             f.task("train", ["touch=\(ran)", "print=training at lr {lr}"], ["matrix": ["lr": [0.1, 0.2]]]),
-            f.task("shard", ["touch=\(ran)", "print=shard {index}", "exit-if-exists=\(f.path("fixed-{index}"))", "exit=1"], ["array": "0-3"]),
+            f.task("shard", ["touch=\(ran)", "print=shard {index}", "print-env=OVERTIME_SWEEP", "print-env=OVERTIME_INDEX", "exit-if-exists=\(f.path("fixed-{index}"))", "exit=1"], ["array": "0-3"]),
             f.task("merge", ["touch=\(ran)"], ["array": "0-3", "after": [["task": "shard", "same-index": true]]]),
             f.task("summary", ["touch=\(ran)"], ["after": ["train"]]),
         ]])
@@ -62,7 +62,10 @@ struct CLIBatchSweepTests {
         #expect(first.status == 1, "shard[2] failed: \(first)")
         #expect(f.log("train[lr=0.1]")?.contains("training at lr 0.1") == true, "\(String(describing: f.log("train[lr=0.1]")))")
         #expect(f.log("train[lr=0.2]")?.contains("training at lr 0.2") == true)
-        for i in 0...3 { #expect(f.log("shard[\(i)]")?.contains("shard \(i)") == true, "shard[\(i)]") }
+        for i in 0...3 {
+            let log = f.log("shard[\(i)]") ?? ""
+            #expect(log.contains("shard \(i)") && log.contains("OVERTIME_SWEEP=shard\n") && log.contains("OVERTIME_INDEX=\(i)\n"), "shard[\(i)]: \(log)")
+        }
         let tasks = try f.summaryTasks()
         func outcome(_ name: String) -> String { "\(tasks[name]?["outcome"] as? String ?? "?")/\(tasks[name]?["reason"] as? String ?? "-")" }
         let expectedNames: [String] = ["train[lr=0.1]", "train[lr=0.2]", "summary"] + (0...3).flatMap { ["shard[\($0)]", "merge[\($0)]"] }

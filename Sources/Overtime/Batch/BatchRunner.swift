@@ -437,6 +437,11 @@ final class BatchState: EventSink {
         let task = elements.task(index)
         var environment = task.environment
         environment["OVERTIME_ATTEMPT"] = String(attempt)
+        let entry = elements.entry(of: index)
+        if let sweep = job.tasks[entry].sweep {
+            environment["OVERTIME_SWEEP"] = job.tasks[entry].name
+            environment["OVERTIME_INDEX"] = String(sweep.index(at: elements.position(of: index)))
+        }
         for (pool, ids) in slots {
             environment[JobFile.resourceVariable(forPool: pool)] = ids.joined(separator: ",")
             // Under srun the engine binds the step's GPUs and sets this itself.

@@ -146,7 +146,7 @@ extension JobFileDecoder {
         return "e.g. [\(shown)]; Overtime never runs a shell (for shell syntax write \(shell))"
     }
 
-    private static let reservedVariables: Set = ["OVERTIME_FD", "OVERTIME_TASK", "OVERTIME_RUN", "OVERTIME_ATTEMPT"]
+    private static let reservedVariables: Set = ["OVERTIME_FD", "OVERTIME_TASK", "OVERTIME_RUN", "OVERTIME_ATTEMPT", "OVERTIME_SWEEP", "OVERTIME_INDEX"]
 
     static func notifyFD(_ field: JobFileField, in fields: JobFileFields) -> Int32? {
         let range = Readiness.notifyFDRange
