@@ -252,7 +252,7 @@ private struct YAMLReader: ~Copyable {
             }
             value = typed
         }
-        return try anchored(Built(value: value, nodes: 1, text: text), Self.text(s.anchor))
+        return anchored(Built(value: value, nodes: 1, text: text), Self.text(s.anchor))
     }
 
     /// The name after `tag:yaml.org,2002:` of a tag a job file may carry.
@@ -285,7 +285,7 @@ private struct YAMLReader: ~Copyable {
     }
 
     /// Keeps `built` under `anchor`, for the aliases after it.
-    private mutating func anchored(_ built: Built, _ anchor: String?) throws(YAMLError) -> Built {
+    private mutating func anchored(_ built: Built, _ anchor: String?) -> Built {
         if let anchor { anchors[anchor] = built }
         return built
     }
@@ -304,7 +304,7 @@ private struct YAMLReader: ~Copyable {
             nodes += built.nodes
             items.append(built.value)
         }
-        return try anchored(Built(value: .array(items), nodes: nodes), anchor)
+        return anchored(Built(value: .array(items), nodes: nodes), anchor)
     }
 
     /// A mapping. At the top (`streaming` given), the member named `streaming`, when it is
@@ -347,7 +347,7 @@ private struct YAMLReader: ~Copyable {
         }
         if !merged.isEmpty { members = Self.merging(merged, into: members, written: lines) }
         if let streamed { member = members.firstIndex { $0.key == streamed } }
-        return try anchored(Built(value: .object(members), nodes: nodes), anchor)
+        return anchored(Built(value: .object(members), nodes: nodes), anchor)
     }
 
     /// The current event as a key, noted in `lines`: a scalar's text (an alias to a scalar
