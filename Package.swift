@@ -6,7 +6,8 @@ import PackageDescription
 // touches libuv); `OvertimeLoop` → `OvertimeCore` (for its pure readers of the kernel's text);
 // `OvertimeCore` → `OvertimeProtocol` (the wire format, pure Swift, shared with the
 // child-side worker library); the CLI → `OvertimeReport` (`overtime report`'s reader and
-// page) → `OvertimeCore`. docs/design.md draws the whole map.
+// page) → `OvertimeCore`; `Overtime` → `OvertimeYAML` (YAML job files, through libyaml) →
+// `OvertimeProtocol`. docs/design.md draws the whole map.
 // On x86-64 the CLI starts at COvertime's `overtime_entry`: a task guard (the CLI's own
 // binary run again) becomes the guard there, before the C library's start, whose CPU probe
 // costs a trap to the hypervisor per `cpuid` in a virtual machine (about 0.25 ms); every
@@ -34,6 +35,12 @@ let package = Package(
             pkgConfig: "libuv",
             providers: [.apt(["libuv1-dev"])]
         ),
+        // libyaml, for YAML job files; OvertimeYAML only.
+        .systemLibrary(
+            name: "CYAML",
+            pkgConfig: "yaml-0.1",
+            providers: [.apt(["libyaml-dev"])]
+        ),
         // All of Overtime's own C, in one room: what runs as a vfork child or a fork of the
         // supervisor (the child's side of a spawn, the group guard), where only plain system
         // calls are safe; the pseudo-terminal a task's output may go through; and the calls
@@ -47,6 +54,13 @@ let package = Package(
             dependencies: ["CLibUV", "COvertime", "OvertimeCore"]
         ),
         .target(name: "OvertimeProtocol"),
+        // YAML text read into the protocol's `JSONValue` (libyaml's event parser, YAML 1.2's
+        // core schema), so a YAML job file meets the same decoder and checks as a JSON one.
+        // Not core: core imports nothing but the protocol module.
+        .target(
+            name: "OvertimeYAML",
+            dependencies: ["CYAML", "OvertimeProtocol"]
+        ),
         // The pure core: the task and queue machines, budget policy, events and their
         // encoder, durations, the job file's model, decoder and validator. It imports
         // OvertimeProtocol only: no Glibc, no Foundation, no loop. What it needs of the
@@ -78,7 +92,7 @@ let package = Package(
         ),
         .target(
             name: "Overtime",
-            dependencies: ["OvertimeCore", "OvertimeLoop", "OvertimeProtocol"]
+            dependencies: ["OvertimeCore", "OvertimeLoop", "OvertimeProtocol", "OvertimeYAML"]
         ),
         // The CLI. The target is not named `overtime`: `Sources/overtime` beside
         // `Sources/Overtime` collides on a case-insensitive filesystem. The product (and so
@@ -113,6 +127,11 @@ let package = Package(
         .testTarget(
             name: "OvertimeProtocolTests",
             dependencies: ["OvertimeProtocol"]
+        ),
+        // The YAML reader on its own, beside PyYAML's reading of the same files.
+        .testTarget(
+            name: "OvertimeYAMLTests",
+            dependencies: ["OvertimeYAML", "OvertimeProtocol", "OvertimeTestSupport"]
         ),
         // The loop module on its own: real descriptors and processes, no supervisor.
         .testTarget(

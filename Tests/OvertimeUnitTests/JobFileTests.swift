@@ -885,7 +885,7 @@ struct JobFileCase: Sendable, CustomTestStringConvertible {
             _ = try JobFile.load(path: directory.path)
             Issue.record("a directory was accepted")
         } catch {
-            #expect(error.problems == ["cannot read the job file: it is a directory; expected a JSON file"])
+            #expect(error.problems == ["cannot read the job file: it is a directory; expected a JSON or YAML file"])
         }
     }
 

@@ -1,7 +1,7 @@
 """Running a command where a user without Overtime's build tools would: in a mount
 namespace of its own with the Swift toolchain (/opt/swift) under an empty tmpfs and
-libuv's shared library replaced by /dev/null, with a PATH that holds no build and a HOME
-of its own. Every route's install and checks run there."""
+libuv's and libyaml's shared libraries replaced by /dev/null, with a PATH that holds no
+build and a HOME of its own. Every route's install and checks run there."""
 
 import functools
 import glob
@@ -16,14 +16,15 @@ TOOLCHAIN = "/opt/swift"
 
 
 @functools.lru_cache(maxsize=None)
-def libuv_files():
-    """The real files behind every libuv.so* in the dynamic loader's directories."""
+def shared_library_files():
+    """The real files behind every libuv.so* and libyaml*.so* in the dynamic loader's directories."""
     found = set()
     for directory in ("/lib", "/usr/lib", "/usr/local/lib", "/lib64", "/usr/lib64"):
-        for path in glob.glob(directory + "/libuv.so*") + glob.glob(directory + "/*/libuv.so*"):
-            real = os.path.realpath(path)
-            if os.path.isfile(real):
-                found.add(real)
+        for name in ("libuv.so*", "libyaml*.so*"):
+            for path in glob.glob(directory + "/" + name) + glob.glob(directory + "/*/" + name):
+                real = os.path.realpath(path)
+                if os.path.isfile(real):
+                    found.add(real)
     return tuple(sorted(found))
 
 
@@ -31,7 +32,7 @@ def hiding_script():
     lines = ["set -e"]
     if os.path.isdir(TOOLCHAIN):
         lines.append("mount -t tmpfs -o size=64k,mode=0755 hidden-toolchain " + shlex.quote(TOOLCHAIN))
-    for path in libuv_files():
+    for path in shared_library_files():
         lines.append("mount --bind /dev/null " + shlex.quote(path))
     lines.append('exec "$@"')
     return "\n".join(lines)

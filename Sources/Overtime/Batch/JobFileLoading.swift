@@ -15,17 +15,19 @@ extension JobFile {
         try loadWithText(path: path).job
     }
 
-    /// Like `load(path:)`, and also returns the bytes read and the directory relative
+    /// Like `load(path:)`, and also returns the job as JSON text and the directory relative
     /// `cwd`s were resolved against: a pipe can be read only once, and a batch keeps both
-    /// for `--resume`.
+    /// for `--resume` (as `job.json`). The text is the bytes read for a JSON file, and the
+    /// same job written as JSON for a YAML one.
     /// - Parameter directory: where to resolve relative `cwd`s; nil for the file's own
     ///   directory (the current one for a pipe).
     public static func loadWithText(path: String, directory: String? = nil) throws(JobFileError) -> (job: JobFile, text: [UInt8], directory: String) {
         switch JobFilePath.read(path) {
         case let .success(file):
             let directory = directory ?? (file.isRegular ? JobFilePath.absoluteDirectory(of: path) : JobFilePath.currentDirectory())
-            return (try parse(file.bytes, origin: path, directory: directory, commandEnvironment: ProcessEnvironment.current()),
-                    file.bytes, directory)
+            let host = JobFileHost.system(commandEnvironment: ProcessEnvironment.current())
+            let text = JobFileFormat(path: path, bytes: file.bytes) == .yaml ? try json(fromYAML: file.bytes, origin: path) : file.bytes
+            return (try parse(text, origin: path, directory: directory, host: host), text, directory)
         case let .failure(problem):
             throw JobFileError(origin: path, problems: [problem.message])
         }
@@ -50,7 +52,7 @@ extension JobFilePath {
             switch self {
             case .noPath: "no job file path given"
             case let .cannotOpen(error): "cannot open the job file: \(JobFilePath.explain(error.errno))"
-            case .directory: "cannot read the job file: it is a directory; expected a JSON file"
+            case .directory: "cannot read the job file: it is a directory; expected a JSON or YAML file"
             case let .cannotRead(error): "cannot read the job file: \(JobFilePath.explain(error.errno))"
             case let .tooLarge(problem): problem
             }
@@ -105,7 +107,7 @@ extension JobFilePath {
         switch code {
         case ENOENT: "there is no such file (check the path)"
         case EACCES: "permission denied"
-        case EISDIR: "it is a directory; expected a JSON file"
+        case EISDIR: "it is a directory; expected a JSON or YAML file"
         default: String(cString: strerror(code))
         }
     }
@@ -193,7 +195,8 @@ extension JobFileHost {
 extension JobFile {
     /// Parses and validates a job file's text, read on this machine.
     /// - Parameters:
-    ///   - bytes: the file's content (UTF-8 JSON; a leading byte-order mark is skipped).
+    ///   - bytes: the file's content (UTF-8 JSON or YAML, told apart as
+    ///     `JobFileFormat(path:bytes:)` does; a leading byte-order mark is skipped).
     ///   - origin: the file's path, named in every message; a relative `cwd` is resolved
     ///     against its directory.
     /// - Throws: `JobFileError` listing every problem found.
@@ -209,6 +212,7 @@ extension JobFile {
     /// - Throws: `JobFileError` listing every problem found.
     public static func parse(_ bytes: [UInt8], origin: String, directory: String,
                              commandEnvironment: [String: String]? = nil) throws(JobFileError) -> JobFile {
-        try parse(bytes, origin: origin, directory: directory, host: .system(commandEnvironment: commandEnvironment))
+        try parse(bytes, format: JobFileFormat(path: origin, bytes: bytes), origin: origin, directory: directory,
+                  host: .system(commandEnvironment: commandEnvironment))
     }
 }

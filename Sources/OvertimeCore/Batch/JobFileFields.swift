@@ -252,10 +252,17 @@ struct JobFileFields: Sequence {
 
     func bool(_ field: JobFileField) -> Bool? {
         if case let .bool(b) = field.value { return b }
+        // YAML 1.1 read these as booleans, and many YAML files still use them.
+        if case let .string(text) = field.value, let meant = Self.yamlOneOneBooleans[text.lowercased()] {
+            problem(field, "expected true or false, got \(JobFileText.quote(text)): '\(text)' is a string in YAML 1.2; write \(meant)")
+            return nil
+        }
         let unquoted: String? = if case let .string(text) = field.value, text == "true" || text == "false" { text } else { nil }
         wrongValue(field, expected: "true or false", unquoted: unquoted)
         return nil
     }
+
+    static let yamlOneOneBooleans = ["yes": true, "no": false, "on": true, "off": false, "y": true, "n": false]
 
     /// The problem with a value of the wrong type: one written in quotes that should not
     /// be (`unquoted`, as it should be written), null, or anything else.

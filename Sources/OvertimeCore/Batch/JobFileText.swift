@@ -144,7 +144,7 @@ package enum JobFileText {
     }
 
     /// The offending line, trimmed and cut to 60 characters.
-    private static func excerpt(around offset: Int, in bytes: [UInt8]) -> String? {
+    package static func excerpt(around offset: Int, in bytes: [UInt8]) -> String? {
         var start = min(offset, bytes.count)
         while start > 0, bytes[start - 1] != UInt8(ascii: "\n") { start -= 1 }
         var end = min(offset, bytes.count)
