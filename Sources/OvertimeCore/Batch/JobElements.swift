@@ -21,7 +21,7 @@ public struct JobElements: Sendable {
         let tasks = job.tasks
         var names: [String: Int] = [:]
         names.reserveCapacity(tasks.count)
-        for i in tasks.indices { names[tasks[i].name] = names[tasks[i].name] ?? i }
+        for i in tasks.indices { names[tasks[i].name] = i }
         entryByName = names
         if tasks.contains(where: { $0.sweep != nil }) {
             var firsts: [Int] = []
