@@ -133,6 +133,13 @@ for n in (jobfile_sizes if want("jobfile") else []):
         continue
     seconds, rss = samples[f"jobfile_{n}"][0] / 1e6, float(extra[f"jobfile_{n}"][0][0]) / 1024
     row(name, f"{seconds:.2f} s, {rss:.0f} MiB peak", "-", "-", "< 2 s, < 300 MiB", seconds < 2 and rss < 300)
+    yaml_name = "the same as YAML: first start"
+    if f"jobfile_yaml_{n}" not in samples:
+        failed_row(yaml_name, "< 2x JSON")
+        continue
+    y_seconds, y_rss = samples[f"jobfile_yaml_{n}"][0] / 1e6, float(extra[f"jobfile_yaml_{n}"][0][0]) / 1024
+    row(yaml_name, f"{y_seconds:.2f} s, {y_rss:.0f} MiB peak", f"{seconds:.2f} s, {rss:.0f} MiB (JSON)",
+        f"{y_seconds / seconds:.2f}x time, {y_rss / rss:.2f}x RSS", "< 2x JSON", y_seconds < 2 * seconds and y_rss < 2 * rss)
 
 # Row 11: a million-element array's first start, and a whole run beside xargs.
 if want("array"):
