@@ -86,7 +86,7 @@ public struct RunReport: Sendable {
         public var result: String?
         /// Its last result's fields, when the result is an object (a scalar result is one
         /// field, `result`): the columns a sweep's elements are compared by. At most
-        /// `RunReport.resultFieldLimit`.
+        /// `RunReport.fieldLimit`.
         public var resultFields: [ResultField] = []
         /// Succeeded in an earlier run this one resumed; not run again.
         public var resumed = false
@@ -173,8 +173,9 @@ public struct RunReport: Sendable {
     /// Marks kept per attempt (cancels, kills, operator actions, memory warnings); the rest
     /// are counted (`moreMarks`).
     public static let markLimit = 100
-    /// Fields kept of a task's result: a wider object is shown whole only as its JSON.
-    public static let resultFieldLimit = 32
+    /// Fields kept of a task's result (a wider object is shown whole only as its JSON), of
+    /// an element's parameters, and keys of a group's: each may be a column of the page.
+    public static let fieldLimit = 32
     /// GPU ids kept per attempt.
     public static let gpuLimit = 64
     /// Progress points kept per attempt: enough for a line a few hundred pixels wide, few
@@ -290,7 +291,8 @@ private struct JournalReader {
             task.group = group
             task.parameters = element.parameters(as: report.groups[group].kind)
             report.groups[group].elements.append(report.tasks.count)
-            for parameter in task.parameters where !report.groups[group].keys.contains(parameter.key) {
+            for parameter in task.parameters where report.groups[group].keys.count < RunReport.fieldLimit
+                && !report.groups[group].keys.contains(parameter.key) {
                 report.groups[group].keys.append(parameter.key)
             }
         }

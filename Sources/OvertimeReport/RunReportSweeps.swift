@@ -23,13 +23,15 @@ struct SweepElementName {
 
     /// Its parameters: `index` for an array's element, else the label's `key=value` pairs.
     /// A value may hold a comma (`opt=a,b`): a pair ends only at a comma that a key and `=`
-    /// follow, a key being what a matrix key may be (letters, digits, `_`, `-`).
+    /// follow, a key being what a matrix key may be (letters, digits, `_`, `-`). At most
+    /// `RunReport.fieldLimit` pairs: a journal is anyone's file.
     func parameters(as kind: RunReport.Group.Kind) -> [RunReport.Parameter] {
         guard kind == .matrix else { return [.init(key: "index", value: RunReport.shown(String(label)))] }
         var pairs: [RunReport.Parameter] = []
         var start = label.startIndex
         var i = label.startIndex
         func take(_ piece: Substring) {
+            guard pairs.count < RunReport.fieldLimit else { return }
             guard let equals = piece.firstIndex(of: "="), equals > piece.startIndex else {
                 // Text before any key: kept, under no key, with the pair before it.
                 if let last = pairs.indices.last { pairs[last].value += "," + piece } else { pairs.append(.init(key: "", value: String(piece))) }
@@ -68,13 +70,13 @@ struct SweepElementName {
 
 extension RunReport.ResultField {
     /// The fields of a result the page compares elements by: an object's members (its
-    /// first `RunReport.resultFieldLimit`), or a scalar result as the one field `result`.
+    /// first `RunReport.fieldLimit`), or a scalar result as the one field `result`.
     /// Texts are cut as every text is; a nested value is kept as its compact JSON text.
     static func fields(of result: JSONValue) -> [RunReport.ResultField] {
         switch result {
         case let .object(members):
             var fields: [RunReport.ResultField] = []
-            for member in members where fields.count < RunReport.resultFieldLimit {
+            for member in members where fields.count < RunReport.fieldLimit {
                 let key = RunReport.shown(member.key)
                 // A key given twice: the last one stands, as a JSON reader takes it.
                 fields.removeAll { $0.key == key }

@@ -312,6 +312,15 @@ import OvertimeCore
         #expect(!data.contains("\"reason\":null"), "a field holding its default is left out")
     }
 
+    @Test("an element's name of a thousand pairs gives a bounded number of parameters and keys")
+    func wideNames() throws {
+        let pairs = (0..<1_000).map { "k\($0)=\($0)" }.joined(separator: ",")
+        let report = try Self.read((0..<3).map { Self.line($0, "w[n=\($0)," + pairs + "]", "attempt", #""attempt":1"#) })
+        #expect(report.groups.count == 1 && report.groups[0].keys.count == RunReport.fieldLimit)
+        #expect(report.tasks.allSatisfy { $0.parameters.count == RunReport.fieldLimit }, "\(report.tasks.map(\.parameters.count))")
+        #expect(report.tasks[2].parameters.prefix(2) == [.init(key: "n", value: "2"), .init(key: "k0", value: "0")])
+    }
+
     @Test("a name is an element's only as a plain stem with its brackets at the end")
     func notElements() throws {
         let names = ["[7]", "a b[7]", "x[7]y", "plain", "é[1]"]
