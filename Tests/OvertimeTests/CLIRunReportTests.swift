@@ -1,7 +1,9 @@
 // `overtime report RUN_DIR` end to end (issue 15, item 4): a real batch with a timeout
 // cancel, a retry, a failure and a skip drawn as a page that headless Chromium renders
 // without errors, with every task in it and the outcome colours on its timeline; a
-// 5,000-task run rendered within a generous bound; a run still going; bad input refused.
+// 5,000-task run rendered within a generous bound; a sweep and an array each one row that
+// opens to the table comparing its elements; a 100,000-element array's page small and
+// quick; a run still going; bad input refused.
 
 import Foundation
 import Overtime
