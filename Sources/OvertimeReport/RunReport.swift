@@ -84,10 +84,51 @@ public struct RunReport: Sendable {
         public var finishedAt: Int64?
         /// Its last `result`, as compact JSON, cut as every text is (`RunReport.shown`).
         public var result: String?
+        /// Its last result's fields, when the result is an object (a scalar result is one
+        /// field, `result`): the columns a sweep's elements are compared by. At most
+        /// `RunReport.fieldLimit`.
+        public var resultFields: [ResultField] = []
         /// Succeeded in an earlier run this one resumed; not run again.
         public var resumed = false
+        /// The sweep or array it is an element of (an index into `RunReport.groups`).
+        public var group: Int?
+        /// What tells an element apart, read from its name: a matrix's `key=value` pairs
+        /// (`train[lr=0.01,seed=1]`), or an array's index under the key `index` (`shard[7]`).
+        public var parameters: [Parameter] = []
         /// The highest peak of its attempts.
         public var peakMemory: Int? { attempts.compactMap(\.peakMemory).max() }
+    }
+
+    /// One of an element's parameters, as its name writes it.
+    public struct Parameter: Sendable, Equatable {
+        public var key: String
+        public var value: String
+    }
+
+    /// One field of a task's result: a number, a text (cut as every text is), a bool, or
+    /// what else it held written as compact JSON text.
+    public struct ResultField: Sendable, Equatable {
+        public var key: String
+        public var value: JSONValue
+    }
+
+    /// The elements of one sweep (`matrix`) or array (`array`) of the job: one row of the
+    /// report, which opens to the table that compares them.
+    public struct Group: Sendable, Equatable {
+        public enum Kind: String, Sendable {
+            case matrix, array
+        }
+        /// The job file's name for it: what its elements' names start with.
+        public var name: String
+        public var kind: Kind
+        /// The keys of its elements' parameters, in the order their names first give them
+        /// (a matrix's keys, then those `include` added; `index` for an array).
+        public var keys: [String] = []
+        /// Its elements, as indices into `RunReport.tasks`, in the journal's order.
+        public var elements: [Int] = []
+        /// Its row goes before `tasks[position]` among the tasks that are no element: the
+        /// job file's place for it, or its first element's.
+        public var position: Int
     }
 
     public struct Lane: Sendable, Equatable {
@@ -117,6 +158,8 @@ public struct RunReport: Sendable {
     /// The job file's `concurrency`, when `job.json` was read.
     public var concurrency: Int?
     public var tasks: [Task] = []
+    /// The sweeps and arrays whose elements are among `tasks`, or which the job file names.
+    public var groups: [Group] = []
     public var lanes: [Lane] = []
     /// Journal lines that could not be read (a cut last line, garbage), passed over.
     public var unreadableLines = 0
@@ -130,6 +173,9 @@ public struct RunReport: Sendable {
     /// Marks kept per attempt (cancels, kills, operator actions, memory warnings); the rest
     /// are counted (`moreMarks`).
     public static let markLimit = 100
+    /// Fields kept of a task's result (a wider object is shown whole only as its JSON), of
+    /// an element's parameters, and keys of a group's: each may be a column of the page.
+    public static let fieldLimit = 32
     /// GPU ids kept per attempt.
     public static let gpuLimit = 64
     /// Progress points kept per attempt: enough for a line a few hundred pixels wide, few
@@ -205,6 +251,7 @@ extension RunReport {
 private struct JournalReader {
     var report = RunReport()
     private var indexByName: [String: Int] = [:]
+    private var groupByName: [String: Int] = [:]
     /// Absolute times (ms since 1970) until `finish` makes them relative to the start: the
     /// earliest line's, which need not be the first (a line's time is its event's, and a
     /// line may be written a little after one that happened later).
@@ -212,12 +259,20 @@ private struct JournalReader {
     private var lastTime: Int64 = .min
     private var summaryEnd: Int64?
 
-    /// The job file's tasks, in its order: the report lists them so, reached or not.
+    /// The job file's tasks, in its order: the report lists them so, reached or not. A
+    /// sweep's or array's name is its group's, never a task's: its elements are the tasks.
     mutating func declare(_ job: JSONValue) {
         if case let .number(n)? = job["concurrency"] { report.concurrency = Int(exactly: n.rounded()) }
         guard case let .array(tasks)? = job["tasks"] else { return }
         for task in tasks {
-            if case let .string(name)? = task["name"] { _ = index(of: name) }
+            guard case let .string(name)? = task["name"] else { continue }
+            if task["matrix"] != nil {
+                _ = group(named: name, kind: .matrix)
+            } else if task["array"] != nil {
+                _ = group(named: name, kind: .array)
+            } else {
+                _ = index(of: name)
+            }
         }
     }
 
@@ -230,9 +285,29 @@ private struct JournalReader {
     /// The task named `name` (the whole name: two that differ past the cut are two tasks).
     private mutating func index(of name: String) -> Int {
         if let index = indexByName[name] { return index }
-        report.tasks.append(RunReport.Task(name: RunReport.shown(name)))
+        var task = RunReport.Task(name: RunReport.shown(name))
+        if let element = SweepElementName(name) {
+            let group = group(named: element.sweep, kind: element.kind)
+            task.group = group
+            task.parameters = element.parameters(as: report.groups[group].kind)
+            report.groups[group].elements.append(report.tasks.count)
+            for parameter in task.parameters where report.groups[group].keys.count < RunReport.fieldLimit
+                && !report.groups[group].keys.contains(parameter.key) {
+                report.groups[group].keys.append(parameter.key)
+            }
+        }
+        report.tasks.append(task)
         indexByName[name] = report.tasks.count - 1
         return report.tasks.count - 1
+    }
+
+    /// The group named `name`, made where the tasks so far end if it is new; `kind` is
+    /// the job file's word for it, or what its first element's name looks like.
+    private mutating func group(named name: String, kind: RunReport.Group.Kind) -> Int {
+        if let index = groupByName[name] { return index }
+        report.groups.append(RunReport.Group(name: RunReport.shown(name), kind: kind, position: report.tasks.count))
+        groupByName[name] = report.groups.count - 1
+        return report.groups.count - 1
     }
 
     mutating func read(_ line: ArraySlice<UInt8>) {
@@ -299,7 +374,10 @@ private struct JournalReader {
                 attempt.add(.init(time: time, kind: .memory, text: "memory warning" + used))
             }
         case "result":
-            if let value = record["value"] { task.result = RunReport.shown(value.jsonText) }
+            if let value = record["value"] {
+                task.result = RunReport.shown(value.jsonText)
+                task.resultFields = RunReport.ResultField.fields(of: value)
+            }
         case "exited":
             withOpenAttempt(of: &task) { attempt in
                 attempt.end = time

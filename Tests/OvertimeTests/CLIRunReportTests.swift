@@ -1,7 +1,9 @@
 // `overtime report RUN_DIR` end to end (issue 15, item 4): a real batch with a timeout
 // cancel, a retry, a failure and a skip drawn as a page that headless Chromium renders
 // without errors, with every task in it and the outcome colours on its timeline; a
-// 5,000-task run rendered within a generous bound; a run still going; bad input refused.
+// 5,000-task run rendered within a generous bound; a sweep and an array each one row that
+// opens to the table comparing its elements; a 100,000-element array's page small and
+// quick; a run still going; bad input refused.
 
 import Foundation
 import Overtime
@@ -223,6 +225,135 @@ struct CLIRunReportTests {
         #expect(dump.wall < .seconds(45), "chromium took \(dump.wall)")
     }
 
+    @Test("a real sweep and array: one row each in Chromium, the sweep opening to a table of its parameters and results, sorted, the best marked, nothing a task said run as markup")
+    func sweepGroups() async throws {
+        let f = try CLIBatchFixture()
+        // Element i (lr outer, seed inner) reports loss {seed}.{i} and acc 0.{i}5, and the
+        // last one fails: the best loss of those that succeeded is element 0's (1.0), the
+        // best acc element 2's (0.25).
+        let report = #"{"type":"result","value":{"loss":{seed}.{index},"acc":0.{index}5,"note":"</script><img src=x onerror=alert(1)>"}}"#
+        try f.writeJob([
+            "concurrency": 2,
+            "tasks": [
+                f.task("prep", []),
+                ["name": "train", "matrix": ["lr": ["1e-2", "1e-3"], "seed": [1, 2]],
+                 "command": ["sh", "-c", "printf '%s\\n' '" + report + "' >&3; exit $(( {index} == 3 ))"]],
+                ["name": "shard", "array": "8-10", "command": ["sh", "-c", "exit 0"]],
+            ],
+        ])
+        let batch = try await f.run()
+        #expect(batch.status == 1, "\(batch)")
+        let page = f.path("report.html")
+        let made = try await cliRun(["report", f.runDirectory, "-o", page], in: f.scratch)
+        #expect(made.status == 0, "\(made)")
+        let html = try String(contentsOfFile: page, encoding: .utf8)
+
+        // Open the sweep, sort it by loss, then open the array; say what each row shows
+        // (its cells' text, `*` before a value marked best) and what the page made of it.
+        let driver = #"""
+        <script>
+        (function () {
+          const out = [];
+          try {
+            const rows = function () { return Array.prototype.slice.call(document.querySelectorAll("#table-rows .row")); };
+            const said = function (r) {
+              return Array.prototype.map.call(r.children, function (c) { return (c.classList.contains("best") ? "*" : "") + c.textContent.trim(); }).join(";");
+            };
+            out.push("closed " + rows().map(said).map(function (s) { return s.split(";")[0]; }).join(","));
+            document.querySelector('#table-rows [data-group="0"]').click();
+            document.querySelectorAll("#table-rows [data-gcolumn]")[2].click();
+            document.querySelector('#table-rows [data-group="1"]').click();
+            document.querySelector('#table-rows [data-of="1"][data-gcolumn="0"]').click();
+            rows().forEach(function (r) { out.push(said(r)); });
+            out.push("img " + document.querySelectorAll("img").length, "scripts " + document.scripts.length);
+          } catch (e) { out.push("ERROR " + e); }
+          // Written into an attribute: markup characters spelled out, whatever the serializer does with them.
+          document.body.dataset.drive = out.join(" | ").replace(/</g, "{lt}").replace(/>/g, "{gt}").replace(/"/g, "'");
+        })();
+        </script>
+        """#
+        let driven = f.path("driven.html")
+        try html.replacingOccurrences(of: "</body>", with: driver + "</body>").write(toFile: driven, atomically: true, encoding: .utf8)
+        let dump = try await CLIReportBrowser.dumpDOM(driven, in: f.scratch)
+        #expect(dump.status == 0 && !dump.timedOut, "\(dump)")
+        let data = CLIReportBrowser.bodyData(dump.stdout)
+        #expect(CLIReportBrowser.recordedErrors(dump.stdout) == nil, "\(CLIReportBrowser.recordedErrors(dump.stdout) ?? "")")
+        #expect(data["rendered"] == "8" && data["groups"] == "2", "\(data)")
+        let rows = (data["drive"] ?? "(the driver did not run)").components(separatedBy: " | ")
+        #expect(rows.first == "closed prep,▸train sweep,▸shard array", "\(rows)")
+        let noted = "{lt}/script{gt}{lt}img src=x onerror=alert(1){gt}"
+        let wanted = [
+            "prep;succeeded", "▾train sweep", "lr;seed;loss ↓;acc ↑;note;Outcome;Attempts;Duration;Peak memory",
+            "1e-2;1;*1;0.05;\(noted);succeeded", "1e-3;1;1.2;*0.25;\(noted);succeeded", "1e-2;2;2.1;0.15;\(noted);succeeded",
+            "1e-3;2;2.3;0.35;\(noted);failed",
+            "▾shard array", "index;Outcome;Attempts;Duration;Peak memory", "8;succeeded", "9;succeeded", "10;succeeded",
+            "img 0", "scripts 3",
+        ]
+        var at = 1
+        for want in wanted {
+            // Rows are matched by their start: durations and sizes differ from run to run.
+            let found = rows[at...].firstIndex { $0.hasPrefix(want) }
+            #expect(found == at, "expected a row starting \(want) at \(at): \(rows)")
+            at = (found ?? at) + 1
+            if at >= rows.count { break }
+        }
+        #expect(rows.contains { $0.hasPrefix("▾train sweep;") && $0.contains("3 succeeded, 1 failed") }, "\(rows)")
+    }
+
+    @Test("an array of 100,000 elements: a page that stays small, drawn in Chromium within a generous bound, its elements listed when opened")
+    func hundredThousandElements() async throws {
+        let scratch = try CLIScratch()
+        let directory = scratch.path("run")
+        try FileManager.default.createDirectory(atPath: directory + "/logs", withIntermediateDirectories: true)
+        let (journal, summary) = Self.arrayJournal(elements: 100_000)
+        try journal.write(toFile: directory + "/events.jsonl", atomically: false, encoding: .utf8)
+        try summary.write(toFile: directory + "/summary.json", atomically: false, encoding: .utf8)
+        try #"{"concurrency":8,"tasks":[{"name":"shard","array":"0-99999","command":["/bin/true"]}]}"#
+            .write(toFile: directory + "/job.json", atomically: false, encoding: .utf8)
+
+        let report = try await cliRun(["report", directory], in: scratch, timeout: .seconds(180))
+        #expect(report.status == 0, "\(report)")
+        let page = directory + "/report.html"
+        let size = try #require(try FileManager.default.attributesOfItem(atPath: page)[.size] as? Int)
+        // About 230 bytes an element; each of the data's fields written, null or not, made 440.
+        #expect(size < 30_000_000, "a page of \(size) bytes")
+        let html = try String(contentsOfFile: page, encoding: .utf8)
+        let driver = #"""
+        <script>
+        (function () {
+          const out = [];
+          try {
+            const start = performance.now();
+            out.push("rows " + document.querySelectorAll("#table-rows .row").length);
+            document.querySelector('#table-rows [data-group="0"]').click();
+            const body = document.getElementById("table-body");
+            body.scrollTop = 1e9; body.dispatchEvent(new Event("scroll"));
+            requestAnimationFrame(function () {
+              const rows = document.querySelectorAll("#table-rows .row");
+              out.push("opened " + rows.length, "last " + rows[rows.length - 1].title, "took " + Math.round(performance.now() - start));
+              document.body.dataset.drive = out.join(" | ");
+            });
+          } catch (e) { document.body.dataset.drive = "ERROR " + e; }
+        })();
+        </script>
+        """#
+        let driven = directory + "/driven.html"
+        try html.replacingOccurrences(of: "</body>", with: driver + "</body>").write(toFile: driven, atomically: true, encoding: .utf8)
+        let dump = try await CLIReportBrowser.dumpDOM(driven, in: scratch, extra: ["--virtual-time-budget=5000"], timeout: .seconds(120))
+        #expect(dump.status == 0 && !dump.timedOut, "\(dump.stderr.suffix(2000))")
+        let data = CLIReportBrowser.bodyData(dump.stdout)
+        #expect(data["rendered"] == "100000" && data["groups"] == "1", "data attributes: \(data)")
+        #expect(CLIReportBrowser.recordedErrors(dump.stdout) == nil, "\(CLIReportBrowser.recordedErrors(dump.stdout) ?? "")")
+        let renderMs = try #require(data["render-ms"].flatMap(Int.init), "no render time: \(data)")
+        #expect(renderMs < 15_000, "the page took \(renderMs) ms to draw 100,000 tasks")
+        let drive = (data["drive"] ?? "(the driver did not run)").components(separatedBy: " | ")
+        #expect(drive.first == "rows 1", "the array is one row until opened: \(drive)")
+        #expect(drive.count == 4 && drive[2] == "last shard[99999]", "\(drive)")
+        // Only the rows in view are built (about 14, and a margin either side).
+        #expect(drive.count == 4 && (Int(drive[1].dropFirst(7)) ?? .max) < 60, "\(drive)")
+        #expect(drive.count == 4 && (Int(drive[3].dropFirst(5)) ?? .max) < 5_000, "opening and scrolling to the end: \(drive)")
+    }
+
     @Test("a hand-made journal of 10 MB titles, details, names and results makes a page under 1 MB that says what it cut")
     func longTextsMakeASmallPage() async throws {
         let scratch = try CLIScratch()
@@ -309,6 +440,32 @@ struct CLIRunReportTests {
         let ok = try await cliRun(["report", empty + "/", "--output=" + scratch.path("r.html")], in: scratch)
         #expect(ok.status == 0 && FileManager.default.fileExists(atPath: scratch.path("r.html")), "\(ok)")
         #expect(!FileManager.default.fileExists(atPath: empty + "/report.html"), "-o is where it goes")
+    }
+
+    /// The journal of an array of `count` elements of `/bin/true` at concurrency 8, line
+    /// for line as RunJournal writes it (attempt, started, budget, exited, finished; taken
+    /// from a real run). Written here rather than run: a real run of 100,000 took 3 min 10 s
+    /// on a 2-core machine.
+    static func arrayJournal(elements count: Int) -> (journal: String, summary: String) {
+        let encoder = EventEncoder(runID: "array-run", wallOffsetNanoseconds: 0)
+        let base: Int64 = 1_796_040_000_000
+        func time(_ ms: Int64) -> String { encoder.timestamp(MonotonicInstant(nanoseconds: (base + ms) * 1_000_000)) }
+        var journal = ""
+        journal.reserveCapacity(count * 900)
+        // Eight slots, each running one element after the other, 15 ms apiece.
+        for i in 0..<count {
+            let name = "shard[\(i)]", start = Int64(i / 8) * 15 + Int64(i % 8), end = start + 12
+            let head = #"{"time":""#, run = #"","run":"array-run","task":""# + name + #"","event":""#
+            let (t0, t1) = (time(start), time(end))
+            journal += head + t0 + run + #"attempt","attempt":1}"# + "\n"
+            journal += head + t0 + run + #"started","pid":\#(10_000 + i)}"# + "\n"
+            journal += head + t0 + run + #"budget","remaining":30,"cause":"start"}"# + "\n"
+            journal += head + t1 + run + #"exited","pid":\#(10_000 + i),"exit_code":0,"status":"exited","code":0,"cancel_reason":null,"killed":false,"elapsed":0.012,"progress":null,"result":null,"protocol_errors":0,"ready":false,"outcome":"succeeded","oom_kills":0,"peak_memory":\#(16_000_000 + i % 500_000),"memory_source":"cgroup","cpu_user":0.001,"cpu_system":0.001}"# + "\n"
+            journal += head + t1 + run + #"finished","state":"succeeded","exit_code":0,"attempts":1}"# + "\n"
+        }
+        let last = Int64(count / 8) * 15 + 20
+        let summary = #"{"run":"array-run","finished":"\#(time(last + 5))","elapsed":\#(Double(last) / 1000),"succeeded":true,"stopped_by":null,"tasks":[]}"#
+        return (journal, summary + "\n")
     }
 
     /// A journal of `tasks` tasks as a batch of concurrency 16 with 4 GPUs would write it:

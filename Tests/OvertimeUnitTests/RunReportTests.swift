@@ -266,4 +266,65 @@ import OvertimeCore
         #expect(page.components(separatedBy: "</script>").count - 1 == 2, "only the page's own two script ends")
         #expect(!page.contains("<!-- &"))
     }
+
+    @Test("a sweep's and an array's elements are grouped under their sweep, with the parameters their names give and their results' fields")
+    func sweeps() throws {
+        func element(_ ms: Int, _ name: String, exit: Int, result: String? = nil) -> [String] {
+            [Self.line(ms, name, "attempt", #""attempt":1"#)]
+                + (result.map { [Self.line(ms + 5, name, "result", #""value":\#($0)"#)] } ?? [])
+                + [Self.line(ms + 10, name, "exited", #""exit_code":\#(exit),"outcome":"\#(exit == 0 ? "succeeded" : "failed")""#),
+                   Self.line(ms + 10, name, "finished", #""state":"\#(exit == 0 ? "succeeded" : "failed")","exit_code":\#(exit)"#)]
+        }
+        let lines = element(0, "prep", exit: 0)
+            + element(20, "train[lr=0.01,seed=1]", exit: 0, result: #"{"loss":0.5,"acc":0.8,"note":"</script>","nested":{"a":[1]},"loss":0.25}"#)
+            + element(20, "shard[7]", exit: 1)
+            + element(40, "train[lr=1e-3,seed=2,opt=a,b]", exit: 3, result: "0.125")
+            + element(40, "shard[10]", exit: 0, result: "[1,2]")
+            + element(60, "adhoc[x=1]", exit: 0)
+        let job = #"{"tasks":[{"name":"prep"},{"name":"train","matrix":{"lr":["0.01","1e-3"]}},{"name":"shard","array":"0-99"},"#
+            + #"{"name":"untouched","array":[1,2]},{"name":"summary"}]}"#
+        let report = try Self.read(lines, job: job)
+        #expect(report.tasks.map(\.name) == ["prep", "summary", "train[lr=0.01,seed=1]", "shard[7]", "train[lr=1e-3,seed=2,opt=a,b]", "shard[10]", "adhoc[x=1]"],
+                "a sweep's own name is no task")
+        #expect(report.groups.map(\.name) == ["train", "shard", "untouched", "adhoc"])
+        #expect(report.groups.map(\.kind) == [.matrix, .array, .array, .matrix], "from the job file, else from the elements' names")
+        #expect(report.groups.map(\.position) == [1, 1, 1, 6], "the job file's place; an undeclared one's first element's")
+        #expect(report.groups[0].elements == [2, 4] && report.groups[1].elements == [3, 5] && report.groups[2].elements.isEmpty)
+        #expect(report.groups[0].keys == ["lr", "seed", "opt"] && report.groups[1].keys == ["index"])
+        #expect(report.tasks[0].group == nil && report.tasks[1].group == nil && report.tasks[2].group == 0 && report.tasks[3].group == 1)
+
+        let first = report.tasks[2], second = report.tasks[4]
+        #expect(first.parameters == [.init(key: "lr", value: "0.01"), .init(key: "seed", value: "1")])
+        #expect(second.parameters == [.init(key: "lr", value: "1e-3"), .init(key: "seed", value: "2"), .init(key: "opt", value: "a,b")],
+                "a comma no key follows is the value's")
+        #expect(report.tasks[3].parameters == [.init(key: "index", value: "7")])
+        #expect(first.resultFields == [.init(key: "acc", value: .number(0.8)), .init(key: "note", value: .string("</script>")),
+                                       .init(key: "nested", value: .string(#"{"a":[1]}"#)), .init(key: "loss", value: .number(0.25))],
+                "a key given twice: the last stands")
+        #expect(second.resultFields == [.init(key: "result", value: .number(0.125))], "a scalar result is one field")
+        #expect(report.tasks[5].resultFields.isEmpty && report.tasks[5].result == "[1,2]", "a list is shown as JSON only")
+        #expect(second.outcome == .failed && report.tasks[3].outcome == .failed)
+
+        let data = String(decoding: RunReportPage.embeddedJSON(report), as: UTF8.self)
+        #expect(data.contains(#""groups":[{"name":"train","kind":"matrix","keys":["lr","seed","opt"],"position":1},"#), "\(data.prefix(600))")
+        #expect(data.contains(#""group":0,"params":["lr","0.01","seed","1"]"#))
+        #expect(data.contains(#""fields":["acc",0.8,"note","\u003c/script\u003e","#), "escaped as every text of the data is")
+        #expect(!data.contains("\"reason\":null"), "a field holding its default is left out")
+    }
+
+    @Test("an element's name of a thousand pairs gives a bounded number of parameters and keys")
+    func wideNames() throws {
+        let pairs = (0..<1_000).map { "k\($0)=\($0)" }.joined(separator: ",")
+        let report = try Self.read((0..<3).map { Self.line($0, "w[n=\($0)," + pairs + "]", "attempt", #""attempt":1"#) })
+        #expect(report.groups.count == 1 && report.groups[0].keys.count == RunReport.fieldLimit)
+        #expect(report.tasks.allSatisfy { $0.parameters.count == RunReport.fieldLimit }, "\(report.tasks.map(\.parameters.count))")
+        #expect(report.tasks[2].parameters.prefix(2) == [.init(key: "n", value: "2"), .init(key: "k0", value: "0")])
+    }
+
+    @Test("a name is an element's only as a plain stem with its brackets at the end")
+    func notElements() throws {
+        let names = ["[7]", "a b[7]", "x[7]y", "plain", "é[1]"]
+        let report = try Self.read(names.map { Self.line(0, $0, "attempt", #""attempt":1"#) })
+        #expect(report.groups.isEmpty && report.tasks.allSatisfy { $0.group == nil }, "\(report.groups)")
+    }
 }

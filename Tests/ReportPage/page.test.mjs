@@ -254,3 +254,148 @@ test("the address opens the page on a task; a name it cannot decode is passed ov
   assert.deepEqual(garbled.addresses, []);
   assert.equal(garbled.body.dataset.errors, undefined);
 });
+
+// A run with a sweep (train, a matrix of lr × seed whose elements report results) and an
+// array (shard), between two plain tasks. As RunReportPage writes it, a field that holds
+// its default may be left out (shard[10] has no attempts at all).
+function sweepRun() {
+  const element = (name, outcome, params, fields, start, end, extra = {}) =>
+    task(name, outcome, [attempt({ start, end, outcome, exit: outcome === "succeeded" ? 0 : 1, lanes: [start % 2], peak: 1024 })],
+      { group: name.startsWith("train") ? 0 : 1, params, fields, ...extra });
+  const evil = "</script><img src=x onerror=alert(1)>";
+  return {
+    ...run(),
+    groups: [{ name: "train", kind: "matrix", keys: ["lr", "seed"], position: 1 }, { name: "shard", kind: "array", keys: ["index"], position: 2 }],
+    tasks: [
+      task("prepare", "succeeded", [attempt({ end: 1_000 })]),
+      element("train[lr=1e-2,seed=1]", "succeeded", ["lr", "1e-2", "seed", "1"], ["loss", 0.5, "acc", 0.8, "note", evil], 1_000, 3_000),
+      element("train[lr=3e-3,seed=1]", "succeeded", ["lr", "3e-3", "seed", "1"], ["loss", 0.25, "acc", 0.9], 1_000, 4_000),
+      element("train[lr=1e-3,seed=2]", "failed", ["lr", "1e-3", "seed", "2"], ["loss", 0.125, "acc", 0.95, evil, 1], 4_000, 4_500),
+      element("train[lr=1e-4,seed=2]", "succeeded", ["lr", "1e-4", "seed", "2"], ["acc", 0.9], 4_500, 9_000),
+      element("shard[9]", "succeeded", ["index", "9"], undefined, 10_000, 10_100),
+      element("shard[10]", "succeeded", ["index", "10"], undefined, 10_000, 10_200),
+      { name: "shard[11]", state: "waiting", group: 1, params: ["index", "11"] },
+      task("report", "succeeded", [attempt({ start: 11_000, end: 12_000 })]),
+    ],
+  };
+}
+
+// The table's rows as { classes, cells } (cells' text, tags taken out).
+function tableRows(page) {
+  return page.element("table-rows").innerHTML.split('<div class="row').slice(1).map((row) => ({
+    classes: row.slice(0, row.indexOf('"')).trim(),
+    cells: [...row.slice(row.indexOf(">") + 1).matchAll(/<div[^>]*>(.*?)<\/div>/g)].map((cell) => text(cell[1])),
+    markup: row,
+  }));
+}
+function clickRow(page, selector, dataset) {
+  page.element("table-rows").dispatch("click", { target: { closest: (wanted) => (wanted === selector ? { dataset } : null) } });
+}
+const openGroup = (page, group) => clickRow(page, "[data-group]", { group: String(group) });
+const sortGroup = (page, group, column) => clickRow(page, "[data-gcolumn]", { of: String(group), gcolumn: String(column) });
+// An opened group's elements as the values of its column `column`.
+const columnOf = (page, column) => tableRows(page).filter((r) => r.classes === "element").map((r) => r.cells[column]);
+
+test("a sweep's and an array's elements are one row each, closed, where the job file has them, with their counts", () => {
+  const page = loadPage(sweepRun());
+  page.runFrames();
+  assert.equal(page.body.dataset.errors, undefined, page.element("errors").textContent);
+  assert.equal(page.body.dataset.groups, "2");
+  assert.equal(page.body.dataset.rendered, "9");
+  const rows = tableRows(page);
+  assert.deepEqual(rows.map((r) => r.classes), ["", "group", "group", ""]);
+  assert.deepEqual(rows.map((r) => r.cells[0]), ["prepare", "▸train sweep", "▸shard array", "report"]);
+  const train = rows[1].cells;
+  assert.equal(train[1], "31", "a swatch and a count per outcome: 3 succeeded, 1 failed");
+  assert.equal(train[2], "3 succeeded, 1 failed · 10.0 s run in all");
+  assert.equal(train[3], "4", "attempts, all of them");
+  assert.equal(train[4], "+1.00 s", "its first start");
+  assert.equal(train[5], "8.00 s", "from its first start to its last end");
+  assert.equal(train[8], "4 of 4 ended");
+  assert.equal(rows[2].cells[2], "2 succeeded, 1 waiting · 300 ms run in all");
+  assert.equal(rows[2].cells[8], "2 of 3 ended");
+  assert.equal(page.element("shown").textContent, "9 tasks");
+  assert.ok(page.element("facts").innerHTML.includes("<dt>sweeps</dt><dd>2 (7 elements)</dd>"));
+});
+
+test("an opened sweep compares its elements: a column per parameter key and per result key, a missing value blank", () => {
+  const page = loadPage(sweepRun());
+  openGroup(page, 0);
+  const rows = tableRows(page);
+  assert.deepEqual(rows.map((r) => r.classes), ["", "group open", "sweep-head", "element", "element", "element", "element", "group", ""]);
+  assert.equal(rows[1].cells[0], "▾train sweep");
+  // The last result key says "err" (in "onerror"): lowest is best.
+  assert.deepEqual(rows[2].cells, ["lr", "seed", "loss ↓", "acc ↑", "note", "</script><img src=x onerror=alert(1)> ↓",
+    "Outcome", "Attempts", "Duration", "Peak memory"]);
+  assert.deepEqual(rows[3].cells, ["1e-2", "1", "0.5", "0.8", "</script><img src=x onerror=alert(1)>", "", "succeeded", "1", "2.00 s", " 1.0 KiB"]);   // the peak after its bar
+  assert.deepEqual(rows[6].cells.slice(0, 6), ["1e-4", "2", "", "0.9", "", ""], "no loss, no note: blank");
+  assert.ok(rows[3].markup.includes('title="train[lr=1e-2,seed=1]"'), "the element's name");
+  // Numbers are right-aligned, texts not.
+  assert.ok(/<div class="num[^"]*"[^>]*>0\.5</.test(rows[3].markup), rows[3].markup);
+  assert.ok(/<div class=""[^>]*>&lt;\/script&gt;/.test(rows[3].markup), rows[3].markup);
+  openGroup(page, 0);
+  assert.deepEqual(tableRows(page).map((r) => r.classes), ["", "group", "group", ""], "closed again");
+});
+
+test("what a sweep's elements were given and reported is text, never markup", () => {
+  const page = loadPage(sweepRun());
+  openGroup(page, 0);
+  const markup = page.element("table-rows").innerHTML;
+  assert.ok(!markup.includes("<img") && !markup.includes("</script>"), markup);
+  assert.ok(markup.includes("&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;"), markup);
+});
+
+test("a sweep's columns sort, numbers as numbers, a missing value last either way", () => {
+  const page = loadPage(sweepRun());
+  openGroup(page, 0);
+  sortGroup(page, 0, 0);   // lr: 1e-2 is the largest, though not as text
+  assert.deepEqual(columnOf(page, 0), ["1e-4", "1e-3", "3e-3", "1e-2"]);
+  assert.ok(tableRows(page)[2].markup.includes('class="num sorted up"'), "the head says how it is sorted");
+  sortGroup(page, 0, 0);
+  assert.deepEqual(columnOf(page, 0), ["1e-2", "3e-3", "1e-3", "1e-4"]);
+  sortGroup(page, 0, 2);   // loss
+  assert.deepEqual(columnOf(page, 2), ["0.125", "0.25", "0.5", ""]);
+  sortGroup(page, 0, 2);
+  assert.deepEqual(columnOf(page, 2), ["0.5", "0.25", "0.125", ""]);
+  sortGroup(page, 0, 4);   // note: a text
+  assert.deepEqual(columnOf(page, 4), ["</script><img src=x onerror=alert(1)>", "", "", ""]);
+  openGroup(page, 1);
+  sortGroup(page, 1, 0);   // index: 9 before 10
+  const shards = tableRows(page).filter((r) => r.classes === "element" && r.markup.includes("shard")).map((r) => r.cells[0]);
+  assert.deepEqual(shards, ["9", "10", "11"]);
+  sortGroup(page, 1, 1);   // outcome, in the legend's order
+  assert.deepEqual(tableRows(page).filter((r) => r.markup.includes("shard[")).map((r) => r.cells[1]), ["succeeded", "succeeded", "waiting"]);
+});
+
+test("the best value of each numeric result is marked: lowest for a loss, highest else, among those that succeeded", () => {
+  const page = loadPage(sweepRun());
+  openGroup(page, 0);
+  const best = (column) => tableRows(page).filter((r) => r.classes === "element")
+    .filter((r) => [...r.markup.matchAll(/<div[^>]*>/g)][column][0].includes(" best")).map((r) => r.cells[0]);
+  // The failed element's loss (0.125) and acc (0.95) are better, and not counted.
+  assert.deepEqual(best(2), ["3e-3"], "loss: the lowest");
+  assert.deepEqual(best(3), ["3e-3", "1e-4"], "acc: the highest, both of a tie");
+  assert.deepEqual(best(4), [], "a text has no best");
+  assert.deepEqual(best(5), ["1e-3"], "no element that succeeded has it: the best of all");
+  assert.ok(tableRows(page)[2].markup.includes('title="lowest is best"'));
+});
+
+test("the filter and the outcome switches reach into groups; a group none of whose elements is shown is not", () => {
+  const page = loadPage(sweepRun());
+  openGroup(page, 0);
+  page.filter("seed=2");
+  assert.deepEqual(tableRows(page).map((r) => r.classes), ["group open", "sweep-head", "element", "element"]);
+  assert.equal(page.element("shown").textContent, "showing 2 of 9");
+  page.filter("");
+  page.toggleOutcome("failed");
+  assert.deepEqual(columnOf(page, 0), ["1e-2", "3e-3", "1e-4"]);
+  page.toggleOutcome("succeeded");
+  assert.deepEqual(tableRows(page).map((r) => r.cells[0]), ["▸shard array"], "train has nothing shown; shard its waiting element");
+});
+
+test("an element chosen says which sweep it belongs to", () => {
+  const page = loadPage(sweepRun(), "#task=" + encodeURIComponent("train[lr=3e-3,seed=1]"));
+  const card = page.element("detail-card").innerHTML;
+  assert.ok(card.includes("<b>sweep</b> train"), card);
+  assert.ok(card.includes('<h2 class="name">train[lr=3e-3,seed=1]</h2>'), card);
+});
