@@ -21,10 +21,11 @@ import Glibc
         #expect(try String(contentsOfFile: journal.logPath(for: "a"), encoding: .utf8) == "")
         #expect(await Self.prepare(journal, "a", attempt: 2) == nil)
         #expect(try String(contentsOfFile: journal.logPath(for: "a"), encoding: .utf8) == "--- overtime: attempt 2 ---\n")
-        // A name whose log cannot be made (its directory does not exist).
-        #expect(await Self.prepare(journal, "missing/b", attempt: 1) == nil)
-        let failure = await Self.prepare(journal, "missing/b", attempt: 2)
-        #expect(failure?.contains("cannot write \(journal.logPath(for: "missing/b"))") == true, "\(String(describing: failure))")
+        // A name whose log cannot be made (a directory stands where it goes).
+        try FileManager.default.createDirectory(atPath: journal.logPath(for: "b"), withIntermediateDirectories: false)
+        #expect(await Self.prepare(journal, "b", attempt: 1) == nil)
+        let failure = await Self.prepare(journal, "b", attempt: 2)
+        #expect(failure?.contains("cannot write \(journal.logPath(for: "b"))") == true, "\(String(describing: failure))")
         #expect(journal.failures.count == 1, "\(journal.failures)")
     }
 
