@@ -1,13 +1,13 @@
 import OvertimeProtocol
 
-/// A `RunReport` as one self-contained HTML page: its style and script inline, the run's
+/// A `RunReport` as one self-contained HTML page: its style and scripts inline, the run's
 /// data embedded as JSON, nothing fetched from anywhere (docs/report.md).
 ///
-/// The page itself is `Page/page.html`, `page.css` and `page.js`, made into `PageText` at
-/// build time (the ReportPage plugin); this puts the run's title and data into it. Its
-/// timeline is drawn on a canvas, and only its visible lanes, so 5,000 tasks cost a few
-/// thousand rectangles a frame; its task table renders only the rows in view. The outcome
-/// colours in page.css and page.js are the ones docs/report.md lists, and the
+/// The page itself is `Page/page.html`, `page.css`, `groups.js` and `page.js`, made into
+/// `PageText` at build time (the ReportPage plugin); this puts the run's title and data
+/// into it. Its timeline is drawn on a canvas, and only its visible lanes, so 5,000 tasks
+/// cost a few thousand rectangles a frame; its task table renders only the rows in view.
+/// The outcome colours in page.css and page.js are the ones docs/report.md lists, and the
 /// tests look for them in screenshots: change them together.
 public enum RunReportPage {
     /// The whole page.

@@ -1,15 +1,16 @@
 import Foundation
 
-// Turns the report's page (page.html, with page.css and page.js) into Swift for OvertimeReport.
-// Run by the ReportPage build-tool plugin whenever one of the three files changes.
-// Usage: report-page OUTPUT.swift PAGE.html PAGE.css PAGE.js
+// Turns the report's page (page.html, with page.css, groups.js and page.js) into Swift for
+// OvertimeReport. Run by the ReportPage build-tool plugin whenever one of the files changes.
+// Usage: report-page OUTPUT.swift PAGE.html PAGE.css SCRIPT.js...
 //
-// page.html is the whole page with four holes: `{{page.css}}` and `{{page.js}}` are filled
-// here with those files (each without its last newline, so that a file may end as text
-// files do), and `{{title}}` and `{{data}}` are where `overtime report` writes the run's
-// title and data. The output is page.html cut at those two: three string constants.
+// page.html is the whole page with holes: `{{page.css}}` and, after `{{data}}`, one per
+// script named as its file (`{{groups.js}}`, `{{page.js}}`), in the order the scripts are
+// given, are filled here with those files (each without its last newline, so that a file
+// may end as text files do); `{{title}}` and `{{data}}` are where `overtime report` writes
+// the run's title and data. The output is page.html cut at those two: three string constants.
 // An inlined file must not end its element early (a `</style` in the style, a `</script`
-// or `<!--` in the script): the build fails there rather than draw a broken page.
+// or `<!--` in a script): the build fails there rather than draw a broken page.
 
 /// A reason the page cannot be made, said as `path:line: error: text`.
 struct PageError: Error {
@@ -85,29 +86,39 @@ func swiftLiteral(_ text: String) -> String {
     return literal + "\""
 }
 
-func page(htmlPath: String, cssPath: String, jsPath: String) throws -> String {
+/// The hole a script fills is named as its file: `{{page.js}}`.
+func holeName(of scriptPath: String) -> String {
+    URL(fileURLWithPath: scriptPath).lastPathComponent
+}
+
+func page(htmlPath: String, cssPath: String, scriptPaths: [String]) throws -> String {
     let html = try read(htmlPath)
     let css = try inlined(cssPath)
-    let js = try inlined(jsPath)
     try refuse(["</style"], in: css, path: cssPath, because: "end the page's <style> element early")
-    try refuse(["</script", "<!--"], in: js, path: jsPath, because: "end the page's <script> element early")
+    let scripts = try scriptPaths.map { path in
+        let script = try inlined(path)
+        try refuse(["</script", "<!--"], in: script, path: path, because: "end the page's <script> element early")
+        return script
+    }
     let (pieces, names) = try holes(of: html, path: htmlPath)
-    let expected = ["title", "page.css", "data", "page.js"]
+    let expected = ["title", "page.css", "data"] + scriptPaths.map(holeName)
     guard names == expected else {
         throw PageError(path: htmlPath, text: "its holes are \(names.map { "{{\($0)}}" }.joined(separator: ", ")); "
                         + "it needs exactly \(expected.map { "{{\($0)}}" }.joined(separator: ", ")), in that order")
     }
     let beforeTitle = pieces[0]
     let titleToData = pieces[1] + css + pieces[2]
-    let afterData = pieces[3] + js + pieces[4]
+    let afterData = zip(scripts, pieces[4...]).reduce(pieces[3]) { $0 + $1.0 + $1.1 }
+    let files = ["page.html", "page.css"] + scriptPaths.map(holeName)
+    let sources = files.dropLast().joined(separator: ", ") + " and " + files[files.count - 1]
     return """
-    // Written by report-page from page.html, page.css and page.js; edit those, not this.
+    // Written by report-page from \(sources); edit those, not this.
     enum PageText {
         /// page.html up to the page's title.
         static let beforeTitle = \(swiftLiteral(beforeTitle))
         /// From the title's end to the run's data, the style inline.
         static let titleToData = \(swiftLiteral(titleToData))
-        /// From the data's end to the page's end, the script inline.
+        /// From the data's end to the page's end, the scripts inline.
         static let afterData = \(swiftLiteral(afterData))
     }
 
@@ -115,12 +126,12 @@ func page(htmlPath: String, cssPath: String, jsPath: String) throws -> String {
 }
 
 let arguments = Array(CommandLine.arguments.dropFirst())
-guard arguments.count == 4 else {
-    FileHandle.standardError.write(Data("usage: report-page OUTPUT.swift PAGE.html PAGE.css PAGE.js\n".utf8))
+guard arguments.count >= 4 else {
+    FileHandle.standardError.write(Data("usage: report-page OUTPUT.swift PAGE.html PAGE.css SCRIPT.js...\n".utf8))
     exit(2)
 }
 do {
-    let swift = try page(htmlPath: arguments[1], cssPath: arguments[2], jsPath: arguments[3])
+    let swift = try page(htmlPath: arguments[1], cssPath: arguments[2], scriptPaths: Array(arguments[3...]))
     do {
         try swift.write(toFile: arguments[0], atomically: true, encoding: .utf8)
     } catch {

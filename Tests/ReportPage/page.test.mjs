@@ -1,7 +1,9 @@
-// The report page's own tests: the real page.js, run by node (node:test, no packages) against
-// the elements page.html declares and a run's data written here. What the page writes into
-// those elements is what is checked: the header, the table's durations and sizes, filtering,
-// hiding by outcome, sorting, escaping, hovering the timeline, a task named by the address.
+// The report page's own tests: its real script (groups.js, then page.js, in page.html's one
+// <script> element, as the build puts them there), run by node (node:test, no packages)
+// against the elements page.html declares and a run's data written here. What the page
+// writes into those elements is what is checked: the header, the table's durations and
+// sizes, filtering, hiding by outcome, sorting, escaping, hovering the timeline, a task named
+// by the address.
 // Drawing itself (the canvas) is Chromium's to test (Tests/OvertimeTests/CLIRunReportTests).
 // Run: node --test Tests/ReportPage/page.test.mjs   (scripts/test-page runs it, and scripts/test)
 import { test } from "node:test";
@@ -11,8 +13,11 @@ import { fileURLToPath } from "node:url";
 import vm from "node:vm";
 
 const pageDirectory = fileURLToPath(new URL("../../Sources/OvertimeReport/Page/", import.meta.url));
-const script = readFileSync(pageDirectory + "page.js", "utf8");
 const html = readFileSync(pageDirectory + "page.html", "utf8");
+// page.html's script element as the build fills it (Sources/report-page): each `{{name.js}}`
+// hole is that file, without the newline that ends it.
+const script = html.match(/<script>(\{\{[^<]*)<\/script>/)[1].replace(/\{\{([^}]+\.js)\}\}/g, (hole, name) =>
+  readFileSync(pageDirectory + name, "utf8").replace(/\n$/, ""));
 const declaredIDs = new Set([...html.matchAll(/\sid="([^"]+)"/g)].map((m) => m[1]));
 
 class FakeElement {
@@ -81,7 +86,7 @@ function loadPage(data, hash = "") {
   const context = { document, window, requestAnimationFrame: (f) => frames.push(f),
     history: { replaceState: (state, title, url) => addresses.push(url) },
     location: { hash, pathname: "/report.html" }, performance: { now: () => 12 } };
-  vm.runInNewContext(script, context, { filename: pageDirectory + "page.js" });
+  vm.runInNewContext(script, context, { filename: pageDirectory + "page.html <script>" });
   const element = (id) => document.getElementById(id);
   return {
     element, body, document, window, addresses,
