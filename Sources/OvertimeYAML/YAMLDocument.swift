@@ -179,25 +179,11 @@ private struct YAMLReader: ~Copyable {
         if p.error == YAML_READER_ERROR {
             // The reader's marks are not kept: find the line and column of the byte.
             let byte = p.problem_value == -1 ? "" : " (byte 0x\(String(p.problem_value, radix: 16)))"
-            let (line, column) = Self.position(of: p.problem_offset, in: bytes)
-            return YAMLError(problem + byte + "; a job file must be UTF-8 text", isSyntax: true, line: line, column: column)
+            let position = TextPosition(of: p.problem_offset, in: bytes)
+            return YAMLError(problem + byte + "; a job file must be UTF-8 text", isSyntax: true, line: position.line, column: position.column)
         }
         let context = p.context.map { "\(String(cString: $0)) from line \(p.context_mark.line + 1), column \(p.context_mark.column + 1)" }
         return YAMLError(problem, isSyntax: true, line: p.problem_mark.line + 1, column: p.problem_mark.column + 1, context: context)
-    }
-
-    private static func position(of offset: Int, in bytes: UnsafeBufferPointer<UInt8>) -> (Int, Int) {
-        var line = 1
-        var column = 1
-        for b in bytes[0..<min(offset, bytes.count)] {
-            if b == UInt8(ascii: "\n") {
-                line += 1
-                column = 1
-            } else if b & 0xC0 != 0x80 {
-                column += 1
-            }
-        }
-        return (line, column)
     }
 
     /// A rule of this reader broken at the current event's start.

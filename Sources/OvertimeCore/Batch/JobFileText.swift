@@ -90,17 +90,7 @@ package enum JobFileText {
 
     /// "line L, column C", both from 1; a column counts characters, not bytes.
     package static func position(of offset: Int, in bytes: [UInt8]) -> String {
-        var line = 1
-        var column = 1
-        for b in bytes[0..<min(offset, bytes.count)] {
-            if b == UInt8(ascii: "\n") {
-                line += 1
-                column = 1
-            } else if b & 0xC0 != 0x80 {
-                column += 1
-            }
-        }
-        return "line \(line), column \(column)"
+        TextPosition(of: offset, in: bytes).description
     }
 
     private static func isSpace(_ b: UInt8) -> Bool {
