@@ -32,6 +32,17 @@ public struct BudgetPolicy: Sendable, Equatable {
     /// (`--diagnose`, DESIGN §7) for at most this long, then sends the cancel. The executor
     /// sets it from the task's `DiagnoseCommand`.
     public var diagnoseLimit: Duration?
+    /// Windows of named phases, set from outside (`--phase-window NAME=DUR`); they rule over
+    /// what the task's own phase message says. `unlimitedWindow`: no soft limit in it.
+    public var phaseWindows: [String: Duration] = [:]
+    /// `--window auto`: each phase's window is learned from the task's pace (`PaceLearner`),
+    /// within this range; nil: the window is fixed.
+    public var learnedWindows: LearnedWindows?
+    /// What a passed soft deadline does: cancel (`timeout`), or mark the task stalled.
+    public var onStall: StallAction = .cancel
+    /// The time a checkpoint is said to take, for the advice to checkpoint before the hard
+    /// end (`--checkpoint-lead`); the task's own `checkpoint` phases may make it longer.
+    public var checkpointLead: Duration?
 
     public init(
         budget: Duration? = .seconds(30),
@@ -68,4 +79,32 @@ public struct BudgetPolicy: Sendable, Equatable {
 
     /// Whether a report takes the soft deadline away (an explicit unlimited window).
     public var reportsLiftDeadline: Bool { window == Self.unlimitedWindow && budget != nil }
+
+    /// Whether the window can change while the task runs: by phase, or as it is learned.
+    /// Without either, every report moves the deadline by the same window.
+    public var windowVaries: Bool { learnedWindows != nil || !phaseWindows.isEmpty }
+}
+
+/// What a passed soft deadline does (`--on-stall`).
+public enum StallAction: String, Sendable, Equatable, CaseIterable {
+    /// Cancel the task with reason `timeout` (the default).
+    case cancel
+    /// Mark it stalled, run the diagnose command once, and let it go on: it is running
+    /// again at its next report; only its hard end stops it.
+    case warn
+}
+
+/// The bounds of a learned window (`--window auto:MIN..MAX`).
+public struct LearnedWindows: Sendable, Equatable {
+    public var minimum: Duration
+    public var maximum: Duration
+
+    public init(minimum: Duration, maximum: Duration) {
+        self.minimum = minimum
+        self.maximum = maximum
+    }
+
+    /// `--window auto`: from 1 second (a step's report is seldom later than that after a
+    /// real hang is caught) to 6 hours.
+    public static let `default` = LearnedWindows(minimum: .seconds(1), maximum: .seconds(6 * 3600))
 }

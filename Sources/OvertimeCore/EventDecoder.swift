@@ -49,6 +49,15 @@ public enum EventDecoder {
         case "memory-warning": kind = .memoryWarning(used: UInt64(try fields.count("used")), limit: UInt64(try fields.count("limit")))
         case "diagnosing": kind = .diagnosing(reason: try fields.reason("reason"), limit: try fields.seconds("limit"))
         case "reporter-quiet": kind = .reporterQuiet(name: try fields.string("reporter"))
+        case "phase": kind = .phase(name: try fields.string("name"), window: try fields.optionalSeconds("window"))
+        case "window-learned": kind = .windowLearned(phase: try fields.string("phase"), window: try fields.seconds("window"))
+        case "stalled": kind = .stalled(quiet: try fields.seconds("quiet"), why: try fields.optionalString("why") ?? "")
+        case "resumed": kind = .resumed(after: try fields.seconds("after"))
+        case "advice":
+            kind = .advice(action: try fields.string("do"), remaining: try fields.seconds("remaining"), why: try fields.optionalString("why") ?? "")
+        case "straggler":
+            kind = .straggler(rate: try fields.number("rate"), median: try fields.number("median"), below: try fields.number("below"),
+                              restart: try fields.string("action") == "restart")
         case "exited": kind = .exited(try fields.outcome(task: task))
         default: return nil
         }

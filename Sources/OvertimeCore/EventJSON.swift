@@ -139,6 +139,32 @@ public struct EventEncoder: Sendable {
             w.string("operator")
             w.key("action"); w.string(action)
             w.key("uid"); w.int(Int(uid))
+        case let .phase(name, window):
+            w.string("phase")
+            w.key("name"); w.string(name)
+            w.key("window"); Self.writeSeconds(window, into: &w)
+        case let .windowLearned(phase, window):
+            w.string("window-learned")
+            w.key("phase"); w.string(phase)
+            w.key("window"); w.seconds(window.seconds)
+        case let .stalled(quiet, why):
+            w.string("stalled")
+            w.key("quiet"); w.seconds(quiet.seconds)
+            w.key("why"); w.string(why)
+        case let .resumed(after):
+            w.string("resumed")
+            w.key("after"); w.seconds(after.seconds)
+        case let .advice(action, remaining, why):
+            w.string("advice")
+            w.key("do"); w.string(action)
+            w.key("remaining"); w.seconds(remaining.seconds)
+            w.key("why"); w.string(why)
+        case let .straggler(rate, median, below, restart):
+            w.string("straggler")
+            w.key("rate"); w.number(rate)
+            w.key("median"); w.number(median)
+            w.key("below"); w.number(below)
+            w.key("action"); w.string(restart ? "restart" : "warn")
         case let .exited(outcome):
             w.string("exited")
             Self.writeOutcomeFields(outcome, into: &w)

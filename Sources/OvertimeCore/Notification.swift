@@ -20,6 +20,8 @@ public enum Notification: Sendable, Equatable {
     case barrier
     /// `STOPPING=1`, `ERRNO=…`, `MAINPID=…`, `RELOADING=1`: recorded as events.
     case recorded(key: String, value: String)
+    /// `OVERTIME_PHASE=name`: the task entered a phase, as a `phase` message says.
+    case phase(String)
 
     /// The keys recorded as events rather than acted on.
     static let recordedKeys: Set<String> = ["STOPPING", "ERRNO", "MAINPID", "RELOADING", "BUSERROR", "EXIT_STATUS"]
@@ -58,6 +60,12 @@ public enum Notification: Sendable, Equatable {
                 if value == "1" { notifications.append(.watchdog) } else if value == "trigger" { notifications.append(.watchdogTrigger) }
             case "BARRIER":
                 if value == "1" { notifications.append(.barrier) }
+            case "OVERTIME_PHASE":
+                guard let name = ChildLine.phaseName(value) else {
+                    problems.append(ProtocolError(.badNotification, "OVERTIME_PHASE needs a phase name"))
+                    continue
+                }
+                notifications.append(.phase(name))
             default:
                 if recordedKeys.contains(key) { notifications.append(.recorded(key: key, value: value)) }
             }

@@ -90,6 +90,23 @@ public struct TaskEvent: Sendable {
         /// quiet while others kept reporting. Comes right after the `timeout` cancel it
         /// explains (with a diagnose command, after the `diagnosing` that comes first).
         case reporterQuiet(name: String)
+        /// The task entered the phase `name`; `window` is the one that rules there (nil: no
+        /// soft limit in it).
+        case phase(name: String, window: Duration?)
+        /// Under `--window auto`, the window of `phase` learned from the task's pace, when
+        /// first learned and each time it moves by a fifth or more.
+        case windowLearned(phase: String, window: Duration)
+        /// Under `--on-stall warn`, the soft deadline passed: the task is stalled, quiet for
+        /// `quiet`, and goes on.
+        case stalled(quiet: Duration, why: String)
+        /// A stalled task reported again, `after` its stall began.
+        case resumed(after: Duration)
+        /// The task was advised to `action` (`checkpoint`): its hard end is `remaining`
+        /// away and its pace says its work will not be done by then.
+        case advice(action: String, remaining: Duration, why: String)
+        /// In a batch, the task's rate is below `below` × `median`, its peers' (a sweep's
+        /// running elements, a peer group); `restart`: it is cancelled and retried.
+        case straggler(rate: Double, median: Double, below: Double, restart: Bool)
         /// The task is over: exited, killed, or never started. Always the last event.
         // Boxed: an outcome is several times the size of any other kind, and every event
         // (a progress message's too) would otherwise be copied at that size.
@@ -122,6 +139,7 @@ extension TaskEvent.Kind {
         case .expiring: .expiring
         case .reporterRefused: .reporterRefused
         case .notified: .notified
+        case .phase: .phase
         default: nil
         }
     }
@@ -145,6 +163,9 @@ public enum ThinnedKind: String, Sendable, CaseIterable, Hashable {
     case reporterRefused = "reporter-refused"
     /// sd_notify keys recorded as events (`STOPPING=1`, `ERRNO=…`).
     case notified = "notify"
+    /// Phases entered (a task that names one for every step would otherwise write a line
+    /// each).
+    case phase
 
     /// The kind's place in `allCases`, where the throttle keeps its counts.
     var index: Int {
@@ -156,6 +177,7 @@ public enum ThinnedKind: String, Sendable, CaseIterable, Hashable {
         case .expiring: 4
         case .reporterRefused: 5
         case .notified: 6
+        case .phase: 7
         }
     }
 }

@@ -78,6 +78,10 @@ public struct TaskMachine: Sendable {
         /// The soft deadline that progress moves; nil when the budget is `none` (or an
         /// unlimited window lifted it).
         var deadline: MonotonicInstant?
+        /// What no report may bring the soft deadline below: start + budget, and whatever
+        /// an extend asked for. (A report sets the deadline to now + the window in force,
+        /// which may be shorter than before in another phase.)
+        var floor: MonotonicInstant?
         /// start + max-runtime; only an operator may raise it.
         var hardLimit: MonotonicInstant?
         var revoked = false
@@ -144,6 +148,15 @@ public struct TaskMachine: Sendable {
     /// every-reporter, each reporter's.
     private var lastHeartbeat: (reporter: ReporterID, at: MonotonicInstant)?
     private var lastHeartbeatBy: [ReporterID: MonotonicInstant] = [:]
+    /// The task's phases and learned windows; nil while it has one fixed window, which
+    /// then costs a report nothing more.
+    var phases: PhaseWatch?
+    /// Under `--on-stall warn`, when the stall began; nil while not stalled.
+    public internal(set) var stalledSince: MonotonicInstant?
+    /// The stall's diagnose command may run until then.
+    var stallDiagnosisUntil: MonotonicInstant?
+    /// The advice to checkpoint before the hard end (TaskMachineAdvice.swift).
+    var advice = CheckpointAdvice()
 
     /// The highest and the latest memory sample (bytes), 0 before the first.
     public private(set) var peakMemory: UInt64 = 0
@@ -160,7 +173,9 @@ public struct TaskMachine: Sendable {
         case let (a?, b?): Swift.min(a, b)
         case let (a, b): a ?? b
         }
-        budget = Budget(deadline: policy.budget.map { startedAt + $0 }, hardLimit: hardLimit)
+        let deadline = policy.budget.map { startedAt + $0 }
+        budget = Budget(deadline: deadline, floor: deadline, hardLimit: hardLimit)
+        if policy.windowVaries { phases = PhaseWatch(learning: policy.learnedWindows, startedAt: startedAt) }
     }
 
     // MARK: What it holds
@@ -194,6 +209,15 @@ public struct TaskMachine: Sendable {
     public var cancelWhy: String? { cancellation?.why }
     public var killAt: MonotonicInstant? { cancellation?.killAt }
     public var killSent: Bool { cancellation?.killSent ?? false }
+    /// The phase the task named last; nil before it named one.
+    public var phaseName: String? { phases?.declared == true ? phases?.name : nil }
+    /// The window a report would set now (nil: none, the soft deadline is lifted or there
+    /// is no budget), and whether it was learned from the task's pace.
+    public var windowInForce: (window: Duration?, learned: Bool) {
+        guard policy.budget != nil else { return (nil, false) }
+        let window = phases?.window(policy: policy) ?? (policy.window ?? policy.budget!)
+        return (window == BudgetPolicy.unlimitedWindow ? nil : window, phases?.windowIsLearned(policy: policy) ?? false)
+    }
 
     /// The deadline in force: the earlier of the soft deadline and the hard limit.
     public var effectiveDeadline: MonotonicInstant? {
@@ -224,10 +248,13 @@ public struct TaskMachine: Sendable {
     public var nextWake: MonotonicInstant? {
         switch stage {
         case .running:
-            guard let due = effectiveDeadline else { return nil }
-            if policy.warnBefore > .zero, !budget.warned {
-                return due - policy.warnBefore
+            var due: MonotonicInstant?
+            if stalledSince != nil {
+                due = [budget.hardLimit, stallDiagnosisUntil].compactMap { $0 }.min()
+            } else if let deadline = effectiveDeadline {
+                due = policy.warnBefore > .zero && !budget.warned ? deadline - policy.warnBefore : deadline
             }
+            if let adviceDue = adviceWake { due = min(due ?? adviceDue, adviceDue) }
             return due
         case let .diagnosing(diagnosis):
             return diagnosis.until
@@ -266,8 +293,9 @@ public struct TaskMachine: Sendable {
             let advanced = bars.record(progress, from: reporter, now: now)
             if advanced || !policy.requireAdvance {
                 bars.markCounted(at: now)
-                heartbeat(from: reporter, now: now)
+                heartbeat(from: reporter, now: now, boundary: progress.closed, into: &actions)
             }
+            if watchesPaceForAdvice { watchPace(now: now, into: &actions) }
             actions.append(.emit(.progress(bars.shown!, remaining: remaining(at: now))))
         case .heartbeat:
             // Under require-advance a heartbeat proves nothing moved, so it extends nothing.
@@ -276,7 +304,7 @@ public struct TaskMachine: Sendable {
                     lastHeartbeat = (reporter, now)
                     if policy.everyReporter { lastHeartbeatBy[reporter] = now }
                 }
-                heartbeat(from: reporter, now: now)
+                heartbeat(from: reporter, now: now, into: &actions)
             }
             actions.append(.emit(.heartbeat(remaining: remaining(at: now))))
         case let .extend(seconds, why):
@@ -288,6 +316,8 @@ public struct TaskMachine: Sendable {
         case let .result(value):
             result = value
             actions.append(.emit(.result(value)))
+        case let .phase(name, window):
+            enterPhase(name, window: window, from: reporter, now: now, into: &actions)
         }
     }
 
@@ -312,6 +342,8 @@ public struct TaskMachine: Sendable {
             _ = cancelDiagnosingFirst(.timeout, now: now, into: &actions)
         case let .recorded(key, value):
             actions.append(.emit(.notified(key: key, value: value)))
+        case let .phase(name):
+            receive(.phase(name: name, window: nil), from: .notifySocket, now: now, into: &actions)
         case .barrier:
             break
         }
@@ -418,6 +450,8 @@ public struct TaskMachine: Sendable {
         let remaining = max(.zero, remaining)
         actions.append(.send(.expiring(remaining: remaining.seconds), to: .everyReporter))
         actions.append(.emit(.engineExpiring(remaining: remaining, source: source)))
+        advice.engineEndsAt = now + remaining
+        adviseIfDue(now: now, into: &actions)
     }
 
     /// A line on the channel that was not a valid message.
@@ -430,11 +464,20 @@ public struct TaskMachine: Sendable {
     public mutating func tick(now: MonotonicInstant, into actions: inout [Action]) {
         switch stage {
         case .running:
+            if stalledSince != nil {
+                tickStalled(now: now, into: &actions)
+                return
+            }
+            adviseIfDue(now: now, into: &actions)
             guard let due = effectiveDeadline else { return }
             if due <= now {
                 let reason = expiryReason
                 quietReporter = reason == .timeout ? perReporter.earliest?.reporter : nil
-                _ = cancelDiagnosingFirst(reason, now: now, into: &actions)
+                if reason == .timeout, policy.onStall == .warn {
+                    stall(now: now, into: &actions)
+                } else {
+                    _ = cancelDiagnosingFirst(reason, now: now, into: &actions)
+                }
                 if let quiet = quietReporter { actions.append(.emit(.reporterQuiet(name: bars.name(of: quiet)))) }
             } else if policy.warnBefore > .zero, !budget.warned, due - now <= policy.warnBefore {
                 budget.warned = true
@@ -471,6 +514,11 @@ public struct TaskMachine: Sendable {
 
     /// The diagnose command ended (or its limit passed): now the cancel it held back.
     public mutating func diagnosisEnded(_ end: DiagnosisEnd = .finished, now: MonotonicInstant, into actions: inout [Action]) {
+        if stallDiagnosisUntil != nil {
+            stallDiagnosisUntil = nil
+            actions.append(.endDiagnosis(end))
+            return
+        }
         guard case let .diagnosing(diagnosis) = stage else { return }
         actions.append(.endDiagnosis(end))
         stage = .running
@@ -491,7 +539,12 @@ public struct TaskMachine: Sendable {
             // goes out now with that reason.
             actions.append(.endDiagnosis(.preempted))
             stage = .running
-        case .running: break
+        case .running:
+            stalledSince = nil
+            if stallDiagnosisUntil != nil {
+                stallDiagnosisUntil = nil
+                actions.append(.endDiagnosis(.preempted))
+            }
         }
         let grace = max(.zero, grace ?? policy.grace)
         let why = reason == .timeout ? progressSilence(now: now).text(clock: timeOfDay) : nil
@@ -534,9 +587,11 @@ public struct TaskMachine: Sendable {
         }
         let target = max(current, now) + amount
         if let d = budget.deadline { budget.deadline = max(d, target) }
+        budget.floor = max(budget.floor ?? target, target)
         perReporter.raise(to: target)
         if pastMax, let h = budget.hardLimit { budget.hardLimit = max(h, target) }
         leaveWarningZoneIfClear(now: now)
+        resumeIfClear(now: now, into: &actions)
         let remaining = remaining(at: now)
         let clipped = (effectiveDeadline ?? target) < target
         actions.append(.send(.budget(remaining: remaining?.seconds, granted: nil), to: .everyReporter))
@@ -552,6 +607,8 @@ public struct TaskMachine: Sendable {
         budget.revoked = true
         budget.deadline = now + max(.zero, after)
         perReporter.removeAll()
+        // A revoked budget is the operator's decision: it ends in a cancel, stalled or not.
+        stalledSince = nil
         budget.warned = false
         let remaining = remaining(at: now)
         actions.append(.send(.budget(remaining: remaining?.seconds, granted: nil), to: .everyReporter))
@@ -566,6 +623,10 @@ public struct TaskMachine: Sendable {
     /// The process was reaped. From here on nothing is signalled except the leftovers sweep.
     public mutating func exited(into actions: inout [Action]) {
         if case .exited = stage { return }
+        if stallDiagnosisUntil != nil {
+            stallDiagnosisUntil = nil
+            actions.append(.endDiagnosis(.taskEnded))
+        }
         if case .diagnosing = stage {
             // It ended on its own before its cancel went out: no cancel to report (the
             // `diagnosing` event says what was due), its own status stands.
@@ -599,22 +660,40 @@ public struct TaskMachine: Sendable {
         return budget.revoked ? .revoked : .timeout
     }
 
-    /// Progress or heartbeat: deadline = max(deadline, now + window), unless revoked; with an
-    /// unlimited window the soft deadline goes (max-runtime still holds). Under every-reporter
-    /// the reporter's own deadline moves the same way, from the task's when it first reports.
-    private mutating func heartbeat(from reporter: ReporterID, now: MonotonicInstant) {
-        guard stage.isRunning, !budget.revoked, let d = budget.deadline else { return }
-        if policy.reportsLiftDeadline {
+    /// A report that counts: deadline = max(floor, now + the window in force), unless
+    /// revoked. With one fixed window that is max(deadline, now + window), as it always
+    /// was; by phase, a shorter window takes over at once. With an unlimited window the
+    /// soft deadline goes (max-runtime still holds). Under every-reporter the reporter's own
+    /// deadline moves the same way, from the task's when it first reports.
+    /// - Parameter boundary: the report closed a bar or entered a phase (`PhaseWatch`).
+    mutating func heartbeat(from reporter: ReporterID, now: MonotonicInstant, boundary: Bool = false, learn: Bool = true,
+                            into actions: inout [Action]) {
+        guard stage.isRunning, !budget.revoked, policy.budget != nil else { return }
+        let window: Duration?
+        if var watch = phases {
+            let report = watch.reported(at: now, boundary: boundary, learn: learn && stalledSince == nil, policy: policy)
+            phases = watch
+            if let learned = report.learned { actions.append(.emit(.windowLearned(phase: watch.name, window: learned))) }
+            window = report.window == BudgetPolicy.unlimitedWindow ? nil : report.window
+        } else {
+            // Once lifted, a fixed window's deadline stays lifted.
+            guard budget.deadline != nil else { return }
+            window = policy.reportsLiftDeadline ? nil : policy.effectiveWindow
+        }
+        let previous = budget.deadline
+        guard let window else {
             budget.deadline = nil
+            perReporter.removeAll()
             // The warning for the old deadline does not stand for the hard limit's.
             leaveWarningZoneIfClear(now: now)
+            resumeIfClear(now: now, into: &actions)
             return
         }
-        guard let window = policy.effectiveWindow else { return }
         let candidate = now + window
-        if candidate > d { budget.deadline = candidate }
-        if policy.everyReporter { perReporter.reported(reporter, candidate: candidate, start: max(d, candidate)) }
+        budget.deadline = max(budget.floor ?? candidate, candidate)
+        if policy.everyReporter { perReporter.reported(reporter, candidate: candidate, start: max(previous ?? candidate, candidate)) }
         if budget.warned { leaveWarningZoneIfClear(now: now) }
+        if stalledSince != nil { resumeIfClear(now: now, into: &actions) }
     }
 
     private mutating func childExtend(seconds: Double, why: String?, from reporter: ReporterID, now: MonotonicInstant,
@@ -624,9 +703,11 @@ public struct TaskMachine: Sendable {
         if stage.isRunning, !budget.revoked {
             let target = now + asked
             if let d = budget.deadline { budget.deadline = max(d, target) }
+            budget.floor = max(budget.floor ?? target, target)
             perReporter.raise(to: target)
             granted = (effectiveDeadline ?? target) >= target
             leaveWarningZoneIfClear(now: now)
+            resumeIfClear(now: now, into: &actions)
         }
         let remaining: Duration? = switch stage {
         case .running: remaining(at: now)

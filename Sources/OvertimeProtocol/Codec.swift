@@ -52,6 +52,8 @@ extension ChildMessage {
         var seconds: Double?
         var why: String?
         var value: JSONValue?
+        var name: String?
+        var window: Double?
         var first = true
         try r.beginObject()
         while let key = try r.nextKey(first: &first) {
@@ -87,6 +89,10 @@ extension ChildMessage {
                 why = try r.readOptionalString("why")
             } else if r.token(key, equals: "value") {
                 value = try r.readValue()
+            } else if r.token(key, equals: "name") {
+                name = try r.readOptionalString("name")
+            } else if r.token(key, equals: "window") {
+                window = try r.readOptionalNumber("window")
             } else {
                 try r.skipValue()
             }
@@ -104,6 +110,14 @@ extension ChildMessage {
         case .result:
             guard let value else { throw ProtocolError(.wrongType, "`result` needs `value`") }
             return .result(value)
+        case .phase:
+            guard let name = name.flatMap(ChildLine.phaseName) else {
+                throw ProtocolError(.wrongType, "`phase` needs a `name`")
+            }
+            if let window, !(window >= 0 && window.isFinite) {
+                throw ProtocolError(.outOfRange, "`window` must be ≥ 0 seconds (0: no limit in this phase)")
+            }
+            return .phase(name: name, window: window)
         }
     }
 }
@@ -116,6 +130,11 @@ extension ChildLine {
         let trimmed = clean.drop { $0.isWhitespace }.reversed().drop { $0.isWhitespace }.reversed()
         guard !trimmed.isEmpty else { return nil }
         return String(trimmed.prefix(maxReporterLength))
+    }
+
+    /// A phase's name as kept: the same rules as a reporter's.
+    public static func phaseName(_ raw: String) -> String? {
+        reporterName(raw)
     }
 }
 
@@ -162,6 +181,10 @@ extension ChildMessage {
         case let .result(value):
             w.key("type"); w.string("result")
             w.key("value"); w.value(value)
+        case let .phase(name, window):
+            w.key("type"); w.string("phase")
+            w.key("name"); w.string(name)
+            if let window { w.key("window"); w.number(window) }
         }
         if let reporter { w.key("reporter"); w.string(reporter) }
         w.endObject()
@@ -194,6 +217,11 @@ extension SupervisorMessage {
             w.key("resource"); w.string(resource)
             w.key("used"); w.int(Int(clamping: used))
             w.key("limit"); w.int(Int(clamping: limit))
+        case let .advice(action, remaining, why):
+            w.key("type"); w.string("advice")
+            w.key("do"); w.string(action)
+            w.key("remaining"); w.seconds(remaining)
+            w.key("why"); w.string(why)
         }
         w.endObject()
         w.raw("\n")
@@ -215,6 +243,7 @@ extension SupervisorMessage {
         var used: Double?
         var limit: Double?
         var why: String?
+        var action: String?
         var first = true
         try r.beginObject()
         while let key = try r.nextKey(first: &first) {
@@ -239,6 +268,8 @@ extension SupervisorMessage {
                 limit = try r.readOptionalNumber("limit")
             } else if r.token(key, equals: "why") {
                 why = try r.readOptionalString("why")
+            } else if r.token(key, equals: "do") {
+                action = try r.readOptionalString("do")
             } else {
                 try r.skipValue()
             }
@@ -264,6 +295,9 @@ extension SupervisorMessage {
                 throw ProtocolError(.outOfRange, "`used` and `limit` must be ≥ 0")
             }
             return .warning(resource: resource, used: UInt64(min(used, 1.8e19)), limit: UInt64(min(limit, 1.8e19)))
+        case "advice":
+            guard let action, let remaining else { throw ProtocolError(.wrongType, "`advice` needs `do` and `remaining`") }
+            return .advice(action: action, remaining: remaining, why: why ?? "")
         case let other?:
             throw ProtocolError(.unknownType, "unknown type \"\(other.prefix(32))\"")
         }
@@ -272,7 +306,7 @@ extension SupervisorMessage {
 
 /// The child-to-supervisor types, recognised from the bytes of the `type` field.
 enum MessageType {
-    case progress, heartbeat, extend, ready, result
+    case progress, heartbeat, extend, ready, result, phase
 
     init?(_ r: borrowing JSONReader, _ token: JSONReader.StringToken) {
         if r.token(token, equals: "progress") { self = .progress }
@@ -280,6 +314,7 @@ enum MessageType {
         else if r.token(token, equals: "extend") { self = .extend }
         else if r.token(token, equals: "ready") { self = .ready }
         else if r.token(token, equals: "result") { self = .result }
+        else if r.token(token, equals: "phase") { self = .phase }
         else { return nil }
     }
 }

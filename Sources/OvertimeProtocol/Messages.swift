@@ -16,6 +16,9 @@ public enum CancelReason: String, Sendable, CaseIterable, Hashable {
     case failFast = "fail-fast"
     /// Its memory reached `memory-max` (DESIGN §7).
     case memory
+    /// In a batch, its pace fell far below its peers' and `stragglers` says `restart`: it
+    /// is retried.
+    case straggler
 }
 
 /// A progress report: units done and total, or a fraction, with an optional title and detail.
@@ -116,6 +119,11 @@ public enum ChildMessage: Sendable, Equatable {
     case ready
     /// The task's return value; the last one wins.
     case result(JSONValue)
+    /// The task entered the part of its work called `name` (`compile`, `validation`,
+    /// `checkpoint`); until its next phase message, that phase's window rules. `window`
+    /// is the task's own for it, in seconds (0: no soft limit in this phase; nil: the
+    /// window the task would have anyway). Counts as a heartbeat.
+    case phase(name: String, window: Double?)
 }
 
 /// A message the supervisor sends to a task on fd 3.
@@ -130,4 +138,7 @@ public enum SupervisorMessage: Sendable, Equatable {
     /// A resource (`"memory"`) first passed its warning level: `used` of `limit` bytes, the
     /// limit being where the task is cancelled (DESIGN §7). Time to checkpoint or shrink.
     case warning(resource: String, used: UInt64, limit: UInt64)
+    /// Advice, sent once: `action` (`"checkpoint"`) now, since the task's pace says its work
+    /// will not be done before its hard end, `remaining` seconds away. `why` says so in words.
+    case advice(action: String, remaining: Double, why: String)
 }

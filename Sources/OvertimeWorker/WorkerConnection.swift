@@ -269,6 +269,9 @@ final class WorkerConnection: Sendable {
                 return s.memoryWarningHandlers
             }
             runMemoryWarningHandlers(handlers, warning)
+        case .advice:
+            // Not yet delivered to the worker's handlers.
+            break
         }
     }
 

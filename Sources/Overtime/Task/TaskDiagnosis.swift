@@ -19,12 +19,14 @@ final class TaskDiagnosis {
     /// Starts the command against the still-running leader `pid`, outside the task's
     /// cgroup and group, so the cancel that follows does not kill it too. Returns false
     /// when it did not start (the cancel is then due at once).
+    /// - Parameter reason: the cancel due; nil when the task stalled and goes on (`--on-stall warn`).
     func start(pid: Int32, due reason: CancelReason?, loop: EventLoop, onExit: @escaping (ChildExit) -> Void) -> Bool {
         guard let diagnose = spec.diagnose, let opened = try? openOutput() else { return false }
         let (output, notes) = opened
         defer { Descriptors.close(output) }
         let command = diagnose.command(pid: pid)
-        notes.write("overtime: \(notedName): \(reason?.rawValue ?? "cancel") due; diagnosing first (at most \(DurationText.format(diagnose.limit))): \(command)\n")
+        let why = reason.map { "\($0.rawValue) due; diagnosing first" } ?? "stalled; diagnosing, and it goes on"
+        notes.write("overtime: \(notedName): \(why) (at most \(DurationText.format(diagnose.limit))): \(command)\n")
         let request = SpawnRequest(arguments: ["/bin/sh", "-c", command], baseEnvironment: core.inheritedEnvironment,
                                    environment: ["OVERTIME_TASK_PID=\(pid)", "OVERTIME_TASK=\(spec.name)"],
                                    workingDirectory: spec.workingDirectory,

@@ -21,6 +21,13 @@ struct LiveTask: Sendable, Equatable {
     var killAt: MonotonicInstant?
     var killSent = false
     var rate = RateTracker()
+    /// The phase the task named last, and the window that rules there (nil: the policy's).
+    var phase: String?
+    var window: Duration?
+    /// Under `--on-stall warn`, since when it is stalled.
+    var stalledSince: MonotonicInstant?
+    /// Its batch found it far slower than its peers.
+    var straggler = false
     var protocolErrors = 0
     var refusedReporters = 0
     var notifications = 0
@@ -51,15 +58,18 @@ struct LiveTask: Sendable, Equatable {
         case left(Duration, urgent: Bool)
         case cancelling(CancelReason, killIn: Duration?)
         case killing
+        /// Past its soft deadline under `--on-stall warn`, for this long.
+        case stalled(Duration)
     }
 
     func budget(at now: MonotonicInstant) -> Budget {
         if killSent { return .killing }
         if let reason = cancelling { return .cancelling(reason, killIn: killAt.map { max(.zero, $0 - now) }) }
+        if let since = stalledSince { return .stalled(max(.zero, now - since)) }
         guard let deadline else { return .unlimited }
         let left = max(.zero, deadline - now)
         var urgent = warned || (policy.warnBefore > .zero && left <= policy.warnBefore)
-        if let reference = policy.effectiveWindow ?? policy.maxRuntime, reference > .zero {
+        if let reference = window ?? policy.effectiveWindow ?? policy.maxRuntime, reference > .zero {
             urgent = urgent || left.nanoseconds < reference.nanoseconds / 10
         }
         return .left(left, urgent: urgent)
@@ -197,6 +207,24 @@ struct DisplayModel: Sendable, Equatable {
             return [.memoryWarning(task: name, used: used, limit: limit)]
         case let .reporterQuiet(reporter):
             return [.reporterQuiet(task: name, reporter: reporter)]
+        case let .phase(phase, window):
+            tasks[id]?.phase = phase
+            tasks[id]?.window = window
+            return []
+        case let .windowLearned(phase, window):
+            if tasks[id]?.phase ?? PhaseNames.initial == phase { tasks[id]?.window = window }
+            return [.windowLearned(task: name, phase: phase, window: window)]
+        case let .stalled(quiet, why):
+            tasks[id]?.stalledSince = t - quiet
+            return [.stalled(task: name, quiet: quiet, why: why)]
+        case let .resumed(after):
+            tasks[id]?.stalledSince = nil
+            return [.resumed(task: name, after: after)]
+        case let .advice(action, remaining, why):
+            return [.advice(task: name, action: action, remaining: remaining, why: why)]
+        case let .straggler(rate, median, below, restart):
+            tasks[id]?.straggler = true
+            return [.straggler(task: name, rate: rate, median: median, below: below, restart: restart)]
         case let .reporterRefused(pid, uid, count):
             let before = tasks[id]?.refusedReporters ?? 0
             tasks[id]?.refusedReporters = before + count

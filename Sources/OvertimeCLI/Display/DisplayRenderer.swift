@@ -131,14 +131,18 @@ struct DisplayRenderer: Sendable {
             budget = "killing"
             budgetStyle = SGR.boldRed
             barStyle = SGR.red
+        case let .stalled(d):
+            budget = "stalled \(DisplayFormat.clock(d))"
+            budgetStyle = SGR.boldYellow
+            barStyle = SGR.yellow
         }
         let eta = task.cancelling == nil ? task.rate.eta(at: now).map { "eta \(DisplayFormat.clock($0, roundingUp: true))" } ?? "" : ""
         var name = shown(task.name)
         if task.attempt > 1 { name += " #\(task.attempt)" }
         return Cells(
             name: name,
-            title: shown([ReporterWords.shownReporter(p), p?.title].compactMap { $0 }.joined(separator: " · ")),
-            detail: shown([p?.detail, Self.reporting(task, p)].compactMap { $0 }.joined(separator: " · ")),
+            title: shown([task.phase, ReporterWords.shownReporter(p), p?.title].compactMap { $0 }.joined(separator: " · ")),
+            detail: shown([task.straggler ? "straggler" : nil, p?.detail, Self.reporting(task, p)].compactMap { $0 }.joined(separator: " · ")),
             fraction: p?.fractionCompleted,
             count: count,
             elapsed: DisplayFormat.clock(task.elapsed(at: now)),

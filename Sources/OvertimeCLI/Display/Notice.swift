@@ -25,6 +25,15 @@ enum Notice: Sendable, Equatable {
     /// Under every-reporter, the deadline that passed was this reporter's (after the cancel
     /// line it explains).
     case reporterQuiet(task: String, reporter: String)
+    /// `--window auto` learned the window of a phase from the task's pace.
+    case windowLearned(task: String, phase: String, window: Duration)
+    /// `--on-stall warn`: the soft deadline passed and the task goes on, marked stalled.
+    case stalled(task: String, quiet: Duration, why: String)
+    case resumed(task: String, after: Duration)
+    /// The task was advised to checkpoint before its hard end.
+    case advice(task: String, action: String, remaining: Duration, why: String)
+    /// In a batch, the task's pace fell far below its peers'.
+    case straggler(task: String, rate: Double, median: Double, below: Double, restart: Bool)
     /// `overtime run`'s task ended.
     case ended(TaskOutcome)
     /// A batch task ended for good (after its retries), or was skipped.
@@ -45,7 +54,9 @@ enum Notice: Sendable, Equatable {
         case let .started(task, _, _), let .cancelling(task, _, _, _), let .killSent(task), let .expiring(task, _), let .engineExpiring(task, _, _),
              let .budget(task, _, _), let .protocolError(task, _, _, _), let .protocolErrorTotal(task, _),
              let .operatorRequest(task, _, _), let .retrying(task, _, _, _), let .reporterRefused(task, _, _, _, _),
-             let .notified(task, _, _), let .memoryWarning(task, _, _), let .diagnosing(task, _, _), let .reporterQuiet(task, _):
+             let .notified(task, _, _), let .memoryWarning(task, _, _), let .diagnosing(task, _, _), let .reporterQuiet(task, _),
+             let .windowLearned(task, _, _), let .stalled(task, _, _), let .resumed(task, _), let .advice(task, _, _, _),
+             let .straggler(task, _, _, _, _):
             return task
         case let .ended(outcome): return outcome.task.name
         case let .finished(report): return report.name
@@ -55,9 +66,10 @@ enum Notice: Sendable, Equatable {
 
     var tone: Tone {
         switch self {
-        case .started, .budget, .operatorRequest, .note, .notified: return .info
+        case .started, .budget, .operatorRequest, .note, .notified, .windowLearned, .resumed: return .info
         case let .summary(_, succeeded): return succeeded ? .success : .failure
-        case .cancelling, .killSent, .expiring, .engineExpiring, .protocolError, .protocolErrorTotal, .retrying, .reporterRefused, .memoryWarning, .diagnosing, .reporterQuiet: return .warning
+        case .cancelling, .killSent, .expiring, .engineExpiring, .protocolError, .protocolErrorTotal, .retrying, .reporterRefused, .memoryWarning, .diagnosing, .reporterQuiet,
+             .stalled, .advice, .straggler: return .warning
         case let .ended(outcome): return outcome.succeeded ? .success : .failure
         case let .finished(report):
             switch report.outcome {
@@ -103,6 +115,17 @@ enum Notice: Sendable, Equatable {
             return "\(reason.rawValue): running its diagnose command first (at most \(DurationText.format(limit))), then cancelling"
         case let .reporterQuiet(_, reporter):
             return "\(TextWidth.sanitize(reporter)) went quiet: its own deadline passed (--every-reporter)"
+        case let .windowLearned(_, phase, window):
+            return "window learned from its pace in phase '\(TextWidth.sanitize(phase))': \(DurationText.format(window))"
+        case let .stalled(_, quiet, why):
+            return "stalled, quiet for \(DurationText.format(quiet)) (\(TextWidth.sanitize(why))); going on (--on-stall warn)"
+        case let .resumed(_, after):
+            return "reporting again after a stall of \(DurationText.format(after))"
+        case let .advice(_, action, _, why):
+            return "advised to \(TextWidth.sanitize(action)): \(TextWidth.sanitize(why))"
+        case let .straggler(_, rate, median, below, restart):
+            return "straggler: \(EventText.rate(rate)), under \(EventText.share(below)) of its peers' median \(EventText.rate(median))"
+                + (restart ? "; restarting it" : "")
         case let .memoryWarning(_, used, limit):
             return "memory at \(ByteSize.text(used)) of its \(ByteSize.text(limit)) max; warned it"
         case let .reporterRefused(_, pid, uid, count, shown):
@@ -149,6 +172,7 @@ enum EventText {
         case .dependency: "a dependency failed"
         case .failFast: "another task failed (--fail-fast)"
         case .memory: "memory reached its max"
+        case .straggler: "far slower than its peers; restarting"
         }
     }
 
@@ -157,6 +181,18 @@ enum EventText {
     static func explain(_ reason: CancelReason, why: String?) -> String {
         guard let why else { return explain(reason) }
         return "\(explain(reason)): \(why)"
+    }
+
+    /// A pace in shares of the work a minute: `1.2%/min`.
+    static func rate(_ perSecond: Double) -> String {
+        let perMinute = perSecond * 6000
+        let rounded = perMinute >= 10 ? (perMinute).rounded() : (perMinute * 10).rounded() / 10
+        return "\(rounded)%/min"
+    }
+
+    /// `50%`.
+    static func share(_ fraction: Double) -> String {
+        "\(Int((fraction * 100).rounded()))%"
     }
 
     static func left(_ remaining: Duration?) -> String {

@@ -209,10 +209,11 @@ extension Sweep {
         }
         var policy = policy
         if let budget = values.budget { policy.budget = budget.duration }
-        if let window = values.window { policy.window = window }
+        values.window?.apply(to: &policy)
         if let maxRuntime = values.maxRuntime { policy.maxRuntime = maxRuntime.duration }
         if let grace = values.grace { policy.grace = grace }
         if let warnBefore = values.warnBefore { policy.warnBefore = warnBefore }
+        if let lead = values.checkpointLead { policy.checkpointLead = lead }
         return .success(policy)
     }
 
@@ -224,7 +225,7 @@ extension Sweep {
     }
 
     /// The duration fields a placeholder may stand in.
-    static let templatedDurations: Set = ["budget", "window", "max-runtime", "grace", "warn-before"]
+    static let templatedDurations: Set = ["budget", "window", "max-runtime", "grace", "warn-before", "checkpoint-lead"]
 
     /// Durations name no account.
     private static let noAccounts = AccountLookup(user: { name throws(TaskIsolation.ParseError) in throw .emptyName(.user) },

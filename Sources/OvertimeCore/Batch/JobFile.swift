@@ -413,7 +413,8 @@ public enum RetryCondition: String, Sendable, Hashable, CaseIterable {
         let limit: RetryCondition?
         switch outcome.cancelReason {
         case nil: limit = nil
-        case .user?, .shutdown?, .dependency?, .failFast?: return nil
+        // A straggler's restart is its own retry (`stragglers`), not one of `retries`.
+        case .user?, .shutdown?, .dependency?, .failFast?, .straggler?: return nil
         case .timeout?: limit = .timeout
         case .deadline?: limit = .deadline
         case .revoked?: limit = .revoked

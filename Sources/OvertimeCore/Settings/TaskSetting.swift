@@ -37,6 +37,12 @@ public struct TaskSetting: Sendable {
         case notADescriptor(String)
         case notNameValue(String)
         case noCommand
+        /// `--window auto:…` without a range of two durations above 0, the least first.
+        case learnedRange(String)
+        /// `--phase-window` not NAME=DUR.
+        case notPhaseWindow(String)
+        /// `--on-stall` neither cancel nor warn.
+        case notStallAction(String)
 
         public var message: String {
             switch self {
@@ -49,6 +55,10 @@ public struct TaskSetting: Sendable {
                 "'\(text)' is not a descriptor from \(Readiness.notifyFDRange.lowerBound) to \(Readiness.notifyFDRange.upperBound) (0 to 2 are CMD's standard streams, 3 its channel)"
             case let .notNameValue(text): "'\(text)' is not NAME=VALUE"
             case .noCommand: "needs a command"
+            case let .learnedRange(text):
+                "'\(text)' is not auto, nor auto:MIN..MAX with MIN no more than MAX (e.g. auto:1s..10m, auto:2s..)"
+            case let .notPhaseWindow(text): "'\(text)' is not PHASE=DUR (e.g. compile=10m, eval=none)"
+            case let .notStallAction(text): "'\(text)' is neither cancel nor warn"
             }
         }
 

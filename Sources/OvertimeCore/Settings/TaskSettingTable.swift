@@ -17,20 +17,73 @@ extension TaskSetting {
             writeOptions: { settings in ["--budget", settings.policy.budget.map(Write.seconds) ?? "none"] }),
         TaskSetting(
             key: "window", section: .budget,
-            options: [Option(name: "--window", valueName: "DUR", help: """
+            options: [Option(name: "--window", valueName: "DUR|auto", help: """
                 each progress or heartbeat moves the deadline to now + DUR
-                (default: the budget; 'none' or 0: the first report lifts it)
+                (default: the budget; 'none' or 0: the first report lifts it;
+                'auto' or auto:MIN..MAX: learned from the task's own pace in
+                each phase, 1s..6h by default; see docs/hangs.md)
                 """) { values, text, _ throws(ValueError) in
-                values.window = try Read.limit(text) ?? BudgetPolicy.unlimitedWindow
+                values.window = try WindowSetting.parse(text)
             }],
             example: Example(options: ["--window", "none"], fields: #"{"window": "none"}"#),
             readField: { values, field, fields, _ in
+                if case let .string(text) = field.value, text.trimmingSpaces.lowercased().hasPrefix("auto") {
+                    do throws(ValueError) {
+                        values.window = try WindowSetting.parse(text)
+                    } catch {
+                        fields.problem(field, error.message)
+                    }
+                    return
+                }
                 // `none` (or 0): after the first report the task runs without a soft deadline.
-                values.window = fields.duration(field, allowNone: true, positive: true).map { $0.duration ?? BudgetPolicy.unlimitedWindow }
+                values.window = fields.duration(field, allowNone: true, positive: true).map { .fixed($0.duration ?? BudgetPolicy.unlimitedWindow) }
             },
-            writeOptions: { settings in
-                settings.policy.window.map { ["--window", $0 == BudgetPolicy.unlimitedWindow ? "none" : Write.seconds($0)] } ?? []
-            }),
+            writeOptions: { settings in WindowSetting.option(for: settings.policy).map { ["--window", $0] } ?? [] }),
+        TaskSetting(
+            key: "phase-window", section: .budget,
+            options: [Option(name: "--phase-window", valueName: "PHASE=DUR", help: """
+                the window while the task is in PHASE (it names its phases:
+                docs/hangs.md), over the task's own; 'none': no soft limit
+                there (repeatable)
+                """) { values, text, _ throws(ValueError) in
+                try values.readPhaseWindow(text)
+            }],
+            example: Example(options: ["--phase-window", "compile=600", "--phase-window", "eval=none"],
+                             fields: #"{"phase-window": {"compile": "10m", "eval": "none"}}"#),
+            readField: { values, field, fields, _ in values.readPhaseWindows(field, in: fields) },
+            writeOptions: { settings in phaseWindowOptions(settings.policy.phaseWindows) }),
+        TaskSetting(
+            key: "on-stall", section: .budget,
+            options: [Option(name: "--on-stall", valueName: "cancel|warn", help: """
+                when the soft deadline passes: cancel (default, reason timeout),
+                or warn: mark the task stalled, run --diagnose once, and let it
+                go on until it reports again or its max-runtime ends it
+                """) { values, text, _ throws(ValueError) in
+                values.onStall = try TaskSettingValues.stallAction(text)
+            }],
+            example: Example(options: ["--on-stall", "warn"], fields: #"{"on-stall": "warn"}"#),
+            readField: { values, field, fields, _ in
+                guard let text = fields.string(field, expected: "\"cancel\" or \"warn\"") else { return }
+                do throws(ValueError) {
+                    values.onStall = try TaskSettingValues.stallAction(text)
+                } catch {
+                    fields.problem(field, error.message)
+                }
+            },
+            writeOptions: { settings in settings.policy.onStall == .cancel ? [] : ["--on-stall", settings.policy.onStall.rawValue] }),
+        TaskSetting(
+            key: "checkpoint-lead", section: .budget,
+            options: [Option(name: "--checkpoint-lead", valueName: "DUR", help: """
+                how long a checkpoint takes: when the task's pace will not bring
+                it to its end before max-runtime (or the batch's deadline, or the
+                engine's end), it is advised to checkpoint this long before it
+                (a longer 'checkpoint' phase it reports wins; default off)
+                """) { values, text, _ throws(ValueError) in
+                values.checkpointLead = try Read.duration(text, positive: true)
+            }],
+            example: Example(options: ["--checkpoint-lead", "90"], fields: #"{"checkpoint-lead": "90s"}"#),
+            readField: { values, field, fields, _ in values.checkpointLead = fields.duration(field, allowNone: false, positive: true)?.duration },
+            writeOptions: { settings in settings.policy.checkpointLead.map { ["--checkpoint-lead", Write.seconds($0)] } ?? [] }),
         TaskSetting(
             key: "max-runtime", section: .budget,
             options: [Option(name: "--max-runtime", valueName: "DUR", help: """

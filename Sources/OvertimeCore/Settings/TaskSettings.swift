@@ -41,8 +41,10 @@ public struct TaskSettingValues: Sendable {
     var env: [String: String]?
     var cwd: String?
     var budget: DurationLimit?
-    /// `none` is `BudgetPolicy.unlimitedWindow`.
-    var window: Duration?
+    var window: WindowSetting?
+    var phaseWindows: [String: Duration]?
+    var onStall: StallAction?
+    var checkpointLead: Duration?
     var maxRuntime: DurationLimit?
     var grace: Duration?
     var warnBefore: Duration?
@@ -100,7 +102,10 @@ public struct TaskSettingValues: Sendable {
         let own = self
         var policy = BudgetPolicy.default
         if let budget = own.budget ?? defaults.budget { policy.budget = budget.duration }
-        policy.window = own.window ?? defaults.window
+        (own.window ?? defaults.window)?.apply(to: &policy)
+        policy.phaseWindows = (defaults.phaseWindows ?? [:]).merging(own.phaseWindows ?? [:]) { _, mine in mine }
+        policy.onStall = own.onStall ?? defaults.onStall ?? policy.onStall
+        policy.checkpointLead = own.checkpointLead ?? defaults.checkpointLead
         if let maxRuntime = own.maxRuntime ?? defaults.maxRuntime { policy.maxRuntime = maxRuntime.duration }
         policy.grace = own.grace ?? defaults.grace ?? policy.grace
         policy.warnBefore = own.warnBefore ?? defaults.warnBefore ?? policy.warnBefore

@@ -1,0 +1,161 @@
+import OvertimeProtocol
+
+/// The state of the advice to checkpoint before a task's hard end (docs/hangs.md).
+struct CheckpointAdvice: Sendable, Equatable {
+    enum State: Sendable, Equatable {
+        /// Not yet due: the machine wakes when it is.
+        case pending
+        /// Due, but the task's pace said it will be done in time (or it was checkpointing):
+        /// looked at again at each report, with no wake of its own.
+        case watching
+        case sent
+    }
+
+    var state = State.pending
+    /// When the engine Overtime runs in ends, from its warning (`--warn-signal`).
+    var engineEndsAt: MonotonicInstant?
+    /// Where the task's pace is measured from: the first share done seen, and when (again
+    /// once the share falls: another bar).
+    var paceFrom: MonotonicInstant?
+    var fractionFrom = 0.0
+
+    /// How much longer than the longest checkpoint seen the lead is.
+    static let checkpointMargin = 1.5
+}
+
+/// Phases, stalls and the checkpoint advice: the parts of the machine that know the job's
+/// shape (DESIGN §1, docs/hangs.md).
+extension TaskMachine {
+    // MARK: Phases
+
+    /// The task entered `name`: a report that counts, and from now on that phase's window.
+    mutating func enterPhase(_ name: String, window: Double?, from reporter: ReporterID, now: MonotonicInstant,
+                             into actions: inout [Action]) {
+        var watch = phases ?? PhaseWatch(learning: policy.learnedWindows, startedAt: startedAt)
+        let changed = watch.enter(name, window: window, now: now)
+        phases = watch
+        // Under require-advance only a move to another phase is a sign of work.
+        if changed || !policy.requireAdvance {
+            heartbeat(from: reporter, now: now, boundary: changed, learn: !changed, into: &actions)
+        }
+        if changed { actions.append(.emit(.phase(name: name, window: windowInForce.window))) }
+    }
+
+    // MARK: Stalls
+
+    /// Under `--on-stall warn` the soft deadline passed: the task is marked stalled, its
+    /// diagnose command runs once, and it goes on.
+    mutating func stall(now: MonotonicInstant, into actions: inout [Action]) {
+        stalledSince = now
+        let silence = progressSilence(now: now)
+        let quiet: Duration = switch silence {
+        case let .quiet(ago, _, _, _), let .heartbeat(ago, _): ago
+        case .neverReported: now - startedAt
+        }
+        if let limit = policy.diagnoseLimit {
+            stallDiagnosisUntil = now + limit
+            actions.append(.diagnose)
+        }
+        actions.append(.emit(.stalled(quiet: quiet, why: silence.text(clock: timeOfDay))))
+    }
+
+    /// While stalled only the hard end stops the task; the stall's diagnosis is cut at its
+    /// limit.
+    mutating func tickStalled(now: MonotonicInstant, into actions: inout [Action]) {
+        if let until = stallDiagnosisUntil, until <= now {
+            stallDiagnosisUntil = nil
+            actions.append(.endDiagnosis(.limitReached))
+        }
+        if let hard = budget.hardLimit, hard <= now {
+            stalledSince = nil
+            _ = cancel(reason: .deadline, now: now, into: &actions)
+            return
+        }
+        adviseIfDue(now: now, into: &actions)
+    }
+
+    /// A stalled task whose deadline is ahead again (it reported, it or an operator
+    /// extended) is running again.
+    mutating func resumeIfClear(now: MonotonicInstant, into actions: inout [Action]) {
+        guard let since = stalledSince else { return }
+        if let due = effectiveDeadline, due <= now { return }
+        stalledSince = nil
+        actions.append(.emit(.resumed(after: now - since)))
+    }
+
+    // MARK: The checkpoint advice
+
+    /// How long before the hard end the task is advised to checkpoint: `--checkpoint-lead`,
+    /// or a margin over its longest `checkpoint` phase, whichever is longer; nil when
+    /// neither is known.
+    var checkpointLead: Duration? {
+        let learned = phases?.longestCheckpoint.map { Duration.seconds(fromDouble: $0.seconds * CheckpointAdvice.checkpointMargin) }
+        switch (policy.checkpointLead, learned) {
+        case let (a?, b?): return max(a, b)
+        case let (a, b): return a ?? b
+        }
+    }
+
+    /// The end no progress passes: max-runtime or the batch's deadline, or the engine's.
+    var hardEnd: MonotonicInstant? {
+        switch (budget.hardLimit, advice.engineEndsAt) {
+        case let (a?, b?): return min(a, b)
+        case let (a, b): return a ?? b
+        }
+    }
+
+    /// When the advice falls due, while the machine must wake for it.
+    var adviceWake: MonotonicInstant? {
+        guard advice.state == .pending, let end = hardEnd, let lead = checkpointLead else { return nil }
+        return end - lead
+    }
+
+    /// Whether a report must look at the task's pace for the advice: only where one could
+    /// be given (a lead is set, or phases could teach one).
+    var watchesPaceForAdvice: Bool {
+        advice.state != .sent && (policy.checkpointLead != nil || phases != nil)
+    }
+
+    /// A progress report: where the pace is measured from, and whether the advice, once
+    /// declined, is due after all.
+    mutating func watchPace(now: MonotonicInstant, into actions: inout [Action]) {
+        if let fraction = lastProgress?.fractionCompleted, advice.paceFrom == nil || fraction < advice.fractionFrom {
+            advice.paceFrom = now
+            advice.fractionFrom = fraction
+        }
+        if advice.state == .watching { adviseIfDue(now: now, into: &actions) }
+    }
+
+    /// When the time left to the hard end has fallen to the lead and the task's pace does
+    /// not bring it to its end before then: the advice, once, to every reporter.
+    mutating func adviseIfDue(now: MonotonicInstant, into actions: inout [Action]) {
+        guard stage.isRunning, advice.state != .sent, let end = hardEnd, let lead = checkpointLead, end - lead <= now else { return }
+        let left = max(.zero, end - now)
+        let needed = workLeft(now: now)
+        if phases?.name == PhaseWatch.checkpoint || needed.map({ now + $0 <= end }) == true {
+            advice.state = .watching
+            return
+        }
+        advice.state = .sent
+        let endName = if let engine = advice.engineEndsAt, engine <= (budget.hardLimit ?? engine) {
+            "the engine's end"
+        } else if let endsBy = policy.endsBy, endsBy == budget.hardLimit {
+            "the batch's deadline"
+        } else {
+            "max-runtime"
+        }
+        let pace = needed.map { "at its pace the work needs about \(DurationText.format($0)) more" }
+            ?? "how much work is left is not known (no share done reported)"
+        let why = "\(endName) is \(DurationText.format(left)) away; \(pace); a checkpoint takes about \(DurationText.format(lead))"
+        actions.append(.send(.advice(action: "checkpoint", remaining: left.seconds, why: why), to: .everyReporter))
+        actions.append(.emit(.advice(action: "checkpoint", remaining: left, why: why)))
+    }
+
+    /// The time the task's work still needs at the pace since `paceFrom`; nil when unknown.
+    func workLeft(now: MonotonicInstant) -> Duration? {
+        guard let from = advice.paceFrom, let fraction = lastProgress?.fractionCompleted,
+              fraction > advice.fractionFrom, now > from else { return nil }
+        let perSecond = (fraction - advice.fractionFrom) / (now - from).seconds
+        return .seconds(fromDouble: (1 - fraction) / perSecond)
+    }
+}
