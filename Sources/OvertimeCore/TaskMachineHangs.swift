@@ -18,6 +18,9 @@ struct CheckpointAdvice: Sendable, Equatable {
     /// once the share falls: another bar).
     var paceFrom: MonotonicInstant?
     var fractionFrom = 0.0
+    /// The latest share done, and when it came.
+    var paceTo: MonotonicInstant?
+    var fractionTo = 0.0
 
     /// How much longer than the longest checkpoint seen the lead is.
     static let checkpointMargin = 1.5
@@ -119,9 +122,13 @@ extension TaskMachine {
     /// A progress report: where the pace is measured from, and whether the advice, once
     /// declined, is due after all.
     mutating func watchPace(now: MonotonicInstant, into actions: inout [Action]) {
-        if let fraction = lastProgress?.fractionCompleted, advice.paceFrom == nil || fraction < advice.fractionFrom {
-            advice.paceFrom = now
-            advice.fractionFrom = fraction
+        if let fraction = lastProgress?.fractionCompleted {
+            if advice.paceFrom == nil || fraction < advice.fractionTo {
+                advice.paceFrom = now
+                advice.fractionFrom = fraction
+            }
+            advice.paceTo = now
+            advice.fractionTo = fraction
         }
         if advice.state == .watching { adviseIfDue(now: now, into: &actions) }
     }
@@ -151,11 +158,12 @@ extension TaskMachine {
         actions.append(.emit(.advice(action: "checkpoint", remaining: left, why: why)))
     }
 
-    /// The time the task's work still needs at the pace since `paceFrom`; nil when unknown.
+    /// The time the task's work still needs from `now`, at its pace from its first share
+    /// done to its latest; nil when unknown.
     func workLeft(now: MonotonicInstant) -> Duration? {
-        guard let from = advice.paceFrom, let fraction = lastProgress?.fractionCompleted,
-              fraction > advice.fractionFrom, now > from else { return nil }
-        let perSecond = (fraction - advice.fractionFrom) / (now - from).seconds
-        return .seconds(fromDouble: (1 - fraction) / perSecond)
+        guard let from = advice.paceFrom, let to = advice.paceTo, advice.fractionTo > advice.fractionFrom, to > from else { return nil }
+        let perSecond = (advice.fractionTo - advice.fractionFrom) / (to - from).seconds
+        let finish = to + .seconds(fromDouble: (1 - advice.fractionTo) / perSecond)
+        return max(.zero, finish - now)
     }
 }
