@@ -67,6 +67,7 @@ struct TaskMachineTableTests {
     static let inputs: [String: @Sendable (inout TaskMachine, MonotonicInstant, inout [TaskMachine.Action]) -> Void] = [
         "`start`": { m, now, a in m.start(pid: 42, now: now, into: &a) },
         "`receive` progress, heartbeat": { m, now, a in m.receive(.heartbeat, now: now, into: &a) },
+        "`receive` phase": { m, now, a in m.receive(.phase(name: "eval", window: nil), now: now, into: &a) },
         "`receive` extend": { m, now, a in m.receive(.extend(seconds: 60, why: nil), now: now, into: &a) },
         "`receive` ready, result": { m, now, a in m.receive(.ready, now: now, into: &a) },
         "`notify` (sd_notify)": { m, now, a in m.notify(.status("loading"), now: now, into: &a) },
