@@ -290,12 +290,16 @@ public struct TaskMachine: Sendable {
                                  into actions: inout [Action]) {
         switch message {
         case let .progress(progress):
+            let first = actions.endIndex
             let advanced = bars.record(progress, from: reporter, now: now)
             if advanced || !policy.requireAdvance {
                 bars.markCounted(at: now)
                 heartbeat(from: reporter, now: now, boundary: progress.closed, into: &actions)
             }
-            if watchesPaceForAdvice { watchPace(now: now, into: &actions) }
+            if watchesPaceForAdvice {
+                watchPace(now: now, into: &actions)
+                if advice.state == .sent { Self.moveEventsLast(&actions, from: first) }
+            }
             actions.append(.emit(.progress(bars.shown!, remaining: remaining(at: now))))
         case .heartbeat:
             // Under require-advance a heartbeat proves nothing moved, so it extends nothing.
@@ -448,10 +452,12 @@ public struct TaskMachine: Sendable {
                                         into actions: inout [Action]) {
         guard stage.isRunning else { return }
         let remaining = max(.zero, remaining)
+        let first = actions.endIndex
         actions.append(.send(.expiring(remaining: remaining.seconds), to: .everyReporter))
         actions.append(.emit(.engineExpiring(remaining: remaining, source: source)))
         advice.engineEndsAt = now + remaining
         adviseIfDue(now: now, into: &actions)
+        Self.moveEventsLast(&actions, from: first)
     }
 
     /// A line on the channel that was not a valid message.
@@ -468,7 +474,8 @@ public struct TaskMachine: Sendable {
                 tickStalled(now: now, into: &actions)
                 return
             }
-            adviseIfDue(now: now, into: &actions)
+            // After the deadline's work: a task cancelled now needs no advice.
+            defer { adviseIfDue(now: now, into: &actions) }
             guard let due = effectiveDeadline else { return }
             if due <= now {
                 let reason = expiryReason
@@ -591,11 +598,11 @@ public struct TaskMachine: Sendable {
         perReporter.raise(to: target)
         if pastMax, let h = budget.hardLimit { budget.hardLimit = max(h, target) }
         leaveWarningZoneIfClear(now: now)
-        resumeIfClear(now: now, into: &actions)
         let remaining = remaining(at: now)
         let clipped = (effectiveDeadline ?? target) < target
         actions.append(.send(.budget(remaining: remaining?.seconds, granted: nil), to: .everyReporter))
         actions.append(.emit(.budgetChanged(remaining: remaining, cause: .operatorExtend(amount: amount, pastMax: pastMax, clipped: clipped))))
+        resumeIfClear(now: now, into: &actions)
         return .applied(remaining: remaining, clipped: clipped)
     }
 
@@ -642,7 +649,7 @@ public struct TaskMachine: Sendable {
     /// For an input made of others (a sample that warns and then cancels, a revoke that
     /// expires at once), each with its events last: moves the events among `actions[first...]`
     /// after the other actions there, both in their order. In place: the lists are short.
-    private static func moveEventsLast(_ actions: inout [Action], from first: Int) {
+    static func moveEventsLast(_ actions: inout [Action], from first: Int) {
         var nextEffect = first
         for index in first..<actions.endIndex {
             if case .emit = actions[index] { continue }
@@ -707,7 +714,6 @@ public struct TaskMachine: Sendable {
             perReporter.raise(to: target)
             granted = (effectiveDeadline ?? target) >= target
             leaveWarningZoneIfClear(now: now)
-            resumeIfClear(now: now, into: &actions)
         }
         let remaining: Duration? = switch stage {
         case .running: remaining(at: now)
@@ -717,6 +723,7 @@ public struct TaskMachine: Sendable {
         }
         actions.append(.send(.budget(remaining: remaining?.seconds, granted: granted), to: .reporter(reporter)))
         actions.append(.emit(.budgetChanged(remaining: remaining, cause: .childExtend(asked: asked, why: why, granted: granted))))
+        if stage.isRunning { resumeIfClear(now: now, into: &actions) }
     }
 
     /// A warning already sent may be sent again once the deadline has moved out of range.
