@@ -12,6 +12,7 @@ entered a phase since) sends nothing: the newer one is still in force. A forked 
 keeps the parent's stack and sends its phase on its own connection at its next change.
 """
 
+import contextlib
 import datetime
 import functools
 import inspect
@@ -64,7 +65,7 @@ class _ChannelState(object):
 
     def __init__(self):
         self.lock = threading.Lock()
-        self.sent = None            # (name, window) last sent on this channel
+        self.sent = (MAIN, None)    # (name, window) last sent on this channel; a job starts in main
         self.advice = None          # the first Advice heard
         self.handlers = []
 
@@ -204,6 +205,17 @@ class phase(object):
             with phase(name, window):
                 return function(*args, **kwargs)
         return in_phase
+
+
+@contextlib.contextmanager
+def restoring():
+    """A block whose phase changes end with it: leaving it returns to the phase in force
+    at its start (for the framework bridges, whose hooks call ``set_phase``)."""
+    with _lock:
+        top = _stack[-1]
+        name, window = top.name, top.window
+    with phase(name, window):
+        yield
 
 
 # ---- checkpoint advice ------------------------------------------------------------------
