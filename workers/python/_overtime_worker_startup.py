@@ -25,6 +25,9 @@ _BRIDGES = {
     # Lightning with no progress bar: a callback that reports its loops.
     "lightning.pytorch.trainer.connectors.callback_connector": (("OVERTIME_LIGHTNING",), "lightning_bridge", "patch_connector"),
     "pytorch_lightning.trainer.connectors.callback_connector": (("OVERTIME_LIGHTNING",), "lightning_bridge", "patch_connector"),
+    # Lightning's checkpoint phase, and fit/test/... ending in the phase they began in.
+    "lightning.pytorch.trainer.trainer": (("OVERTIME_LIGHTNING",), "lightning_bridge", "patch_trainer"),
+    "pytorch_lightning.trainer.trainer": (("OVERTIME_LIGHTNING",), "lightning_bridge", "patch_trainer"),
     "keras.src.callbacks.callback_list": (("OVERTIME_KERAS",), "keras_bridge", "patch_module"),
     "transformers.trainer_callback": (("OVERTIME_TRANSFORMERS",), "transformers_bridge", "patch_module"),
     "joblib.parallel": (("OVERTIME_JOBLIB",), "joblib_bridge", "patch_module"),

@@ -21,6 +21,13 @@ is the Python side of that conversation (protocol v1 on fd 3, see docs/protocol.
     def memory_is_tight(used, limit):                     # bytes; cancelled at `limit`
         save_checkpoint()
 
+    with ot.phase("compile", window=600):                 # a phase with a window of its own
+        model = compile(model)
+
+    @ot.on_checkpoint_advice                              # the job will not finish in time:
+    def before_the_end(advice):                           # advice.remaining, advice.why
+        save_checkpoint()
+
 Every call is a cheap no-op when the program is not run by Overtime (no ``OVERTIME_FD``),
 so the same program runs standalone. Every call is thread-safe and returns at once (only
 ``extend`` waits, for the supervisor's answer): a writer thread sends, the latest progress
@@ -41,22 +48,28 @@ import threading
 from typing import Callable, Iterable, Iterator, Optional, Tuple, TypeVar
 
 from ._channel import MAX_LINE, MAX_TEXT, Cancelled, SigtermBridge, encode, open_from_environment
+from ._phases import Advice, checkpoint_advised, on_checkpoint_advice, phase, set_phase
 
 __all__ = [
+    "Advice",
     "Cancelled",
     "active",
     "cancel_reason",
+    "checkpoint_advised",
     "extend",
     "flush",
     "heartbeat",
     "memory_warning",
     "on_cancel",
+    "on_checkpoint_advice",
     "on_expiring",
     "on_memory_warning",
+    "phase",
     "progress",
     "ready",
     "remaining",
     "result",
+    "set_phase",
     "track",
 ]
 

@@ -20,7 +20,8 @@ Threads (all daemon threads, all named ``overtime-*``):
   the lock: replies to ``extend``, handlers to call. It starts with the others, not at the
   first line: a thread created as SIGTERM arrives can take the signal from the sleeping
   main thread (see SigtermBridge).
-- the *dispatcher* runs ``on_cancel``, ``on_expiring`` and ``on_memory_warning`` handlers,
+- the *dispatcher* runs ``on_cancel``, ``on_expiring``, ``on_memory_warning`` and
+  ``on_checkpoint_advice`` handlers,
   so a handler may block (write a checkpoint) or call ``extend()`` without holding up the
   reader.
 """
@@ -51,6 +52,9 @@ CANCEL_MESSAGE_WAIT = 1.0
 SIGTERM_HANDLER_WAIT = 0.2
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+# Message type -> function(channel, message) for the handler thread to call, for the
+# messages another module of the package handles (``advice``: _phases).
+MESSAGE_LISTENERS = {}
 _HEARTBEAT_LINE = b'{"type":"heartbeat"}\n'
 
 
@@ -470,6 +474,8 @@ class Channel(object):
             after_cancel = self.after_cancel
             if after_cancel is not None:
                 after_cancel()
+        elif kind in MESSAGE_LISTENERS:
+            MESSAGE_LISTENERS[kind](self, message)
 
 
 def _is_ours(frame_summary):

@@ -229,6 +229,26 @@ def read_messages(sock, timeout=10, reporter_names=None):
                                [] if reporter_names is None else reporter_names)
 
 
+def start_child(source, env_extra=None):
+    """Starts `source` in a fresh interpreter whose OVERTIME_FD is one end of a socketpair;
+    returns (the child, with its stdout a pipe; the supervisor's end of the pair)."""
+    ours, theirs = socket.socketpair()
+    env = clean_env(OVERTIME_FD=str(theirs.fileno()), OVERTIME_TASK="child", OVERTIME_RUN="r")
+    env.update(env_extra or {})
+    child = subprocess.Popen([PYTHON, "-c", source], pass_fds=(theirs.fileno(),), env=env,
+                             stdout=subprocess.PIPE, universal_newlines=True)
+    theirs.close()
+    return child, ours
+
+
+def run_child(source, env_extra=None, timeout=20):
+    """Runs `source` as ``start_child`` does, to its end; returns (exit code, stdout,
+    everything it sent)."""
+    child, ours = start_child(source, env_extra)
+    out, _ = child.communicate(timeout=timeout)
+    return child.returncode, out, read_messages(ours)
+
+
 def per_bar(supervisor, kind):
     """bar id -> what the supervisor holds for it after every progress line so far
     (fields merged as it does), in the order the bars last moved. Every progress line must

@@ -4,14 +4,13 @@ import ast
 import os
 import signal
 import socket
-import subprocess
 import threading
 import time
 
 import pytest
 
 import overtime_worker as ot
-from conftest import PYTHON, REPO, WORKERS, clean_env, read_messages, task_socket_listener
+from conftest import REPO, WORKERS, run_child, task_socket_listener
 
 
 # ---- outside Overtime ---------------------------------------------------------------------
@@ -554,19 +553,6 @@ def test_bad_lines_from_the_supervisor_are_ignored(supervisor):
 
 
 # ---- processes ----------------------------------------------------------------------------
-
-def run_child(source, env_extra=None, timeout=20):
-    """Runs `source` in a fresh interpreter whose OVERTIME_FD is one end of a socketpair;
-    returns (exit code, stdout, everything it sent)."""
-    ours, theirs = socket.socketpair()
-    env = clean_env(OVERTIME_FD=str(theirs.fileno()), OVERTIME_TASK="child", OVERTIME_RUN="r")
-    env.update(env_extra or {})
-    child = subprocess.Popen([PYTHON, "-c", source], pass_fds=(theirs.fileno(),), env=env,
-                             stdout=subprocess.PIPE, universal_newlines=True)
-    theirs.close()
-    out, _ = child.communicate(timeout=timeout)
-    return child.returncode, out, read_messages(ours)
-
 
 def test_what_is_sent_right_before_exit_is_not_lost():
     code, _, sent = run_child("import overtime_worker as ot\n"

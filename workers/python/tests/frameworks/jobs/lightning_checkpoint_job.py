@@ -1,0 +1,62 @@
+"""A Lightning fit with no Overtime call but the opt-in CheckpointOnAdvice: a tiny model,
+random data served 5 ms an item (EPOCH_BATCHES a training epoch, 10 by default), a
+validation set, Lightning's default ModelCheckpoint in the working directory, MAX_EPOCHS
+epochs (2 by default), then a test. ADVICE_DIR set: CheckpointOnAdvice(dirpath=ADVICE_DIR)
+is among the callbacks. Says how far the fit went, and what CheckpointOnAdvice saved."""
+
+import os
+import time
+
+import lightning as L
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+
+class Slow(Dataset):
+    def __init__(self, size):
+        self.size = size
+
+    def __len__(self):
+        return self.size
+
+    def __getitem__(self, index):
+        time.sleep(0.005)
+        x = torch.rand(8)
+        return x, x.sum(dim=0, keepdim=True)
+
+
+class Tiny(L.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.layer = torch.nn.Linear(8, 1)
+
+    def step(self, batch):
+        x, y = batch
+        return torch.nn.functional.mse_loss(self.layer(x), y)
+
+    def training_step(self, batch, batch_idx):
+        return self.step(batch)
+
+    def validation_step(self, batch, batch_idx):
+        self.log("val_loss", self.step(batch))
+
+    def test_step(self, batch, batch_idx):
+        self.log("test_loss", self.step(batch))
+
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=0.01)
+
+
+advised = None
+if os.environ.get("ADVICE_DIR"):
+    from overtime_worker.lightning_bridge import CheckpointOnAdvice
+    advised = CheckpointOnAdvice(dirpath=os.environ["ADVICE_DIR"])
+trainer = L.Trainer(max_epochs=int(os.environ.get("MAX_EPOCHS", "2")), enable_progress_bar=False, callbacks=[] if advised is None else [advised],
+                    enable_model_summary=False, logger=False, accelerator="cpu", devices=1, num_sanity_val_steps=2)
+train_items = 4 * int(os.environ.get("EPOCH_BATCHES", "10"))
+trainer.fit(Tiny(), DataLoader(Slow(train_items), batch_size=4), DataLoader(Slow(16), batch_size=4))
+print("fit ended at epoch {} step {}".format(trainer.current_epoch, trainer.global_step), flush=True)
+if advised is not None:
+    print("advice checkpoint {}".format(advised.path), flush=True)
+trainer.test(trainer.lightning_module, DataLoader(Slow(16), batch_size=4), verbose=False)
+print("job done", flush=True)
