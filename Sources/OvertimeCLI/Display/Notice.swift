@@ -117,8 +117,9 @@ enum Notice: Sendable, Equatable {
             return "\(TextWidth.sanitize(reporter)) went quiet: its own deadline passed (--every-reporter)"
         case let .windowLearned(_, phase, window):
             return "window learned from its pace in phase '\(TextWidth.sanitize(phase))': \(DurationText.format(window))"
-        case let .stalled(_, quiet, why):
-            return "stalled, quiet for \(DurationText.format(quiet)) (\(TextWidth.sanitize(why))); going on (--on-stall warn)"
+        case let .stalled(_, _, why):
+            // `why` tells how long it has been quiet, and since what.
+            return "stalled (\(TextWidth.sanitize(why))); going on (--on-stall warn)"
         case let .resumed(_, after):
             return "reporting again after a stall of \(DurationText.format(after))"
         case let .advice(_, action, _, why):
