@@ -41,8 +41,11 @@ import Testing
             ([PhaseNames.initial: policy.window!].merging(policy.phaseWindows) { a, _ in a })
                 .sorted { $0.key < $1.key }.map { "\($0.key) \(PaceTrace.seconds($0.value)) s" }.joined(separator: ", ")
         case .learned:
-            Set(whole.learned.map { "\($0.phase) \(PaceTrace.seconds($0.window)) s" })
-                .sorted().joined(separator: ", ")
+            // Each phase's first window told, and its last where it moved.
+            Dictionary(grouping: whole.learned, by: \.phase).sorted { $0.key < $1.key }.map { phase, told in
+                let (first, last) = (PaceTrace.seconds(told.first!.window), PaceTrace.seconds(told.last!.window))
+                return first == last ? "\(phase) \(first) s" : "\(phase) \(first) → \(last) s"
+            }.joined(separator: ", ")
         }
         return Cell(window: window, detection: detections.isEmpty ? nil : detections[detections.count / 2],
                     byPoint: byPoint, falsePositives: whole.trips)
