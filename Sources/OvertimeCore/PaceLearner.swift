@@ -11,7 +11,9 @@
 /// - Until then the window the task would have anyway rules (the budget, by default).
 ///
 /// The executor does not feed it every interval: one that follows a boundary (a phase
-/// entered, a bar closed) or that ended a stall is not a step's pace.
+/// entered, a bar closed) is not a step's pace (`PhaseWatch` learns those apart). One that
+/// ended a stall (`--on-stall warn`) is learned at once, warm-up or not: the task was
+/// slower than its window, not hung, and a step that is sometimes that slow must widen it.
 public struct PaceLearner: Sendable, Equatable {
     /// Intervals at a phase's start not learned from.
     public static let skipped = 2
@@ -53,11 +55,12 @@ public struct PaceLearner: Sendable, Equatable {
 
     /// Records one interval between two reports in `phase`. Returns the window when it was
     /// learned for the first time or moved by more than `changeToTell` since last told.
-    public mutating func record(_ interval: Duration, in phase: String) -> Duration? {
+    /// - Parameter endedStall: the interval ended a stall: learned at once.
+    public mutating func record(_ interval: Duration, in phase: String, endedStall: Bool = false) -> Duration? {
         var pace = phases[phase] ?? PhasePace()
         defer { phases[phase] = pace }
         pace.seen += 1
-        guard pace.seen > Self.skipped else { return nil }
+        guard pace.seen > Self.skipped || endedStall else { return nil }
         let ns = max(0, interval.nanoseconds)
         if pace.recent.count < Self.kept {
             pace.recent.append(ns)
@@ -69,7 +72,7 @@ public struct PaceLearner: Sendable, Equatable {
         guard pace.recent.count >= Self.needed else { return nil }
         // Sorting 64 numbers is cheap, but a step's report is the hottest input there is:
         // recompute every eighth interval, and at once for one past the percentile.
-        guard pace.window == nil || ns > pace.percentile || pace.seen % 8 == 0 else { return nil }
+        guard pace.window == nil || ns > pace.percentile || pace.seen % 8 == 0 || endedStall else { return nil }
         pace.percentile = Self.percentile95(pace.recent)
         let learned = max(Self.margin * Double(pace.percentile), Self.longestMargin * Double(pace.longest))
         let window = min(max(Duration.nanoseconds(Int64(min(learned, 9e18))), bounds.minimum), bounds.maximum)

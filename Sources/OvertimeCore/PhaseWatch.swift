@@ -6,13 +6,14 @@
 /// 1. the one set from outside (`--phase-window NAME=DUR`): the person running the job has
 ///    the last word over a library's default;
 /// 2. the task's own (its last phase message for that phase with a `window`);
-/// 3. the one learned from its pace (`--window auto`), except for the first report after a
-///    boundary;
+/// 3. the one learned from its pace (`--window auto`);
 /// 4. the task's window (`--window`, else its budget).
 ///
 /// A boundary is a phase entered or a bar closed: what comes after it is not a step of the
-/// same pace (an evaluation after the training steps, the next epoch's first batch), so
-/// that interval is neither learned from nor held to the learned window.
+/// same pace (an evaluation after the training steps, the next epoch's first batch). The
+/// silences after a phase's boundaries are learned apart from its steps: once two were
+/// seen, the next is held to `boundaryMargin` × the longest (within the learned bounds);
+/// before, to the task's window.
 struct PhaseWatch: Sendable, Equatable {
     static let initial = PhaseNames.initial
 
@@ -26,8 +27,24 @@ struct PhaseWatch: Sendable, Equatable {
     private var taskWindows: [String: Duration] = [:]
     private var learner: PaceLearner?
     private var lastReport: MonotonicInstant
-    /// The last report was a boundary: the interval that ends at the next is not learned.
+    /// The last report was a boundary (or none came since the start): the interval that
+    /// ends at the next is no step.
     private var afterBoundary = true
+    /// The phase whose boundary that was; nil for the start, which is not learned from.
+    private var boundaryPhase: String?
+    /// Under `--window auto`, the silences after each phase's boundaries.
+    private var boundaries: [String: BoundarySilences] = [:]
+
+    struct BoundarySilences: Sendable, Equatable {
+        var seen = 0
+        var longest = Duration.zero
+    }
+
+    /// Boundary silences seen before the next is held to them.
+    static let boundariesNeeded = 2
+    /// How far above the longest boundary silence the window after a boundary sits: fewer
+    /// of them are seen than of steps, so a wider margin.
+    static let boundaryMargin = 2.0
 
     static let checkpoint = PhaseNames.checkpoint
 
@@ -45,19 +62,28 @@ struct PhaseWatch: Sendable, Equatable {
         var learned: Duration?
     }
 
-    /// A report that counts (progress, a heartbeat) in the current phase.
+    /// A report that counts (progress, a heartbeat, a phase entered) in the current phase.
     /// - Parameters:
-    ///   - boundary: it closed a bar.
-    ///   - learn: false when the interval it ends is no step (it ended a stall).
-    mutating func reported(at now: MonotonicInstant, boundary: Bool, learn: Bool, policy: BudgetPolicy) -> Report {
+    ///   - boundary: it closed a bar or entered a phase.
+    ///   - learn: false when the interval it ends is no step of this phase (a phase was
+    ///     entered with it).
+    ///   - endedStall: it ended a stall (`--on-stall warn`).
+    mutating func reported(at now: MonotonicInstant, boundary: Bool, learn: Bool, endedStall: Bool, policy: BudgetPolicy) -> Report {
         var learned: Duration?
-        if learn, !afterBoundary, var learner {
-            learned = learner.record(now - lastReport, in: name)
-            self.learner = learner
-            if explicitWindow(for: name, policy: policy) != nil { learned = nil }
+        if learner != nil {
+            if afterBoundary {
+                if let phase = boundaryPhase {
+                    boundaries[phase, default: BoundarySilences()].seen += 1
+                    boundaries[phase]!.longest = max(boundaries[phase]!.longest, now - lastReport)
+                }
+            } else if learn {
+                learned = learner!.record(now - lastReport, in: name, endedStall: endedStall)
+                if explicitWindow(for: name, policy: policy) != nil { learned = nil }
+            }
         }
         lastReport = now
         afterBoundary = boundary
+        boundaryPhase = boundary ? name : nil
         return Report(window: window(policy: policy), learned: learned)
     }
 
@@ -78,14 +104,22 @@ struct PhaseWatch: Sendable, Equatable {
 
     /// The window in force now.
     func window(policy: BudgetPolicy) -> Duration {
-        if let explicit = explicitWindow(for: name, policy: policy) { return explicit }
-        if !afterBoundary, let learned = learner?.window(for: name) { return learned }
-        return policy.window ?? policy.budget ?? BudgetPolicy.unlimitedWindow
+        explicitWindow(for: name, policy: policy) ?? learnedWindow ?? policy.window ?? policy.budget ?? BudgetPolicy.unlimitedWindow
     }
 
     /// Whether the window in force was learned.
     func windowIsLearned(policy: BudgetPolicy) -> Bool {
-        explicitWindow(for: name, policy: policy) == nil && !afterBoundary && learner?.window(for: name) != nil
+        explicitWindow(for: name, policy: policy) == nil && learnedWindow != nil
+    }
+
+    /// The learned window that rules now, if one does: after a boundary, the phase's
+    /// boundary silences'; else its steps'.
+    private var learnedWindow: Duration? {
+        guard let learner else { return nil }
+        guard afterBoundary else { return learner.window(for: name) }
+        guard boundaryPhase != nil, let silences = boundaries[name], silences.seen >= Self.boundariesNeeded else { return nil }
+        let window = Duration.seconds(fromDouble: silences.longest.seconds * Self.boundaryMargin)
+        return min(max(window, learner.bounds.minimum), learner.bounds.maximum)
     }
 
     private func explicitWindow(for phase: String, policy: BudgetPolicy) -> Duration? {

@@ -678,7 +678,7 @@ public struct TaskMachine: Sendable {
         guard stage.isRunning, !budget.revoked, policy.budget != nil else { return }
         let window: Duration?
         if var watch = phases {
-            let report = watch.reported(at: now, boundary: boundary, learn: learn && stalledSince == nil, policy: policy)
+            let report = watch.reported(at: now, boundary: boundary, learn: learn, endedStall: stalledSince != nil, policy: policy)
             phases = watch
             if let learned = report.learned { actions.append(.emit(.windowLearned(phase: watch.name, window: learned))) }
             window = report.window == BudgetPolicy.unlimitedWindow ? nil : report.window

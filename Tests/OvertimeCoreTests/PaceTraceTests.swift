@@ -56,7 +56,8 @@ import Testing
     /// the warm-up and not right after a boundary, that window is learned and at most
     /// max(1 s, 5 × the median of the last 64 intervals): for steps of a steady pace with
     /// ±20% jitter, 3 × their 95th percentile is at most 3.6 × their median. Right after a
-    /// boundary it is the phase's own window, else the budget.
+    /// boundary it is the phase's own window; else, once two silences after that phase's
+    /// boundaries were seen, 2 × the longest of them (at least 1 s); else the budget.
     @Test func aHangIsCaughtWhenTheWindowInForceRunsOut() throws {
         let learnedAt: Set<String> = ["mid-run", "mid-epoch", "late", "after-evaluation", "after-checkpoint",
                                       "before-change", "after-change"]
@@ -76,8 +77,11 @@ import Testing
                 if learnedAt.contains(hang.name) {
                     let bound = max(LearnedWindows.default.minimum, Self.medianInterval(before.suffix(65)) * 5)
                     #expect(trip.learned && window <= bound, "\(label): \(Self.describe(trip)), bound \(bound)")
-                } else {
-                    #expect(!trip.learned, "\(label): \(Self.describe(trip))")
+                } else if trip.learned {
+                    let silences = Self.boundarySilences(before)
+                    #expect(silences.count >= PhaseWatch.boundariesNeeded, "\(label): \(Self.describe(trip))")
+                    let bound = max(LearnedWindows.default.minimum, (silences.max() ?? .zero) * 2)
+                    #expect(window <= bound, "\(label): \(Self.describe(trip)), bound \(bound)")
                 }
             }
         }
@@ -90,6 +94,17 @@ import Testing
         let detection = try #require(replay.detection)
         #expect(detection <= .milliseconds(1500))
         #expect(replay.learned.map(\.phase) == ["main"])
+    }
+
+    /// The silences that follow a phase entered or a bar closed, before the hang.
+    static func boundarySilences(_ messages: [PaceTrace.Message]) -> [Duration] {
+        zip(messages, messages.dropFirst()).compactMap { message, next in
+            switch message.message {
+            case .phase: next.at - message.at
+            case let .progress(p) where p.closed: next.at - message.at
+            default: nil
+            }
+        }
     }
 
     static func medianInterval(_ messages: ArraySlice<PaceTrace.Message>) -> Duration {
