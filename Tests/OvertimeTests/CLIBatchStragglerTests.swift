@@ -27,7 +27,7 @@ struct CLIBatchStragglerTests {
         let worker = try f.scratch.python("paced.py", pacedWorker)
         var stragglers: [String: Any] = ["below": 0.5, "warm-up": "2s"]
         if let action { stragglers["action"] = action }
-        try f.writeJob(["concurrency": 4, "stragglers": stragglers, "tasks": [
+        try f.writeJob(["concurrency": 4, "stragglers": stragglers, "metrics-file": f.path("batch.prom"), "tasks": [
             ["name": "shard", "array": "0-3", "command": [CLIBatchWorker.python, worker]],
         ]])
     }
@@ -50,6 +50,20 @@ struct CLIBatchStragglerTests {
         #expect(rate < 0.5 * median, "\(flag)")
         #expect(try f.events(of: "shard[2]", "cancel").isEmpty, "warn never cancels")
         #expect(try f.summaryTasks()["shard[2]"]?["attempts"] as? Int == 1)
+
+        // Counted in the metrics, by its group and (a sweep of at most 100) by the task.
+        let metrics = f.scratch.read("batch.prom") ?? ""
+        #expect(metrics.contains("overtime_stragglers_total{group=\"shard\"} 1\n"), "\(metrics)")
+        #expect(metrics.contains("overtime_task_stragglers_total{task=\"shard[2]\"} 1\n"), "\(metrics)")
+        #expect(!metrics.contains("overtime_task_stragglers_total{task=\"shard[0]\"}"), "\(metrics)")
+
+        // The report marks its row, and the attempt where it was flagged.
+        let page = f.path("report.html")
+        let report = try await cliRun(["report", f.runDirectory, "-o", page], in: f.scratch)
+        #expect(report.status == 0, "\(report)")
+        let html = f.scratch.read("report.html") ?? ""
+        #expect(html.components(separatedBy: "\"straggler\":true").count == 2, "one task marked")
+        #expect(html.contains("\"straggler\",\"straggler at "), "the attempt's mark")
     }
 
     @Test("restart: the straggler is cancelled with reason straggler and run again, without retries, and the batch exits 0")

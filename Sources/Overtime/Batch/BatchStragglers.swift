@@ -8,16 +8,28 @@ extension BatchState {
     /// a tick of a run that lasts many.
     static let stragglerCheckInterval = Duration.seconds(2)
 
+    /// The rule and the group the job file's task `task` is watched under; nil: not watched.
+    func stragglerRule(of task: JobTask) -> (policy: StragglerPolicy, group: String)? {
+        // A sweep's elements are its group unless they name another; a task that is no
+        // element is in a group only when it names one.
+        guard let policy = task.stragglers ?? job.stragglers,
+              let group = task.peerGroup ?? (task.sweep != nil ? task.name : nil) else { return nil }
+        return (policy, group)
+    }
+
+    var stragglerGroups: [String: String] {
+        guard stragglerWatch != nil else { return [:] }
+        var groups: [String: String] = [:]
+        for task in job.tasks { if let rule = stragglerRule(of: task) { groups[task.name] = rule.group } }
+        return groups
+    }
+
     /// Feeds one event of element `index` to the watch.
     func watchPace(_ index: Int, _ event: TaskEvent) {
         switch event.kind {
         case .started:
-            let task = job.tasks[elements.entry(of: index)]
-            // A sweep's elements are its group unless they name another; a task that is
-            // no element is in a group only when it names one.
-            guard let policy = task.stragglers ?? job.stragglers,
-                  let group = task.peerGroup ?? (task.sweep != nil ? task.name : nil) else { return }
-            stragglerWatch?.started(index, group: group, policy: policy, at: event.time)
+            guard let rule = stragglerRule(of: job.tasks[elements.entry(of: index)]) else { return }
+            stragglerWatch?.started(index, group: rule.group, policy: rule.policy, at: event.time)
         case let .progress(progress, _):
             stragglerWatch?.progressed(index, fraction: progress.fractionCompleted)
         case .exited:

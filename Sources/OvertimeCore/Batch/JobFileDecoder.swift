@@ -283,7 +283,7 @@ struct JobFileDecoder {
         task.peerGroup = own.peerGroup
         task.stragglers = own.stragglers
         if own.stragglers != nil, sweep == nil, own.peerGroup == nil {
-            fields.problem(at: "stragglers", "compares a task with its peers, and this one has none; give it a 'peer-group' (or a 'matrix' or an 'array')")
+            fields.problem(at: "stragglers", "is for a task with peers to be compared with, and this one has none; give it a 'peer-group' (or a 'matrix' or an 'array')")
         }
         return task
     }
