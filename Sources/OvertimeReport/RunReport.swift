@@ -16,7 +16,7 @@ public struct RunReport: Sendable {
     /// Something that happened to an attempt at one instant, drawn where it happened.
     public struct Mark: Sendable, Equatable {
         public enum Kind: String, Sendable {
-            case cancel, kill, `operator`, memory
+            case cancel, kill, `operator`, memory, straggler
         }
         /// Milliseconds after the run's start.
         public var time: Int64
@@ -90,6 +90,8 @@ public struct RunReport: Sendable {
         public var resultFields: [ResultField] = []
         /// Succeeded in an earlier run this one resumed; not run again.
         public var resumed = false
+        /// An attempt of it was flagged far slower than its peers (a `straggler` line).
+        public var straggler = false
         /// The sweep or array it is an element of (an index into `RunReport.groups`).
         public var group: Int?
         /// What tells an element apart, read from its name: a matrix's `key=value` pairs
@@ -373,6 +375,16 @@ private struct JournalReader {
                 let used = record["used"].int.map { " at \(ByteSize.text(UInt64(max(0, $0))))" } ?? ""
                 attempt.add(.init(time: time, kind: .memory, text: "memory warning" + used))
             }
+        case "straggler":
+            task.straggler = true
+            withOpenAttempt(of: &task) { attempt in
+                let restarted = record["action"].text == "restart" ? ", restarted" : ""
+                var share = ""
+                if let rate = record["rate"].number, let median = record["median"].number, median > 0, rate / median < 10 {
+                    share = " at \(Int((rate / median * 100).rounded())) % of its peers' pace"
+                }
+                attempt.add(.init(time: time, kind: .straggler, text: "straggler" + share + restarted))
+            }
         case "result":
             if let value = record["value"] {
                 task.result = RunReport.shown(value.jsonText)
@@ -550,6 +562,11 @@ private extension Optional where Wrapped == JSONValue {
 
     var int: Int? {
         if case let .number(n)? = self, n.isFinite, abs(n) < 9.0e15 { return Int(n.rounded()) }
+        return nil
+    }
+
+    var number: Double? {
+        if case let .number(n)? = self, n.isFinite { return n }
         return nil
     }
 }

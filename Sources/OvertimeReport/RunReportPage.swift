@@ -108,6 +108,7 @@ public enum RunReportPage {
             w.endArray()
         }
         if task.resumed { w.key("resumed"); w.bool(true) }
+        if task.straggler { w.key("straggler"); w.bool(true) }
         omittable("group", task.group, &w)
         if !task.parameters.isEmpty {
             w.key("params")

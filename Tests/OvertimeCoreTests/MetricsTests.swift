@@ -114,6 +114,29 @@ import OvertimeProtocol
         #expect(!info.allSucceeded([rest], recorder), "elements still waiting")
     }
 
+    @Test func stragglersAreCountedByGroupAndPerTaskOnlyWithSeries() {
+        let recorder = MetricsRecorder()
+        recorder.sweepsWithoutSeries = ["shard"]
+        recorder.stragglerGroups = ["shard": "shard", "train": "train", "eval-a": "evals", "eval-b": "evals"]
+        let flag = TaskEvent.Kind.straggler(rate: 0.01, median: 0.04, below: 0.5, restart: false)
+        let shard = TaskRef(id: 1, name: "shard[7]"), train = TaskRef(id: 2, name: "train[lr=0.1]"), eval = TaskRef(id: 3, name: "eval-b")
+        feed(recorder, [
+            event(shard, 1, .started(pid: 10)), event(shard, 2, flag),
+            event(train, 1, .started(pid: 11)), event(train, 2, flag),
+            event(eval, 1, .started(pid: 12)), event(eval, 2, flag),
+        ])
+        #expect(recorder.stragglers == ["shard": 1, "train": 1, "evals": 1])
+        var info = RunMetrics(version: "9.9", runID: "r1", command: "batch", startedAt: MonotonicInstant(nanoseconds: 0),
+                              wallOffsetNanoseconds: 0)
+        info.sweepsWithoutSeries = ["shard"]
+        var element = TaskStatus(name: "train[lr=0.1]", attempts: 1, state: .succeeded)
+        element.sweep = "train"
+        let page = String(decoding: info.render([element, TaskStatus(name: "eval-b", attempts: 1, state: .succeeded)], recorder), as: UTF8.self)
+        for group in ["shard", "train", "evals"] { #expect(page.contains("overtime_stragglers_total{group=\"\(group)\"} 1\n"), "\(group)") }
+        #expect(page.contains("overtime_task_stragglers_total{task=\"train[lr=0.1]\"} 1\n") && page.contains("overtime_task_stragglers_total{task=\"eval-b\"} 1\n"))
+        #expect(!page.contains("overtime_task_stragglers_total{task=\"shard"), "a large sweep's elements have no series")
+    }
+
     @Test func pageOfARunWhoseTaskEnded() {
         let recorder = MetricsRecorder()
         let ref = TaskRef(id: 1, name: "job \"1\"")
@@ -137,7 +160,7 @@ import OvertimeProtocol
         #expect(info.allSucceeded([], recorder))
         // Every family once, with HELP and TYPE before its samples.
         let types = page.split(separator: "\n").filter { $0.hasPrefix("# TYPE ") }.map { $0.split(separator: " ")[2] }
-        #expect(Set(types).count == types.count && types.count == 22)
+        #expect(Set(types).count == types.count && types.count == 24)
     }
 
     @Test func aSeriesPerConnectedReporterBounded() {

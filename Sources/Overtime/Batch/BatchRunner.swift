@@ -273,6 +273,11 @@ final class BatchState: EventSink {
     private var stopGrace: Duration?
     /// The batch's control socket; its watchers get the journal's lines.
     var control: ControlServer?
+    /// Which running tasks lag their peers (`stragglers`); nil when the job file asks for
+    /// none, and then no tick runs.
+    var stragglerWatch: StragglerWatch?
+    /// Its tick, made at `begin`.
+    var stragglerTimer: LoopTimer?
 
     /// Progress, and the other events a task can cause at any rate (protocol errors past
     /// the first ten, replies to its extends, results, expiring warnings), go to the journal
@@ -297,6 +302,7 @@ final class BatchState: EventSink {
         elements = machine.elements
         resumed = elements.elements(named: succeeded)
         finished = FinishedTasks(taskCount: elements.count)
+        if job.stragglers != nil || job.tasks.contains(where: { $0.stragglers != nil }) { stragglerWatch = StragglerWatch() }
     }
 
     func begin() {
@@ -314,6 +320,7 @@ final class BatchState: EventSink {
         resumed = []
         decide(at: now) { machine, actions in machine.schedule(now: now, into: &actions) }
         afterInput(now)
+        if stragglerWatch != nil, !reported { scheduleStragglerCheck() }
     }
 
     /// The first SIGINT/SIGTERM stops the batch; a later one kills what still runs.
@@ -338,6 +345,7 @@ final class BatchState: EventSink {
         let event = encoded.event
         guard let index = indexByTaskID[event.task.id] else { return }
         onUpdate(.taskEvent(event))
+        if stragglerWatch != nil { watchPace(index, event) }
         let lines = encoded.lines(through: &journalThrottle)
         guard !lines.isEmpty else { return }
         // Progress and heartbeats (and the counts of thinned lines before an event's own) are
@@ -621,6 +629,8 @@ final class BatchState: EventSink {
         timer?.close()
         timer = nil
         timerClosed = true
+        stragglerTimer?.close()
+        stragglerTimer = nil
         control?.close()
         control = nil
         // Every task has ended: nothing waits on the journal's last lines but the summary,

@@ -21,10 +21,14 @@ protocol ControlTarget: AnyObject {
     /// The sweeps whose elements the metrics count without series of their own
     /// (`RunMetrics.sweepsWithoutSeries`).
     var sweepsWithoutSeries: Set<String> { get }
+    /// The group each watched task of the job file is compared in for stragglers, by the
+    /// task's name (`MetricsRecorder.stragglerGroups`).
+    var stragglerGroups: [String: String] { get }
 }
 
 extension ControlTarget {
     var sweepsWithoutSeries: Set<String> { [] }
+    var stragglerGroups: [String: String] { [:] }
 }
 
 /// Why a control request was refused; its message is the reply's sentence.

@@ -86,6 +86,7 @@ final class MetricsExporter {
         self.info = info
         self.info.sweepsWithoutSeries = target.sweepsWithoutSeries
         recorder.sweepsWithoutSeries = self.info.sweepsWithoutSeries
+        recorder.stragglerGroups = target.stragglerGroups
         self.target = target
         self.usageSources = usageSources
         self.loop = loop

@@ -29,6 +29,9 @@ public struct JobFile: Sendable, Equatable {
     /// directory, as a `cwd` is.
     public var metrics: MetricsAddress?
     public var metricsFile: String?
+    /// `stragglers` at the top level: for every sweep, array and peer group whose tasks do
+    /// not give their own (docs/jobfile.md, Stragglers).
+    public var stragglers: StragglerPolicy?
 
     /// A way to start a supervised task somewhere and hear its events.
     public enum Executor: String, Sendable, Equatable, CaseIterable {
@@ -145,6 +148,23 @@ public struct JobTask: Sendable, Equatable {
         set { sweepBox = newValue.map(Shared.init) }
     }
     private var sweepBox: Shared<Sweep>?
+    /// `peer-group`: the tasks it is compared with for stragglers (those naming the same
+    /// group); nil: a sweep's elements are their sweep's group, any other task is in none.
+    public var peerGroup: String? {
+        get { peeringBox?.value.group }
+        set { changePeering { $0.group = newValue } }
+    }
+    /// `stragglers` on the task: for its group, over the job file's own.
+    public var stragglers: StragglerPolicy? {
+        get { peeringBox?.value.stragglers }
+        set { changePeering { $0.stragglers = newValue } }
+    }
+    /// Held by reference, as `sweep` is: a task that names neither pays a pointer.
+    private var peeringBox: Shared<Peering>?
+    private struct Peering: Sendable, Equatable {
+        var group: String?
+        var stragglers: StragglerPolicy?
+    }
     /// The rest, shared with the tasks whose rest is equal.
     private(set) var shared: Shared<TaskSettings>
 
@@ -243,6 +263,12 @@ public struct JobTask: Sendable, Equatable {
         self.after = after
         self.commandMadeBy = commandMadeBy
         shared = settings
+    }
+
+    private mutating func changePeering(_ change: (inout Peering) -> Void) {
+        var peering = peeringBox?.value ?? Peering()
+        change(&peering)
+        peeringBox = peering == Peering() ? nil : Shared(peering)
     }
 
     /// A task's own copy of its settings, with one of them changed (the copy it shared is

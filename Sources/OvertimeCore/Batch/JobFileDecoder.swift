@@ -29,11 +29,11 @@ struct JobFileDecoder {
 
     // MARK: Field names
 
-    static let topFields = ["concurrency", "deadline", "defaults", "resources", "tasks", "executor", "warn-signal", "warn-lead", "metrics", "metrics-file"]
+    static let topFields = ["concurrency", "deadline", "defaults", "resources", "tasks", "executor", "warn-signal", "warn-lead", "metrics", "metrics-file", "stragglers"]
     /// A task's fields: what it is (its name, command and dependencies), then its settings.
-    static let taskFields = ["name", "command", "after", "command-made-by", "matrix", "array", "max-running"] + TaskSetting.keys
+    static let taskFields = ["name", "command", "after", "command-made-by", "matrix", "array", "max-running", "peer-group", "stragglers"] + TaskSetting.keys
     /// Fields every task gives for itself.
-    static let ownFields: Set = ["name", "command", "after", "command-made-by", "matrix", "array", "max-running"]
+    static let ownFields: Set = ["name", "command", "after", "command-made-by", "matrix", "array", "max-running", "peer-group"]
     static let defaultsFields = TaskSetting.keys
     static let retryFields = ["max", "backoff", "max-backoff", "on"]
     static let dependencyFields = ["task", "when", "same-index"]
@@ -171,6 +171,8 @@ struct JobFileDecoder {
                 if let path = top.string(field, expected: "a file for node_exporter's textfile collector") {
                     if path.isEmpty { top.problem(field, "needs a file") } else { file.metricsFile = JobFilePath.resolve(path, against: baseDirectory) }
                 }
+            case "stragglers":
+                file.stragglers = stragglers(field, in: top)
             case "$schema":
                 // Where an editor finds the job file's schema (docs/jobfile.md, Editor support).
                 _ = top.string(field, expected: "the path or URL of docs/jobfile.schema.json")
@@ -278,6 +280,11 @@ struct JobFileDecoder {
         var task = JobTask(name: name, command: own.command ?? [], after: own.after ?? [], commandMadeBy: own.commandMadeBy,
                            settings: settings)
         if let sweep { task.sweep = sweep }
+        task.peerGroup = own.peerGroup
+        task.stragglers = own.stragglers
+        if own.stragglers != nil, sweep == nil, own.peerGroup == nil {
+            fields.problem(at: "stragglers", "is for a task with peers to be compared with, and this one has none; give it a 'peer-group' (or a 'matrix' or an 'array')")
+        }
         return task
     }
 
@@ -318,6 +325,12 @@ struct JobFileDecoder {
                 if let n = fields.wholeNumber(field, "how many elements may run at once, e.g. 8") {
                     if n >= 1 { f.sweep.maxRunning = n } else { fields.problem(field, "\(n) is less than 1; expected how many elements may run at once, e.g. 8") }
                 }
+            case "peer-group":
+                f.peerGroup = peerGroup(field, in: fields)
+            case "stragglers" where isDefaults:
+                fields.problem(field, "is not a field of 'defaults'; to set it for every sweep, array and peer group, move it to the top level of the job file")
+            case "stragglers":
+                f.stragglers = stragglers(field, in: fields)
             case _ where !isDefaults && Sweep.templatedDurations.contains(key) && field.value.placeholderText != nil:
                 f.sweep.durationTemplates[key] = field.value.placeholderText
             default:

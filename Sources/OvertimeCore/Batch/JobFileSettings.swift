@@ -7,6 +7,8 @@ extension JobFileDecoder {
         var after: [Dependency]?
         var settings = TaskSettingValues()
         var sweep = SweepFields()
+        var peerGroup: String?
+        var stragglers: StragglerPolicy?
     }
 
     /// A task's settings, `own` laid over `defaults`, as one copy shared with other tasks:

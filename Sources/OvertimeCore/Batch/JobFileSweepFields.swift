@@ -17,6 +17,62 @@ extension JobFileDecoder {
     }
 
     static let sweepFields: Set = ["matrix", "array", "max-running"]
+    static let stragglerFields = ["below", "action", "warm-up"]
+    static let stragglerSynonyms: [String: String] = [
+        "threshold": "below", "ratio": "below", "fraction": "below", "factor": "below",
+        "then": "action", "do": "action", "on": "action", "warmup": "warm-up", "grace": "warm-up", "after": "warm-up",
+    ]
+
+    /// `{"below": 0.5, "action": "warn", "warm-up": "60s"}`: when a task of a sweep, an
+    /// array or a peer group is a straggler, and what is done with it.
+    func stragglers(_ field: JobFileField, in fields: JobFileFields) -> StragglerPolicy? {
+        let example = "{\"below\": 0.5, \"action\": \"warn\", \"warm-up\": \"60s\"}"
+        guard let given = fields.object(field, expected: "an object such as \(example)") else { return nil }
+        var policy = StragglerPolicy()
+        var parts = JobFileParts()
+        let actions = StragglerPolicy.Action.allCases.map { "'\($0.rawValue)'" }
+        for item in given {
+            switch item.key {
+            case "below":
+                guard case let .number(n) = item.value else {
+                    given.problem(item, "expected a share of the peers' median rate between 0 and 1, e.g. 0.5, got \(JobFileText.show(item.value))")
+                    parts.fail()
+                    continue
+                }
+                if n > 0, n < 1 {
+                    policy.below = n
+                } else {
+                    given.problem(item, "\(JobFileText.number(n)) is not between 0 and 1 (both left out); expected a share of the peers' median rate, e.g. 0.5")
+                    parts.fail()
+                }
+            case "action":
+                guard let word = parts.read(given.string(item, expected: "\(JobFileText.list(actions))")) else { continue }
+                if let action = StragglerPolicy.Action(rawValue: word.lowercased()) {
+                    policy.action = action
+                } else {
+                    let meant = Spelling.closest(to: word, among: StragglerPolicy.Action.allCases.map(\.rawValue))
+                    given.problem(item, "\(JobFileText.quote(word)) is not an action\(meant.map { " (did you mean '\($0)'?)" } ?? ""); expected \(JobFileText.list(actions))")
+                    parts.fail()
+                }
+            case "warm-up":
+                if let d = parts.read(given.duration(item, allowNone: false, positive: false)?.duration) { policy.warmUp = d }
+            default:
+                given.unknown(item, .init(isNot: "is not a field of 'stragglers'", fields: Self.stragglerFields, synonyms: Self.stragglerSynonyms))
+                parts.fail()
+            }
+        }
+        return parts.allRead ? policy : nil
+    }
+
+    /// `"train-gpus"`: the group a task is compared with for stragglers.
+    func peerGroup(_ field: JobFileField, in fields: JobFileFields) -> String? {
+        guard let name = fields.string(field, expected: "the name of the group of tasks it runs alongside, e.g. \"shards\"") else { return nil }
+        if name.isEmpty {
+            fields.problem(field, "is empty; name the group, e.g. \"shards\"")
+            return nil
+        }
+        return name
+    }
 
     /// `{"lr": [0.01, 0.001], "seed": [1, 2], "include": [...], "exclude": [...]}`.
     func matrix(_ field: JobFileField, in fields: JobFileFields) -> MatrixElements? {

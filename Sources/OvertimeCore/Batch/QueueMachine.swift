@@ -110,6 +110,13 @@ public struct QueueMachine: Sendable {
     private var blockers: [Int32] = []
     /// The names an unvalidated job's `after` gives that no task has, by the element skipped.
     private var unknownBlockers: [Int: String] = [:]
+    /// Running elements cancelled as stragglers, to start again when their attempt ends.
+    private var restarting: Set<Int> = []
+    /// Elements restarted as stragglers: that attempt is not one of their `retries`.
+    private var restarted: Set<Int> = []
+    /// The slots a restarted straggler held, which its next attempt gets only if no others
+    /// are free (a slow GPU is a likely cause).
+    private var slotsToAvoid: [Int: [String: [String]]] = [:]
 
     // Per entry (a task of the job file):
 
@@ -359,17 +366,27 @@ public struct QueueMachine: Sendable {
     /// An attempt of element `index` ended.
     public mutating func attemptEnded(_ index: Int, _ result: AttemptResult, now: MonotonicInstant, into actions: inout [Action]) {
         guard codes[index] == .running else { return }
+        let held = held[index]
         release(index)
         runningCount -= 1
         let entry = elements.entry(of: index)
         tally[entry].running -= 1
         let retry = job.tasks[entry].retry
         let attempt = Int(attemptCounts[index])
-        let delay = retry.delay(beforeRetry: attempt)
+        let restart = restarting.remove(index) != nil
+        // A straggler's restart took an attempt that was none of its retries.
+        let retriesUsed = restarted.contains(index) ? attempt - 1 : attempt
+        let delay = retry.delay(beforeRetry: retriesUsed)
         if result.succeeded {
             markReady(index)
             finish(index, .succeeded, &actions)
-        } else if stopping == nil, retry.shouldRetry(result.retryCondition, exitStatus: result.exitStatus, attempt: attempt),
+        } else if restart, stopping == nil, deadline.map({ now <= $0 - job.tasks[entry].policy.minStart }) ?? true {
+            restarted.insert(index)
+            if let slots = held?.slots, !slots.isEmpty { slotsToAvoid[index] = slots }
+            codes[index] = .waiting
+            enqueue(index)
+            actions.append(.retry(index: index, nextAttempt: attempt + 1, at: now))
+        } else if stopping == nil, retry.shouldRetry(result.retryCondition, exitStatus: result.exitStatus, attempt: retriesUsed),
                   deadline.map({ now + delay <= $0 - job.tasks[entry].policy.minStart }) ?? true {
             codes[index] = .retryWait
             retryUntil[index] = now + delay
@@ -380,6 +397,15 @@ public struct QueueMachine: Sendable {
             if failFast { stop(reason: .failFast, now: now, into: &actions) }
         }
         schedule(now: now, into: &actions)
+    }
+
+    /// Running element `index` is a straggler to restart: it is cancelled with reason
+    /// `straggler` and, when that attempt ends without success, started again at once, an
+    /// attempt that is none of its `retries`. The caller decides it once per element per run.
+    public mutating func restartStraggler(_ index: Int, now: MonotonicInstant, into actions: inout [Action]) {
+        guard codes[index] == .running, stopping == nil, !restarting.contains(index) else { return }
+        restarting.insert(index)
+        actions.append(.cancel(index: index, reason: .straggler))
     }
 
     /// An operator cancels one element: if it waits (or waits to retry) it is skipped; if
@@ -410,6 +436,7 @@ public struct QueueMachine: Sendable {
             finish(index, .skippedCancelled, &actions)
             return "skipped before it started"
         case .running:
+            restarting.remove(index)
             actions.append(.cancel(index: index, reason: .user))
             return "cancelling"
         default:
@@ -534,11 +561,12 @@ public struct QueueMachine: Sendable {
                 if let i = lanes[lane].elements.min, best.map({ i < lanes[$0].elements.min! }) ?? true { best = lane }
             }
             guard let lane = best else { return }
-            guard let grant = allocate(lanes[lane].request) else {
+            guard let grant = allocate(lanes[lane].request, avoiding: slotsToAvoid[lanes[lane].elements.min!]) else {
                 lanes[lane].blocked = true
                 continue
             }
             let i = lanes[lane].elements.popMin()!
+            if !slotsToAvoid.isEmpty { slotsToAvoid[i] = nil }
             held[i] = grant
             attemptCounts[i] += 1
             codes[i] = .running
@@ -557,7 +585,8 @@ public struct QueueMachine: Sendable {
         }
     }
 
-    private mutating func allocate(_ request: [String: Int]) -> Grant? {
+    /// - Parameter avoiding: slot ids handed out only when no others are free.
+    private mutating func allocate(_ request: [String: Int], avoiding: [String: [String]]? = nil) -> Grant? {
         var slots: [String: [String]] = [:]
         var amounts: [String: Int] = [:]
         for (pool, amount) in request {
@@ -570,7 +599,10 @@ public struct QueueMachine: Sendable {
             }
         }
         for (pool, amount) in request.sorted(by: { $0.key < $1.key }) {
-            if let free = freeSlots[pool] {
+            if var free = freeSlots[pool] {
+                if let avoided = avoiding?[pool] {
+                    free = free.filter { !avoided.contains($0) } + free.filter { avoided.contains($0) }
+                }
                 slots[pool] = Array(free.prefix(amount))
                 freeSlots[pool] = Array(free.dropFirst(amount))
             } else {

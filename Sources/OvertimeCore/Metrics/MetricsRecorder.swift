@@ -23,6 +23,8 @@ public final class MetricsRecorder: EventSink {
         public var lastOutcome: TaskOutcome?
         /// Running now (started, not yet exited).
         public var running = false
+        /// Times an attempt of it was flagged a straggler.
+        public var stragglers = 0
 
         init(name: String) { self.name = name }
     }
@@ -32,6 +34,13 @@ public final class MetricsRecorder: EventSink {
     public private(set) var cancels: [CancelReason: Int] = [:]
     public private(set) var outcomes: [OutcomeKind: Int] = [:]
     public private(set) var protocolErrors = 0
+    /// Stragglers flagged, by group (`stragglerGroups`), each group from 0.
+    public private(set) var stragglers: [String: Int] = [:]
+    /// The group each watched task of the job file is compared in, by the task's name (an
+    /// element's is its sweep's); a task not in it is counted under its own name.
+    public var stragglerGroups: [String: String] = [:] {
+        didSet { for group in stragglerGroups.values where stragglers[group] == nil { stragglers[group] = 0 } }
+    }
     /// Runner ids (`TaskRef.id`, one per attempt) to their task's place in `tasks`: a
     /// progress event costs one integer lookup.
     private var indexByRunner: [Int: Int] = [:]
@@ -66,6 +75,9 @@ public final class MetricsRecorder: EventSink {
             cancels[reason, default: 0] += 1
         case .protocolError:
             protocolErrors += 1
+        case .straggler:
+            tasks[index].stragglers += 1
+            countStraggler(event.task.name)
         case let .exited(outcome):
             // A command that could not be started has no `started` event; it was tried.
             if case .failedToStart = outcome.termination { tasks[index].attempts += 1 }
@@ -91,12 +103,19 @@ public final class MetricsRecorder: EventSink {
         switch event.kind {
         case let .cancelSent(reason, _, _): cancels[reason, default: 0] += 1
         case .protocolError: protocolErrors += 1
+        case .straggler: countStraggler(event.task.name)
         case let .exited(outcome):
             outcomes[outcome.kind, default: 0] += 1
             countedOnly.remove(id)
         default: break
         }
         return true
+    }
+
+    /// One more straggler in the group of the task named `name` (`train[lr=0.1]` is of `train`).
+    private func countStraggler(_ name: String) {
+        let entry = name.last == "]" ? name.firstIndex(of: "[").map { String(name[..<$0]) } ?? name : name
+        stragglers[stragglerGroups[entry] ?? entry, default: 0] += 1
     }
 
     private func index(of task: TaskRef) -> Int {

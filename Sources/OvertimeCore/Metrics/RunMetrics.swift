@@ -125,6 +125,11 @@ public struct RunMetrics: Sendable {
         text.family("overtime_protocol_errors_total", .counter, help: "Bad lines tasks wrote on their channels (dropped; the tasks go on).")
         text.sample("overtime_protocol_errors_total", Double(recorder.protocolErrors))
 
+        text.family("overtime_stragglers_total", .counter, help: "Tasks flagged far slower than their running peers (stragglers), by the group they were compared in: a sweep's or array's name, or a peer-group.")
+        for group in recorder.stragglers.keys.sorted() {
+            text.sample("overtime_stragglers_total", ["group": group], Double(recorder.stragglers[group]!))
+        }
+
         text.family("overtime_sweep_elements", .gauge, help: "The elements of each sweep or array in each state.")
         for sweep in bySweep.keys.sorted() {
             for state in Self.states { text.sample("overtime_sweep_elements", ["sweep": sweep, "state": state], Double(bySweep[sweep]![state] ?? 0)) }
@@ -147,6 +152,11 @@ public struct RunMetrics: Sendable {
             for reason in CancelReason.allCases {
                 if let count = cancels[reason] { text.sample("overtime_task_cancels_total", ["task": row.name, "reason": reason.rawValue], Double(count)) }
             }
+        }
+
+        text.family("overtime_task_stragglers_total", .counter, help: "Times an attempt of the task was flagged far slower than its running peers; only tasks flagged.")
+        for row in rows {
+            if let count = row.record?.stragglers, count > 0 { text.sample("overtime_task_stragglers_total", ["task": row.name], Double(count)) }
         }
 
         text.family("overtime_task_progress_ratio", .gauge, help: "The share of its work the task reported done, 0 to 1; absent before its first progress with a fraction or a total.")

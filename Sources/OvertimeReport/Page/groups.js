@@ -8,9 +8,10 @@
 // The run's groups (data.groups) with their elements gathered and counted; each task is
 // given its group (`task.group`, an index into them, or null) and each entry of the table
 // its `rank`. `table` is what the rows share with page.js's own: ORDER, WORDS, esc,
-// swatch, outcomeCell, duration, offset, peakCell, rowStart and isSelected(task).
+// swatch, outcomeCell, stragglerTag, duration, offset, peakCell, rowStart and isSelected(task).
 function sweepsAndArrays(data, tasks, table) {
   const ORDER = table.ORDER, WORDS = table.WORDS, esc = table.esc, swatch = table.swatch, outcomeCell = table.outcomeCell,
+    stragglerTag = table.stragglerTag,
     duration = table.duration, offset = table.offset, peakCell = table.peakCell, rowStart = table.rowStart;
 
   // A group's outcome is the gravest its elements have (for its place when sorted by outcome).
@@ -149,7 +150,7 @@ function sweepsAndArrays(data, tasks, table) {
       cols.push(col);
     });
     cols.push(
-      { label: "Outcome", width: "118px", value: function (t) { return ORDER.indexOf(t.outcome); }, cell: function (t) { return "<div>" + outcomeCell(t.outcome) + "</div>"; } },
+      { label: "Outcome", width: "118px", value: function (t) { return ORDER.indexOf(t.outcome); }, cell: function (t) { return "<div>" + outcomeCell(t.outcome) + stragglerTag(t) + "</div>"; } },
       { label: "Attempts", num: true, width: "70px", value: function (t) { return t.attemptCount; }, cell: function (t) { return '<div class="num">' + t.attemptCount + "</div>"; } },
       { label: "Duration", num: true, width: "86px", value: function (t) { return t.duration; }, cell: function (t) { return '<div class="num">' + duration(t.duration) + "</div>"; } },
       { label: "Peak memory", num: true, width: "110px", value: function (t) { return t.peak; }, cell: function (t) { return peakCell(t.peak); } });

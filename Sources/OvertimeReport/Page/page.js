@@ -18,7 +18,11 @@ const TEXT_ON = { cancelled: "#3d2800", skipped: "#1f2937", waiting: "#1f2937" }
 const WORDS = { succeeded: "succeeded", failed: "failed", cancelled: "cancelled", killed: "killed",
   oom: "out of memory", skipped: "skipped", running: "running", waiting: "waiting" };
 const ORDER = ["succeeded", "failed", "cancelled", "killed", "oom", "skipped", "running", "waiting"];
-const MARK_COLORS = { cancel: "#111827", kill: "#7f1d1d", operator: "#1d4ed8", memory: "#9d174d" };
+const MARK_COLORS = { cancel: "#111827", kill: "#7f1d1d", operator: "#1d4ed8", memory: "#9d174d", straggler: "#b45309" };
+// A task an attempt of which was far slower than its peers (the journal's `straggler` line).
+function stragglerTag(task) {
+  return task.straggler ? ' <span class="straggler-tag" title="far slower than its peers in an attempt">straggler</span>' : "";
+}
 
 function esc(text) {
   return String(text).replace(/[&<>"']/g, function (c) { return { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" }[c]; });
@@ -86,7 +90,7 @@ tasks.forEach(function (task, index) {
 });
 
 // ---- sweeps and arrays (groups.js): a row each, opening to a table comparing its elements ----
-const sweeps = sweepsAndArrays(data, tasks, { ORDER: ORDER, WORDS: WORDS, esc: esc, swatch: swatch, outcomeCell: outcomeCell,
+const sweeps = sweepsAndArrays(data, tasks, { ORDER: ORDER, WORDS: WORDS, esc: esc, swatch: swatch, outcomeCell: outcomeCell, stragglerTag: stragglerTag,
   duration: duration, offset: offset, peakCell: peakCell, rowStart: rowStart, isSelected: function (t) { return t === selected; } });
 const groups = sweeps.groups;
 
@@ -540,6 +544,7 @@ function select(task) {
   kv.push(["attempts", String(task.attempts.length)]);
   if (task.peak != null) kv.push(["peak memory", bytes(task.peak)]);
   if (task.resumed) kv.push(["resumed", "succeeded in the run this one resumed"]);
+  if (task.straggler) kv.push(["straggler", "an attempt was far slower than its peers (its marks say when)"]);
   let html = '<div class="card-head"><h2 class="name">' + esc(task.name) + '</h2><button class="close" id="detail-close">close</button></div><div class="detail-grid">';
   html += '<div class="kv">' + kv.map(function (p) { return "<span><b>" + p[0] + "</b> " + p[1] + "</span>"; }).join("") + "</div>";
   if (task.attempts.length) {
@@ -689,7 +694,7 @@ function rowStart(classes, i, template) {
 function row(task, i) {
   const cells = [
     '<div class="name" title="' + esc(task.name) + '">' + esc(task.name) + "</div>",
-    "<div>" + outcomeCell(task.outcome) + "</div>",
+    "<div>" + outcomeCell(task.outcome) + stragglerTag(task) + "</div>",
     '<div title="' + esc(task.detail || "") + '">' + esc(task.reason || "") + (task.detail ? ' <span class="muted">' + esc(task.detail) + "</span>" : "") + "</div>",
     '<div class="num">' + task.attempts.length + "</div>",
     '<div class="num">' + (task.firstStart == null ? "–" : offset(task.firstStart)) + "</div>",
