@@ -140,7 +140,7 @@ import Testing
         let text = try String(contentsOfFile: Checkout.path("docs/jobfile.md"), encoding: .utf8)
         let section = text.components(separatedBy: "\n## Tasks\n")[1].components(separatedBy: "\n#")[0]
         let rows = section.split(separator: "\n").filter { $0.hasPrefix("| `") }.map { $0.dropFirst(3).prefix { $0 != "`" } }.map(String.init)
-        let own = ["name", "command", "command-made-by", "after", "matrix", "array", "max-running"]
+        let own = ["name", "command", "command-made-by", "after", "matrix", "array", "max-running", "peer-group", "stragglers"]
         #expect(Set(rows) == Set(own + Self.keys))
         #expect(rows.count == Set(rows).count)
     }
