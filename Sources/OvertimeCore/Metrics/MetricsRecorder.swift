@@ -32,6 +32,11 @@ public final class MetricsRecorder: EventSink {
     public private(set) var cancels: [CancelReason: Int] = [:]
     public private(set) var outcomes: [OutcomeKind: Int] = [:]
     public private(set) var protocolErrors = 0
+    /// Stalls under `--on-stall warn`, checkpoint advice sent, stragglers flagged: run-wide
+    /// counts, a large sweep's elements included.
+    public private(set) var stalls = 0
+    public private(set) var checkpointAdvice = 0
+    public private(set) var stragglers = 0
     /// Runner ids (`TaskRef.id`, one per attempt) to their task's place in `tasks`: a
     /// progress event costs one integer lookup.
     private var indexByRunner: [Int: Int] = [:]
@@ -64,8 +69,8 @@ public final class MetricsRecorder: EventSink {
         case let .cancelSent(reason, _, _):
             tasks[index].cancels[reason, default: 0] += 1
             cancels[reason, default: 0] += 1
-        case .protocolError:
-            protocolErrors += 1
+        case .protocolError, .stalled, .advice, .straggler:
+            countRunWide(event.kind)
         case let .exited(outcome):
             // A command that could not be started has no `started` event; it was tried.
             if case .failedToStart = outcome.termination { tasks[index].attempts += 1 }
@@ -90,13 +95,23 @@ public final class MetricsRecorder: EventSink {
         }
         switch event.kind {
         case let .cancelSent(reason, _, _): cancels[reason, default: 0] += 1
-        case .protocolError: protocolErrors += 1
         case let .exited(outcome):
             outcomes[outcome.kind, default: 0] += 1
             countedOnly.remove(id)
-        default: break
+        default: countRunWide(event.kind)
         }
         return true
+    }
+
+    /// The events only the run-wide counters count.
+    private func countRunWide(_ kind: TaskEvent.Kind) {
+        switch kind {
+        case .protocolError: protocolErrors += 1
+        case .stalled: stalls += 1
+        case .advice: checkpointAdvice += 1
+        case .straggler: stragglers += 1
+        default: break
+        }
     }
 
     private func index(of task: TaskRef) -> Int {

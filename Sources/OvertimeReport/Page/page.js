@@ -18,7 +18,12 @@ const TEXT_ON = { cancelled: "#3d2800", skipped: "#1f2937", waiting: "#1f2937" }
 const WORDS = { succeeded: "succeeded", failed: "failed", cancelled: "cancelled", killed: "killed",
   oom: "out of memory", skipped: "skipped", running: "running", waiting: "waiting" };
 const ORDER = ["succeeded", "failed", "cancelled", "killed", "oom", "skipped", "running", "waiting"];
-const MARK_COLORS = { cancel: "#111827", kill: "#7f1d1d", operator: "#1d4ed8", memory: "#9d174d" };
+const MARK_COLORS = { cancel: "#111827", kill: "#7f1d1d", operator: "#1d4ed8", memory: "#9d174d",
+  advice: "#0f766e", straggler: "#b45309" };
+// A phase's shade along the foot of its bar: one colour per name, in the order named.
+const PHASE_COLORS = ["#1e3a8a", "#facc15", "#06b6d4", "#a3e635", "#f472b6", "#7c3aed", "#fb923c", "#14b8a6",
+  "#e11d48", "#64748b", "#84cc16", "#0ea5e9"];
+function phaseColor(index) { return PHASE_COLORS[index % PHASE_COLORS.length]; }
 
 function esc(text) {
   return String(text).replace(/[&<>"']/g, function (c) { return { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" }[c]; });
@@ -51,6 +56,7 @@ function outcomeCell(outcome) { return '<span class="outcome">' + swatch(outcome
 const data = JSON.parse(document.getElementById("run-data").textContent);
 const tasks = data.tasks;
 const runEnd = Math.max(data.end, 1);
+const phaseNames = data.phases || [];
 
 // Derived per task and attempt: where each bar ends (an open one at the journal's end),
 // the task's span and its last progress.
@@ -65,7 +71,7 @@ tasks.forEach(function (task, index) {
   task.firstStart = task.attempts.length ? task.attempts[0].start : null;
   task.peak = null;
   task.attempts.forEach(function (attempt, i) {
-    ["lanes", "gpus", "marks", "progress"].forEach(function (list) { if (!attempt[list]) attempt[list] = []; });
+    ["lanes", "gpus", "marks", "progress", "phases", "stalls"].forEach(function (list) { if (!attempt[list]) attempt[list] = []; });
     if (attempt.peak != null && (task.peak == null || attempt.peak > task.peak)) task.peak = attempt.peak;
     // Its place among all the task's attempts: a resumed run numbers its own from 1.
     attempt.seq = i + 1;
@@ -129,7 +135,9 @@ countsBox.addEventListener("click", function (event) {
 
 document.getElementById("legend").innerHTML = ORDER.filter(function (o) { return o !== "waiting"; }).map(function (o) {
   return "<span>" + (o === "running" ? '<span class="swatch stripe-key"></span>' : swatch(o)) + esc(WORDS[o]) + "</span>";
-}).join("") + '<span><span class="swatch progress-key"></span>progress, inside a bar</span><span><span class="mark-key"></span>cancel (its reason beside it)</span><span><span class="retry-key"></span>retried as the next attempt</span>';
+}).join("") + '<span><span class="swatch progress-key"></span>progress, inside a bar</span><span><span class="mark-key"></span>cancel (its reason beside it)</span><span><span class="retry-key"></span>retried as the next attempt</span>'
+  + (tasks.some(function (t) { return t.attempts.some(function (a) { return a.stalls.length; }); }) ? '<span><span class="swatch stall-key"></span>stalled</span>' : "")
+  + phaseNames.map(function (name, i) { return '<span class="phase-key"><span class="swatch" style="background:' + phaseColor(i) + '"></span>phase ' + esc(name) + "</span>"; }).join("");
 
 // ---- the timeline ----
 const GUTTER = 118, AXIS = 26, RIGHT = 14;
@@ -251,6 +259,8 @@ function draw() {
       g.fillStyle = a.open ? stripes : COLORS[a.outcome];
       g.fillRect(px, y, pw, h);
       if (pw >= 16 && h >= 12 && a.progress.length >= 4) drawProgress(a, px, y, pw, h);
+      if (a.phases.length && h >= 5) drawPhases(a, px, y, pw, h);
+      if (a.stalls.length) drawStalls(a, px, y, pw, h);
       if (pw > 36 && h >= 14) labels.push([bar, px, y, pw, h]);
       if (selected === bar.task) outlines.push([px, y, pw, h]);
       for (let m = 0; m < a.marks.length; m++) {
@@ -381,6 +391,44 @@ function drawProgress(a, px, y, pw, h) {
   g.restore();
 }
 
+// The phases along the bar's foot, a quarter of its height: each from its start to the
+// next one's or the attempt's end; none past the first one the data left out (-1).
+function drawPhases(a, px, y, pw, h) {
+  const p = a.phases, sh = Math.max(2, Math.round(h / 4));
+  g.save();
+  g.beginPath(); g.rect(px, y, pw, h); g.clip();
+  for (let i = 0; i < p.length; i += 2) {
+    if (p[i + 1] < 0) break;
+    const x0 = X(p[i]), x1 = X(i + 2 < p.length ? p[i + 2] : a.stop);
+    if (x1 < GUTTER || x0 > width) continue;
+    g.fillStyle = phaseColor(p[i + 1]);
+    g.fillRect(Math.floor(x0), y + h - sh, Math.max(1, Math.round(x1) - Math.floor(x0)), sh);
+  }
+  g.restore();
+}
+
+// A stall darkens its part of the bar, up to its resume or the attempt's end.
+function drawStalls(a, px, y, pw, h) {
+  const s = a.stalls;
+  g.save();
+  g.beginPath(); g.rect(px, y, pw, h); g.clip();
+  g.fillStyle = "rgba(17,24,39,0.45)";
+  for (let i = 0; i < s.length; i += 2) {
+    const x0 = Math.floor(X(s[i])), x1 = Math.round(X(s[i + 1] == null ? a.stop : s[i + 1]));
+    g.fillRect(x0, y, Math.max(1, x1 - x0), h);
+  }
+  g.restore();
+}
+
+// The phase attempt `a` was in at time `t`: [name, start, end], or null.
+function phaseAt(a, t) {
+  const p = a.phases;
+  for (let i = p.length - 2; i >= 0; i -= 2) {
+    if (p[i] <= t) return p[i + 1] < 0 ? null : [phaseNames[p[i + 1]], p[i], i + 2 < p.length ? p[i + 2] : a.stop];
+  }
+  return null;
+}
+
 function drawRetries(first, last) {
   g.setLineDash([4, 3]); g.strokeStyle = "#6b7280"; g.lineWidth = 1.5;
   g.beginPath();
@@ -429,7 +477,7 @@ function moreMarks(attempt) {
   return attempt.moreMarks + " more mark" + (attempt.moreMarks === 1 ? "" : "s") + " in the journal";
 }
 
-function describe(task, attempt) {
+function describe(task, attempt, t) {
   const lines = ["<b>" + esc(task.name) + "</b>" + (attempt ? " <span class='muted'>attempt " + attempt.seq + " of " + task.attempts.length + (attempt.n !== attempt.seq ? " (its run's " + attempt.n + ")" : "") + "</span>" : "")];
   if (attempt) {
     lines.push(outcomeCell(attempt.outcome) + (attempt.as && attempt.as !== attempt.outcome ? " (" + esc(attempt.as) + ")" : "") + (attempt.cancel ? " · cancel: " + esc(attempt.cancel) + (attempt.why ? " (" + esc(attempt.why) + ")" : "") : "") + (attempt.exit != null ? " · exit " + attempt.exit : ""));
@@ -438,6 +486,14 @@ function describe(task, attempt) {
     const p = attempt.progress;
     if (p.length || attempt.title || attempt.detail) {
       lines.push("progress " + (p.length ? Math.round(p[p.length - 1] * 100) + "%" : "–") + (attempt.reporter ? " · " + esc(attempt.reporter) : "") + (attempt.title ? " · " + esc(attempt.title) : "") + (attempt.detail ? " · " + esc(attempt.detail) : ""));
+    }
+    const phase = t != null ? phaseAt(attempt, t) : null;
+    if (phase) lines.push("phase <b>" + esc(phase[0]) + "</b> from " + offset(phase[1]) + " for " + duration(phase[2] - phase[1]));
+    // The entry that marks where the phases left out begin is one of them.
+    const named = attempt.phases.length / 2 + (attempt.morePhases ? attempt.morePhases - 1 : 0);
+    if (named > 1) lines.push(named + " phases named" + (attempt.morePhases ? " (" + attempt.morePhases + " not drawn)" : ""));
+    for (let i = 0; i < attempt.stalls.length; i += 2) {
+      lines.push("stalled at " + offset(attempt.stalls[i]) + (attempt.stalls[i + 1] == null ? ", did not resume" : ", resumed after " + duration(attempt.stalls[i + 1] - attempt.stalls[i])));
     }
     if (attempt.peak != null) lines.push("peak memory " + bytes(attempt.peak) + (attempt.source ? " (" + esc(attempt.source) + ")" : ""));
     attempt.marks.forEach(function (m) { lines.push(esc(m[1]) + " at " + offset(m[0]) + ": " + esc(m[2])); });
@@ -456,7 +512,7 @@ function describe(task, attempt) {
 const tooltip = document.getElementById("tooltip");
 function showTooltip(found, event) {
   if (!found) { tooltip.hidden = true; return; }
-  tooltip.innerHTML = describe(found.task, found.attempt);
+  tooltip.innerHTML = describe(found.task, found.attempt, event.target === canvas ? T(event.offsetX) : null);
   tooltip.hidden = false;
   const w = tooltip.offsetWidth, h = tooltip.offsetHeight;
   let left = event.clientX + 14, top = event.clientY + 14;
