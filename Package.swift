@@ -75,7 +75,7 @@ let package = Package(
         .executableTarget(name: "core-purity"),
         // `overtime report`: a run directory's journal read back (`RunReport`) and drawn as
         // one HTML page (`RunReportPage`). Not core: it decides nothing the supervisor does.
-        // The page is Page/page.html, page.css, groups.js and page.js; the ReportPage plugin
+        // The page is Page/page.html, page.css, groups.js, phases.js and page.js; the ReportPage plugin
         // makes them Swift strings at build time. Tests/ReportPage holds the page's own tests
         // (node).
         .target(

@@ -1,7 +1,7 @@
 import PackagePlugin
 
 /// Makes the report's page part of OvertimeReport: its build runs `report-page` over
-/// `Page/page.html`, `page.css`, `groups.js` and `page.js` whenever one of them changes, and
+/// `Page/page.html`, `page.css`, `groups.js`, `phases.js` and `page.js` whenever one of them changes, and
 /// compiles what it writes (the page as Swift strings) into the module. So the page is files
 /// that an editor, `node --check` and the page's own tests (Tests/ReportPage) read as they
 /// are, and the binary still carries it whole.
@@ -10,8 +10,9 @@ struct ReportPage: BuildToolPlugin {
     func createBuildCommands(context: PluginContext, target: Target) async throws -> [Command] {
         guard let module = target as? SourceModuleTarget else { return [] }
         let files = module.sourceFiles.map(\.url)
-        // The scripts in the order of their holes in page.html: groups.js defines what page.js calls.
-        let inputs = try ["page.html", "page.css", "groups.js", "page.js"].map { name in
+        // The scripts in the order of their holes in page.html: groups.js and phases.js define
+        // what page.js calls.
+        let inputs = try ["page.html", "page.css", "groups.js", "phases.js", "page.js"].map { name in
             guard let file = files.first(where: { $0.lastPathComponent == name }) else {
                 throw PageFileMissing(name: name, target: module.name)
             }
@@ -19,7 +20,7 @@ struct ReportPage: BuildToolPlugin {
         }
         let output = context.pluginWorkDirectoryURL.appending(path: "PageText.swift")
         return [.buildCommand(
-            displayName: "Making the report page of page.html, page.css, groups.js and page.js",
+            displayName: "Making the report page of page.html, page.css and its scripts",
             executable: try context.tool(named: "report-page").url,
             arguments: [output.path] + inputs.map(\.path),
             inputFiles: inputs,

@@ -48,6 +48,9 @@ final class RemoteTaskRunner {
     private var remaining: (Duration?, at: MonotonicInstant)?
     private var progress: Progress?
     private var reporters: Int?
+    /// The phase, its window and the stall, as the remote run's events told them.
+    private var phase: (name: String, window: Duration?, learned: Bool)?
+    private var stalledSince: MonotonicInstant?
     private var cancelling: CancelReason?
     /// The remote run's own report of the task's end.
     private var remoteOutcome: TaskOutcome?
@@ -138,6 +141,14 @@ final class RemoteTaskRunner {
             cancelling = reason
         case let .reporters(count):
             reporters = count
+        case let .phase(name, window):
+            phase = (name, window, false)
+        case let .windowLearned(name, window) where phase?.name == name:
+            phase = (name, window, true)
+        case .stalled:
+            stalledSince = now
+        case .resumed:
+            stalledSince = nil
         default:
             break
         }
@@ -233,9 +244,11 @@ extension RemoteTaskRunner: SupervisedTask {
 
     func status(now: MonotonicInstant) -> TaskStatus {
         let state: TaskStatus.State = cancelling.map { .cancelling($0) } ?? (remoteOutcome != nil ? .exiting : .running)
-        return TaskStatus(name: ref.name, state: state,
-                          live: TaskStatus.Live(pid: remotePid, elapsed: (now - startedAt).seconds, remaining: left(at: now)?.seconds,
-                                                progress: progress, reporters: reporters))
+        var live = TaskStatus.Live(pid: remotePid, elapsed: (now - startedAt).seconds, remaining: left(at: now)?.seconds,
+                                   progress: progress, reporters: reporters)
+        if let phase { (live.phase, live.window, live.windowLearned) = (phase.name, phase.window?.seconds, phase.learned) }
+        live.stall(since: stalledSince, now: now, clock: .local())
+        return TaskStatus(name: ref.name, state: state, live: live)
     }
 
     func recordOperator(_ action: String, uid: UInt32) {

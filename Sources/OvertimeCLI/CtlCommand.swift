@@ -376,10 +376,27 @@ struct CtlCommand {
         return String(decoding: buffer[..<length], as: UTF8.self)
     }
 
-    /// `NAME  STATE  PROGRESS  LEFT  PID` for humans; under it, for each task with
-    /// every-reporter on, each reporter's own time left.
+    /// `NAME  STATE  PROGRESS  LEFT  PID` for humans; under it, for each task that named a
+    /// phase, has a learned window or is stalled, those; for each task with every-reporter
+    /// on, each reporter's own time left.
     static func statusTable(_ tasks: [TaskStatus]) -> String {
-        statusRows(tasks) + tasks.compactMap(everyReporterLine).joined()
+        statusRows(tasks) + tasks.compactMap(hangLine).joined() + tasks.compactMap(everyReporterLine).joined()
+    }
+
+    /// `train: phase eval, window 45s (learned), stalled for 12s (since 2026-12-01T17:48:14.120Z)`
+    static func hangLine(_ task: TaskStatus) -> String? {
+        guard let live = task.live, live.phase != nil || live.windowLearned || live.stalled != nil else { return nil }
+        var parts: [String] = []
+        if let phase = live.phase { parts.append("phase " + TextWidth.sanitize(phase)) }
+        if let window = live.window {
+            parts.append("window \(DurationText.format(.seconds(fromDouble: window)))" + (live.windowLearned ? " (learned)" : ""))
+        } else if live.phase != nil {
+            parts.append("no window")
+        }
+        if let stalled = live.stalled {
+            parts.append("stalled for \(DurationText.format(.seconds(fromDouble: stalled)))" + (live.stalledSince.map { " (since \($0))" } ?? ""))
+        }
+        return TextWidth.sanitize(task.name) + ": " + parts.joined(separator: ", ") + "\n"
     }
 
     /// `train: every-reporter: rank 1 700ms left, rank 0 1s left`
@@ -414,6 +431,7 @@ struct CtlCommand {
             if let live = task.live { left = live.remaining.map { DurationText.format(.seconds(fromDouble: $0)) } ?? "no limit" }
             var state = task.state.word
             if case let .cancelling(reason) = task.state { state += " (\(reason.rawValue))" }
+            else if task.live?.stalled != nil { state += " (stalled)" }
             else if let reason = task.reason { state += " (\(reason))" }
             let pid = task.live?.pid.map { String($0) } ?? "-"
             // A task's title is the task's own text: no control character of it reaches the

@@ -196,6 +196,8 @@ public enum EventDecoder {
             outcome.oomKills = try optionalCount("oom_kills")
             outcome.likelyOOM = try bool("likely_oom")
             outcome.signalSender = try optionalString("signal_sender").flatMap(SignalSender.init(rawValue:))
+            outcome.phase = try optionalString("phase")
+            outcome.stalls = try optionalCount("stalls") ?? 0
             outcome.usage = ResourceUsage(
                 peakMemory: try optionalCount("peak_memory").map { UInt64($0) },
                 cpuUser: try optionalSeconds("cpu_user"), cpuSystem: try optionalSeconds("cpu_system"),

@@ -225,6 +225,8 @@ public struct EventEncoder: Sendable {
         }
         w.key("oom_kills"); if let kills = outcome.oomKills { w.int(kills) } else { w.null() }
         if outcome.likelyOOM { w.key("likely_oom"); w.bool(true) }
+        if let phase = outcome.phase { w.key("phase"); w.string(phase) }
+        if outcome.stalls > 0 { w.key("stalls"); w.int(outcome.stalls) }
         writeUsage(outcome.usage, into: &w)
     }
 

@@ -153,6 +153,8 @@ public struct TaskMachine: Sendable {
     var phases: PhaseWatch?
     /// Under `--on-stall warn`, when the stall began; nil while not stalled.
     public internal(set) var stalledSince: MonotonicInstant?
+    /// Times it was marked stalled.
+    public internal(set) var stalls = 0
     /// The stall's diagnose command may run until then.
     var stallDiagnosisUntil: MonotonicInstant?
     /// The advice to checkpoint before the hard end (TaskMachineAdvice.swift).

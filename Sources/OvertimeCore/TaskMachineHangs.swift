@@ -50,6 +50,7 @@ extension TaskMachine {
     /// diagnose command runs once, and it goes on.
     mutating func stall(now: MonotonicInstant, into actions: inout [Action]) {
         stalledSince = now
+        stalls += 1
         let silence = progressSilence(now: now)
         let quiet: Duration = switch silence {
         case let .quiet(ago, _, _, _), let .heartbeat(ago, _): ago

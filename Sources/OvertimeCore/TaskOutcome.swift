@@ -78,6 +78,10 @@ public struct TaskOutcome: Sendable, Equatable {
     /// When it died of a signal: whether Overtime sent it (its cancel's SIGTERM, SIGKILL
     /// after grace), passed it on (a signal the supervisor received), or neither.
     public var signalSender: SignalSender?
+    /// The phase it named last (docs/hangs.md); nil when it named none.
+    public var phase: String?
+    /// Times it was marked stalled under `--on-stall warn`.
+    public var stalls = 0
 
     public init(task: TaskRef, pid: Int32?, termination: Termination, cancelReason: CancelReason?, killed: Bool,
                 elapsed: Duration, lastProgress: Progress?, result: JSONValue?, protocolErrors: Int, wasReady: Bool,

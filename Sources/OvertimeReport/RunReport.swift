@@ -16,7 +16,9 @@ public struct RunReport: Sendable {
     /// Something that happened to an attempt at one instant, drawn where it happened.
     public struct Mark: Sendable, Equatable {
         public enum Kind: String, Sendable {
-            case cancel, kill, `operator`, memory, straggler
+            case cancel, kill, `operator`, memory
+            /// The advice to checkpoint before the hard end, and a straggler flagged.
+            case advice, straggler
         }
         /// Milliseconds after the run's start.
         public var time: Int64
@@ -62,6 +64,13 @@ public struct RunReport: Sendable {
         public var lanes: [Int] = []
         /// Why another attempt followed it (the `retry` line's `because`).
         public var retryBecause: String?
+        /// The phases it named, in order: each rules from its time to the next one's (or
+        /// the attempt's end). At most `RunReport.phaseLimit`; `morePhases` counts the rest,
+        /// and one more entry, `PhaseStart.leftOut`, says where they begin.
+        public var phases: [PhaseStart] = []
+        public var morePhases = 0
+        /// Its stalls under `--on-stall warn`: from `stalled` to `resumed` (nil: to its end).
+        public var stalls: [Stall] = []
 
         mutating func add(_ mark: Mark) {
             if marks.count < RunReport.markLimit { marks.append(mark) } else { moreMarks += 1 }
@@ -160,6 +169,9 @@ public struct RunReport: Sendable {
     /// The job file's `concurrency`, when `job.json` was read.
     public var concurrency: Int?
     public var tasks: [Task] = []
+    /// The names of the phases the attempts named, each once, in the order first named
+    /// (`Attempt.phases` point into it): at most `phaseNameLimit`, then `otherPhases`.
+    public var phaseNames: [String] = []
     /// The sweeps and arrays whose elements are among `tasks`, or which the job file names.
     public var groups: [Group] = []
     public var lanes: [Lane] = []
@@ -183,6 +195,13 @@ public struct RunReport: Sendable {
     /// Progress points kept per attempt: enough for a line a few hundred pixels wide, few
     /// enough that a page of 5,000 long tasks stays small.
     public static let progressPointLimit = 160
+    /// Phase changes kept per attempt (the journal keeps at most one a second after the
+    /// first ten), and distinct phase names kept per run: each name is a colour and an
+    /// entry of the legend, and a journal is anyone's file.
+    public static let phaseLimit = 200
+    public static let phaseNameLimit = 24
+    /// What the phases past `phaseNameLimit` names are shown as.
+    public static let otherPhases = "(other phases)"
 
     public var runID: String? { runs.last?.id }
 
@@ -254,6 +273,7 @@ private struct JournalReader {
     var report = RunReport()
     private var indexByName: [String: Int] = [:]
     private var groupByName: [String: Int] = [:]
+    private var phaseByName: [String: Int] = [:]
     /// Absolute times (ms since 1970) until `finish` makes them relative to the start: the
     /// earliest line's, which need not be the first (a line's time is its event's, and a
     /// line may be written a little after one that happened later).
@@ -303,6 +323,32 @@ private struct JournalReader {
         return report.tasks.count - 1
     }
 
+    /// `name`'s place in `phaseNames`, added if new; past `phaseNameLimit` names, the place
+    /// of `otherPhases`.
+    private mutating func phaseIndex(_ name: String) -> Int {
+        if let index = phaseByName[name] { return index }
+        if report.phaseNames.count >= RunReport.phaseNameLimit {
+            if report.phaseNames.count == RunReport.phaseNameLimit { report.phaseNames.append(RunReport.otherPhases) }
+            return RunReport.phaseNameLimit
+        }
+        report.phaseNames.append(RunReport.shown(name))
+        phaseByName[name] = report.phaseNames.count - 1
+        return report.phaseNames.count - 1
+    }
+
+    /// The open attempt entered phase `phase` (a place in `phaseNames`) at `time`.
+    private static func enter(_ phase: Int, at time: Int64, in task: inout RunReport.Task) {
+        withOpenAttempt(of: &task) { attempt in
+            if attempt.phases.count < RunReport.phaseLimit {
+                attempt.phases.append(.init(time: time, name: phase))
+                return
+            }
+            // The last kept phase ends where the first one left out begins, not at the end.
+            if attempt.morePhases == 0 { attempt.phases.append(.init(time: time, name: RunReport.PhaseStart.leftOut)) }
+            attempt.morePhases += 1
+        }
+    }
+
     /// The group named `name`, made where the tasks so far end if it is new; `kind` is
     /// the job file's word for it, or what its first element's name looks like.
     private mutating func group(named name: String, kind: RunReport.Group.Kind) -> Int {
@@ -332,6 +378,11 @@ private struct JournalReader {
             report.runs.append(RunReport.Run(id: run, start: time))
         }
         let index = index(of: task)
+        if event == "phase" {
+            let phase = phaseIndex(record["name"].text ?? "?")
+            Self.enter(phase, at: time, in: &report.tasks[index])
+            return
+        }
         // Static: a method of self here would copy the report for every line.
         Self.apply(event, record, at: time, to: &report.tasks[index])
     }
@@ -375,6 +426,16 @@ private struct JournalReader {
                 let used = record["used"].int.map { " at \(ByteSize.text(UInt64(max(0, $0))))" } ?? ""
                 attempt.add(.init(time: time, kind: .memory, text: "memory warning" + used))
             }
+        case "stalled":
+            withOpenAttempt(of: &task) { attempt in
+                if attempt.stalls.count < RunReport.markLimit { attempt.stalls.append(.init(start: time)) }
+            }
+        case "resumed":
+            withOpenAttempt(of: &task) { attempt in
+                if let last = attempt.stalls.indices.last, attempt.stalls[last].end == nil { attempt.stalls[last].end = time }
+            }
+        case "advice":
+            withOpenAttempt(of: &task) { $0.add(.init(time: time, kind: .advice, text: "advised to " + (record["do"].text ?? "checkpoint"))) }
         case "straggler":
             task.straggler = true
             withOpenAttempt(of: &task) { attempt in
@@ -475,6 +536,8 @@ private struct JournalReader {
                 attempt.start -= start
                 attempt.end = attempt.end.map { $0 - start }
                 attempt.marks = attempt.marks.map { var m = $0; m.time -= start; return m }
+                attempt.phases = attempt.phases.map { var p = $0; p.time -= start; return p }
+                attempt.stalls = attempt.stalls.map { RunReport.Stall(start: $0.start - start, end: $0.end.map { $0 - start }) }
                 attempt.progress = Self.thin(attempt.progress.map { var p = $0; p.time -= start; return p })
                 report.tasks[i].attempts[j] = attempt
             }

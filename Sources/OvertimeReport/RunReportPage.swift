@@ -3,7 +3,7 @@ import OvertimeProtocol
 /// A `RunReport` as one self-contained HTML page: its style and scripts inline, the run's
 /// data embedded as JSON, nothing fetched from anywhere (docs/report.md).
 ///
-/// The page itself is `Page/page.html`, `page.css`, `groups.js` and `page.js`, made into
+/// The page itself is `Page/page.html`, `page.css`, `groups.js`, `phases.js` and `page.js`, made into
 /// `PageText` at build time (the ReportPage plugin); this puts the run's title and data
 /// into it. Its timeline is drawn on a canvas, and only its visible lanes, so 5,000 tasks
 /// cost a few thousand rectangles a frame; its task table renders only the rows in view.
@@ -68,6 +68,9 @@ public enum RunReportPage {
             w.endObject()
         }
         w.endArray()
+        if !report.phaseNames.isEmpty {
+            w.key("phases"); w.beginArray(); for name in report.phaseNames { w.string(name) }; w.endArray()
+        }
         w.key("groups")
         w.beginArray()
         for group in report.groups {
@@ -146,6 +149,15 @@ public enum RunReportPage {
                 w.endArray()
             }
             if attempt.moreMarks > 0 { w.key("moreMarks"); w.int(attempt.moreMarks) }
+            // [time, name, time, name, …] (a name is a place in `phases`) and
+            // [start, end, start, end, …] (end null while it did not resume).
+            if !attempt.phases.isEmpty {
+                w.key("phases"); w.beginArray(); for p in attempt.phases { w.int(Int(p.time)); w.int(p.name) }; w.endArray()
+            }
+            if attempt.morePhases > 0 { w.key("morePhases"); w.int(attempt.morePhases) }
+            if !attempt.stalls.isEmpty {
+                w.key("stalls"); w.beginArray(); for s in attempt.stalls { w.int(Int(s.start)); optional(s.end.map { Int($0) }, &w) }; w.endArray()
+            }
             if !attempt.progress.isEmpty {
                 w.key("progress")
                 w.beginArray()

@@ -1,6 +1,6 @@
 import Foundation
 
-// Turns the report's page (page.html, with page.css, groups.js and page.js) into Swift for
+// Turns the report's page (page.html, with page.css, groups.js, phases.js and page.js) into Swift for
 // OvertimeReport. Run by the ReportPage build-tool plugin whenever one of the files changes.
 // Usage: report-page OUTPUT.swift PAGE.html PAGE.css SCRIPT.js...
 //

@@ -137,6 +137,40 @@ import OvertimeProtocol
         #expect(!page.contains("overtime_task_stragglers_total{task=\"shard"), "a large sweep's elements have no series")
     }
 
+    @Test func phaseWindowAndStallPerTaskButNotPerElementOfALargeSweep() {
+        let recorder = MetricsRecorder()
+        recorder.sweepsWithoutSeries = ["shard"]
+        let fit = TaskRef(id: 1, name: "fit"), element = TaskRef(id: 2, name: "shard[3]")
+        feed(recorder, [
+            event(fit, 1, .started(pid: 10)),
+            event(fit, 2, .stalled(quiet: .seconds(5), why: "quiet")),
+            event(fit, 3, .advice(action: "checkpoint", remaining: .seconds(60), why: "late")),
+            event(element, 4, .started(pid: 11)),
+            event(element, 5, .stalled(quiet: .seconds(5), why: "quiet")),
+            event(element, 6, .straggler(rate: 1, median: 4, below: 0.5, restart: false)),
+        ])
+        #expect(recorder.stalls == 2 && recorder.checkpointAdvice == 1 && recorder.stragglers == ["shard": 1], "a large sweep's elements count too")
+
+        var info = RunMetrics(version: "9.9", runID: "r1", command: "batch", startedAt: MonotonicInstant(nanoseconds: 0),
+                              wallOffsetNanoseconds: 0)
+        info.sweepsWithoutSeries = ["shard"]
+        var live = TaskStatus.Live(pid: 10, elapsed: 3, remaining: 40, progress: nil)
+        (live.phase, live.window, live.stalled) = ("eval", 45, 2)
+        var shard = TaskStatus(name: "shard[3]", attempts: 1, state: .running, live: live)
+        shard.sweep = "shard"
+        let quiet = TaskStatus(name: "plain", attempts: 1, state: .running, live: .init(pid: 12, elapsed: 1, remaining: nil, progress: nil))
+        let page = String(decoding: info.render([TaskStatus(name: "fit", attempts: 1, state: .running, live: live), shard, quiet], recorder),
+                          as: UTF8.self)
+        #expect(page.contains("overtime_task_phase{task=\"fit\",phase=\"eval\"} 1\n"))
+        #expect(page.contains("overtime_task_window_seconds{task=\"fit\"} 45\n"))
+        #expect(page.contains("overtime_task_stalled{task=\"fit\"} 1\n") && page.contains("overtime_task_stalled{task=\"plain\"} 0\n"))
+        #expect(!page.contains("overtime_task_phase{task=\"plain\"") && !page.contains("overtime_task_window_seconds{task=\"plain\""),
+                "no phase named, no window: no series")
+        #expect(!page.contains("task=\"shard"), "no series per element of a large sweep")
+        #expect(page.contains("overtime_stalls_total 2\n") && page.contains("overtime_checkpoint_advice_total 1\n")
+            && page.contains("overtime_stragglers_total{group=\"shard\"} 1\n"))
+    }
+
     @Test func pageOfARunWhoseTaskEnded() {
         let recorder = MetricsRecorder()
         let ref = TaskRef(id: 1, name: "job \"1\"")
@@ -160,7 +194,7 @@ import OvertimeProtocol
         #expect(info.allSucceeded([], recorder))
         // Every family once, with HELP and TYPE before its samples.
         let types = page.split(separator: "\n").filter { $0.hasPrefix("# TYPE ") }.map { $0.split(separator: " ")[2] }
-        #expect(Set(types).count == types.count && types.count == 24)
+        #expect(Set(types).count == types.count && types.count == 29)
     }
 
     @Test func aSeriesPerConnectedReporterBounded() {

@@ -161,11 +161,28 @@ struct ControlReplyTests {
             TaskStatus(name: "done", attempts: 1, state: .succeeded),
             TaskStatus(name: "broke", attempts: 3, state: .failed, reason: "exit 3"),
             TaskStatus(name: "never", attempts: 0, state: .skipped, reason: "dependency"),
+            ControlReplyTests.stalledInPhase,
             TaskStatus(name: "say \"hi\"\n\u{1B}[31m日本", state: .running,
                        live: TaskStatus.Live(pid: 2, elapsed: 2, remaining: nil, progress: Progress(title: "\u{0}", detail: "😀"))),
         ])),
     ] + CancelReason.allCases.map { reason in
         ControlReply(.status([TaskStatus(name: "t", state: .cancelling(reason), live: TaskStatus.Live(pid: 1, elapsed: 1, remaining: nil, progress: nil))]))
+    }
+
+    /// A task with a phase, a learned window and a stall (docs/control.md).
+    static let stalledInPhase: TaskStatus = {
+        var live = TaskStatus.Live(pid: 3, elapsed: 60, remaining: 540, progress: nil)
+        (live.phase, live.window, live.windowLearned) = ("eval", 45.2, true)
+        (live.stalledSince, live.stalled) = ("2026-12-01T17:48:14.120Z", 12.4)
+        return TaskStatus(name: "fit", state: .running, live: live)
+    }()
+
+    @Test("a task's phase, window and stall: written only when there is something to say")
+    func hangFields() {
+        let line = text(ControlReply(.status([Self.stalledInPhase])).encoded())
+        #expect(line.contains(#""progress":null,"phase":"eval","window":45.2,"window_learned":true,"stalled_since":"2026-12-01T17:48:14.120Z","stalled":12.4"#), "\(line)")
+        let plain = text(ControlReply(.status([TaskStatus(name: "t", state: .running, live: .init(pid: 1, elapsed: 1, remaining: 1, progress: nil))])).encoded())
+        #expect(!plain.contains("phase") && !plain.contains("window") && !plain.contains("stalled"), "\(plain)")
     }
 
     static let runInfo = SupervisorInfo(run: "20261201-074814-09c65d80", kind: .run, pid: 4242, uid: 1000, user: "ada",

@@ -1,4 +1,4 @@
-// The report page's own tests: its real script (groups.js, then page.js, in page.html's one
+// The report page's own tests: its real script (groups.js, phases.js, then page.js, in page.html's one
 // <script> element, as the build puts them there), run by node (node:test, no packages)
 // against the elements page.html declares and a run's data written here. What the page
 // writes into those elements is what is checked: the header, the table's durations and
@@ -46,12 +46,16 @@ class FakeElement {
   closest() { return null; }
 }
 
+// Every rectangle the page's canvases filled since the page was loaded: [fillStyle, x, y, w, h].
+let filled = [];
+
 // A 2D context that takes every call and setting; text is 6 px a character wide.
 function fakeCanvasContext() {
   const settings = {};
   return new Proxy(settings, {
     get(target, name) {
       if (name === "measureText") return (text) => ({ width: String(text).length * 6 });
+      if (name === "fillRect") return (...rect) => filled.push([target.fillStyle, ...rect]);
       if (name in target) return target[name];
       return () => ({});
     },
@@ -61,6 +65,7 @@ function fakeCanvasContext() {
 
 // The page loaded with `data` (and the address `hash`): its elements, its address, its frames.
 function loadPage(data, hash = "") {
+  filled = [];
   const elements = new Map();
   const body = new FakeElement("body");
   const frames = [];
@@ -243,6 +248,52 @@ test("hovering a bar describes its attempt", () => {
   assert.ok(tooltip.innerHTML.includes("03:04:05 UTC"), tooltip.innerHTML);
   move(10);        // the axis
   assert.equal(tooltip.hidden, true);
+});
+
+test("each phase shades its part of the bar in its own colour, named in the legend and on hover; a stall darkens its part", () => {
+  const data = run();
+  data.end = 20_000;
+  data.phases = ["compile", "step"];
+  const train = data.tasks[3].attempts[0];
+  Object.assign(train, { phases: [0, 0, 4_000, 1], stalls: [6_000, 8_000], marks: [[10_000, "advice", "advised to checkpoint"]] });
+  const page = loadPage(data);
+  page.runFrames();
+  assert.equal(page.body.dataset.errors, undefined, page.element("errors").textContent);
+  const legend = page.element("legend").innerHTML;
+  const colour = (name) => legend.match(new RegExp('background:(#[0-9a-f]{6})"></span>phase ' + name))?.[1];
+  assert.ok(colour("compile") && colour("step") && colour("compile") !== colour("step"), legend);
+  assert.ok(legend.includes("stalled"), legend);
+  // The page's mapping, as in the hover test: the train bar is in lane 2 (GPU 0).
+  const pad = 20_000 * 0.015, plot = page.element("timeline").clientWidth - 118 - 14;
+  const X = (t) => 118 + (t + pad) / (20_000 + 2 * pad) * plot;
+  const laneTop = 26 + 2 * 30, barFoot = laneTop + 30 - 4;
+  const shades = (c) => filled.filter((f) => f[0] === c && f[2] + f[4] === barFoot && f[2] > laneTop + 4);
+  const [compile] = shades(colour("compile")), [step] = shades(colour("step"));
+  assert.ok(compile && Math.abs(compile[1] - X(0)) <= 1 && Math.abs(compile[1] + compile[3] - X(4_000)) <= 1, JSON.stringify(compile));
+  assert.ok(step && Math.abs(step[1] - X(4_000)) <= 1 && Math.abs(step[1] + step[3] - X(12_300)) <= 1, JSON.stringify(step));
+  const [stall] = filled.filter((f) => String(f[0]).startsWith("rgba(17,24,39"));
+  assert.ok(stall && Math.abs(stall[1] - X(6_000)) <= 1 && Math.abs(stall[1] + stall[3] - X(8_000)) <= 1, JSON.stringify(stall));
+  const canvas = page.element("timeline"), tooltip = page.element("tooltip");
+  const hover = (t) => {
+    page.window.listeners.mousemove.forEach((handler) =>
+      handler({ target: canvas, offsetX: X(t), offsetY: laneTop + 15, clientX: X(t), clientY: laneTop + 15 }));
+    return tooltip.innerHTML;
+  };
+  assert.ok(hover(2_000).includes("phase <b>compile</b> from +0"), tooltip.innerHTML);
+  assert.ok(hover(9_000).includes("phase <b>step</b> from +4.00 s for 8.30 s"), tooltip.innerHTML);
+  assert.ok(tooltip.innerHTML.includes("stalled at +6.00 s, resumed after 2.00 s"), tooltip.innerHTML);
+  assert.ok(tooltip.innerHTML.includes("advice at +10.0 s: advised to checkpoint"), tooltip.innerHTML);
+  assert.ok(hover(2_000).includes("2 phases named"), tooltip.innerHTML);
+});
+
+test("a phase name is text, never markup; a run without phases has no phase in its legend", () => {
+  const data = run();
+  data.phases = ["<img src=x>"];
+  data.tasks[0].attempts[0].phases = [0, 0];
+  const page = loadPage(data);
+  page.runFrames();
+  assert.ok(page.element("legend").innerHTML.includes("phase &lt;img src=x&gt;"));
+  assert.ok(!loadPage(run()).element("legend").innerHTML.includes("phase"));
 });
 
 test("the address opens the page on a task; a name it cannot decode is passed over", () => {

@@ -25,6 +25,10 @@ public struct TaskReport: Sendable, Equatable {
     public var protocolErrors = 0
     /// Its last attempt's peak memory and CPU time.
     public var usage = ResourceUsage()
+    /// The phase its last attempt named last, and how often that attempt stalled
+    /// (docs/hangs.md).
+    public var phase: String?
+    public var stalls = 0
 }
 
 /// What a batch reports as it goes, on the supervisor's loop thread.
@@ -420,6 +424,7 @@ final class BatchState: EventSink {
                 if let detail = report.detail { w.key("detail"); w.string(detail) }
                 if let code = report.exitCode { w.key("exit_code"); w.int(Int(code)) }
                 w.key("attempts"); w.int(report.attempts)
+                Self.writeHangFields(report, into: &w)
             }
             onUpdate(.finished(report))
         }
@@ -530,7 +535,8 @@ final class BatchState: EventSink {
         let outcome = lastOutcome[index]
         var report = TaskReport(name: elements.name(index), outcome: .failed, reason: nil, detail: nil, exitCode: outcome?.exitCode,
                                 attempts: attempts, duration: outcome?.elapsed, result: outcome?.result, resumed: false,
-                                protocolErrors: outcome?.protocolErrors ?? 0, usage: outcome?.usage ?? ResourceUsage())
+                                protocolErrors: outcome?.protocolErrors ?? 0, usage: outcome?.usage ?? ResourceUsage(),
+                                phase: outcome?.phase, stalls: outcome?.stalls ?? 0)
         switch state {
         case .succeeded:
             report.outcome = .succeeded
@@ -649,6 +655,13 @@ final class BatchState: EventSink {
         onDone(summary)
     }
 
+    /// `phase` and `stalls` of a task's `finished` line and summary row, when it named a
+    /// phase or stalled: a run of tasks that do neither reads as before.
+    static func writeHangFields(_ report: TaskReport, into w: inout JSONWriter) {
+        if let phase = report.phase { w.key("phase"); w.string(phase) }
+        if report.stalls > 0 { w.key("stalls"); w.int(report.stalls) }
+    }
+
     static func summaryJSON(_ summary: BatchSummary, encoder: EventEncoder, now: MonotonicInstant) -> [UInt8] {
         var w = JSONWriter(capacity: 1024)
         w.beginObject()
@@ -683,6 +696,7 @@ final class BatchState: EventSink {
             w.key("resumed"); w.bool(report.resumed)
             w.key("protocol_errors"); w.int(report.protocolErrors)
             EventEncoder.writeUsage(report.usage, into: &w)
+            writeHangFields(report, into: &w)
             w.endObject()
         }
         w.endArray()

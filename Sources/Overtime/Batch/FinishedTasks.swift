@@ -23,6 +23,8 @@ struct FinishedTasks {
         var hasExitCode: Bool
         var resumed: Bool
         var memorySource: ResourceUsage.MemorySource?
+        var stalls: Int32
+        var phase: String?
 
         static let none = Int64.min
         static let noPeak = UInt64.max
@@ -43,7 +45,8 @@ struct FinishedTasks {
                             cpuSystem: Self.nanoseconds(report.usage.cpuSystem), peakMemory: report.usage.peakMemory ?? Record.noPeak,
                             exitCode: report.exitCode ?? 0, attempts: Int32(clamping: report.attempts),
                             protocolErrors: Int32(clamping: report.protocolErrors), outcome: report.outcome,
-                            hasExitCode: report.exitCode != nil, resumed: report.resumed, memorySource: report.usage.memorySource)
+                            hasExitCode: report.exitCode != nil, resumed: report.resumed, memorySource: report.usage.memorySource,
+                            stalls: Int32(clamping: report.stalls), phase: report.phase)
         if places[index] >= 0 {
             records[Int(places[index])] = record
         } else {
@@ -61,7 +64,7 @@ struct FinishedTasks {
         return TaskReport(name: name, outcome: record.outcome, reason: record.reason, detail: record.detail,
                           exitCode: record.hasExitCode ? record.exitCode : nil, attempts: Int(record.attempts),
                           duration: Self.duration(record.duration), result: record.result, resumed: record.resumed,
-                          protocolErrors: Int(record.protocolErrors), usage: usage)
+                          protocolErrors: Int(record.protocolErrors), usage: usage, phase: record.phase, stalls: Int(record.stalls))
     }
 
     /// Why task `index` failed or was skipped, once it finished.

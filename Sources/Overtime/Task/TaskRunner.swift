@@ -424,6 +424,8 @@ final class TaskRunner {
             interrupted: interrupted
         )
         outcome.cancelWhy = machine.cancelWhy
+        outcome.phase = machine.phaseName
+        outcome.stalls = machine.stalls
         outcome.usage = TaskUsage.final(cgroup: cgroup, reaped: process?.usage, sampledPeak: machine.peakMemory)
         outcome.oomKills = cgroup?.oomKills()
         if case let .signaled(signal) = termination {

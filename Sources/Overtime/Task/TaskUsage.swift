@@ -125,7 +125,7 @@ extension TaskStatus {
         case let .cancelling(reason): .cancelling(reason)
         case .exited: .exiting
         }
-        let live = TaskStatus.Live(pid: pid, elapsed: (now - machine.startedAt).seconds,
+        var live = TaskStatus.Live(pid: pid, elapsed: (now - machine.startedAt).seconds,
                                    remaining: machine.remaining(at: now)?.seconds, progress: machine.lastProgress,
                                    reporters: machine.reporters.count, byReporter: Self.byReporter(machine, now: now),
                                    memory: usage.memory,
@@ -134,6 +134,18 @@ extension TaskStatus {
                                    everyReporter: machine.policy.everyReporter ? machine.reporterRemaining(at: now).map {
                                        TaskStatus.Live.ReporterLeft(reporter: machine.name(of: $0.reporter), remaining: $0.remaining.seconds)
                                    } : nil)
+        live.phase = machine.phaseName
+        (live.window, live.windowLearned) = (machine.windowInForce.window?.seconds, machine.windowInForce.learned)
+        live.stall(since: machine.stalledSince, now: now, clock: machine.timeOfDay)
         self.init(name: ref.name, state: state, live: live)
+    }
+}
+
+extension TaskStatus.Live {
+    /// Marks the task stalled since `since` (nil: not stalled), the instant as UTC time.
+    mutating func stall(since: MonotonicInstant?, now: MonotonicInstant, clock: TimeOfDay) {
+        guard let since else { return }
+        stalledSince = EventEncoder(runID: "", wallOffsetNanoseconds: clock.wallOffsetNanoseconds).timestamp(since)
+        stalled = (now - since).seconds
     }
 }

@@ -41,6 +41,10 @@ public final class MetricsRecorder: EventSink {
     public var stragglerGroups: [String: String] = [:] {
         didSet { for group in stragglerGroups.values where stragglers[group] == nil { stragglers[group] = 0 } }
     }
+    /// Stalls under `--on-stall warn` and checkpoint advice sent: run-wide counts, a large
+    /// sweep's elements included.
+    public private(set) var stalls = 0
+    public private(set) var checkpointAdvice = 0
     /// Runner ids (`TaskRef.id`, one per attempt) to their task's place in `tasks`: a
     /// progress event costs one integer lookup.
     private var indexByRunner: [Int: Int] = [:]
@@ -73,8 +77,8 @@ public final class MetricsRecorder: EventSink {
         case let .cancelSent(reason, _, _):
             tasks[index].cancels[reason, default: 0] += 1
             cancels[reason, default: 0] += 1
-        case .protocolError:
-            protocolErrors += 1
+        case .protocolError, .stalled, .advice:
+            countRunWide(event.kind)
         case .straggler:
             tasks[index].stragglers += 1
             countStraggler(event.task.name)
@@ -102,12 +106,11 @@ public final class MetricsRecorder: EventSink {
         }
         switch event.kind {
         case let .cancelSent(reason, _, _): cancels[reason, default: 0] += 1
-        case .protocolError: protocolErrors += 1
         case .straggler: countStraggler(event.task.name)
         case let .exited(outcome):
             outcomes[outcome.kind, default: 0] += 1
             countedOnly.remove(id)
-        default: break
+        default: countRunWide(event.kind)
         }
         return true
     }
@@ -116,6 +119,16 @@ public final class MetricsRecorder: EventSink {
     private func countStraggler(_ name: String) {
         let entry = name.last == "]" ? name.firstIndex(of: "[").map { String(name[..<$0]) } ?? name : name
         stragglers[stragglerGroups[entry] ?? entry, default: 0] += 1
+    }
+
+    /// The events only the run-wide counters count.
+    private func countRunWide(_ kind: TaskEvent.Kind) {
+        switch kind {
+        case .protocolError: protocolErrors += 1
+        case .stalled: stalls += 1
+        case .advice: checkpointAdvice += 1
+        default: break
+        }
     }
 
     private func index(of task: TaskRef) -> Int {

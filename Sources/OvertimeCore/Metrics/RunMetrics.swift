@@ -124,6 +124,10 @@ public struct RunMetrics: Sendable {
         }
         text.family("overtime_protocol_errors_total", .counter, help: "Bad lines tasks wrote on their channels (dropped; the tasks go on).")
         text.sample("overtime_protocol_errors_total", Double(recorder.protocolErrors))
+        text.family("overtime_stalls_total", .counter, help: "Times a task under --on-stall warn passed its soft deadline and was marked stalled.")
+        text.sample("overtime_stalls_total", Double(recorder.stalls))
+        text.family("overtime_checkpoint_advice_total", .counter, help: "Advice to checkpoint sent to tasks whose pace would not finish before their hard end.")
+        text.sample("overtime_checkpoint_advice_total", Double(recorder.checkpointAdvice))
 
         text.family("overtime_stragglers_total", .counter, help: "Tasks flagged far slower than their running peers (stragglers), by the group they were compared in: a sweep's or array's name, or a peer-group.")
         for group in recorder.stragglers.keys.sorted() {
@@ -185,6 +189,21 @@ public struct RunMetrics: Sendable {
         text.family("overtime_task_budget_remaining_seconds", .gauge, help: "Time left before the running task's deadline; +Inf when it has no limit.")
         for row in rows {
             if let live = row.live { text.sample("overtime_task_budget_remaining_seconds", ["task": row.name], live.remaining ?? .infinity) }
+        }
+
+        text.family("overtime_task_phase", .gauge, help: "Always 1, for each running task that named a phase, in the phase it named last.")
+        for row in rows {
+            if let phase = row.live?.phase { text.sample("overtime_task_phase", ["task": row.name, "phase": phase], 1) }
+        }
+
+        text.family("overtime_task_window_seconds", .gauge, help: "How far a report of the running task moves its deadline ahead now: its phase's window, learned or set, or its own; absent when it has none.")
+        for row in rows {
+            if let window = row.live?.window { text.sample("overtime_task_window_seconds", ["task": row.name], window) }
+        }
+
+        text.family("overtime_task_stalled", .gauge, help: "1 while the running task is stalled under --on-stall warn, else 0.")
+        for row in rows {
+            if let live = row.live { text.sample("overtime_task_stalled", ["task": row.name], live.stalled == nil ? 0 : 1) }
         }
 
         text.family("overtime_task_elapsed_seconds", .gauge, help: "Time since the running task's attempt started.")

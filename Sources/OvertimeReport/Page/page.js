@@ -18,12 +18,12 @@ const TEXT_ON = { cancelled: "#3d2800", skipped: "#1f2937", waiting: "#1f2937" }
 const WORDS = { succeeded: "succeeded", failed: "failed", cancelled: "cancelled", killed: "killed",
   oom: "out of memory", skipped: "skipped", running: "running", waiting: "waiting" };
 const ORDER = ["succeeded", "failed", "cancelled", "killed", "oom", "skipped", "running", "waiting"];
-const MARK_COLORS = { cancel: "#111827", kill: "#7f1d1d", operator: "#1d4ed8", memory: "#9d174d", straggler: "#b45309" };
+const MARK_COLORS = { cancel: "#111827", kill: "#7f1d1d", operator: "#1d4ed8", memory: "#9d174d",
+  advice: "#0f766e", straggler: "#b45309" };
 // A task an attempt of which was far slower than its peers (the journal's `straggler` line).
 function stragglerTag(task) {
   return task.straggler ? ' <span class="straggler-tag" title="far slower than its peers in an attempt">straggler</span>' : "";
 }
-
 function esc(text) {
   return String(text).replace(/[&<>"']/g, function (c) { return { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" }[c]; });
 }
@@ -55,6 +55,7 @@ function outcomeCell(outcome) { return '<span class="outcome">' + swatch(outcome
 const data = JSON.parse(document.getElementById("run-data").textContent);
 const tasks = data.tasks;
 const runEnd = Math.max(data.end, 1);
+const phaseNames = data.phases || [];
 
 // Derived per task and attempt: where each bar ends (an open one at the journal's end),
 // the task's span and its last progress.
@@ -69,7 +70,7 @@ tasks.forEach(function (task, index) {
   task.firstStart = task.attempts.length ? task.attempts[0].start : null;
   task.peak = null;
   task.attempts.forEach(function (attempt, i) {
-    ["lanes", "gpus", "marks", "progress"].forEach(function (list) { if (!attempt[list]) attempt[list] = []; });
+    ["lanes", "gpus", "marks", "progress", "phases", "stalls"].forEach(function (list) { if (!attempt[list]) attempt[list] = []; });
     if (attempt.peak != null && (task.peak == null || attempt.peak > task.peak)) task.peak = attempt.peak;
     // Its place among all the task's attempts: a resumed run numbers its own from 1.
     attempt.seq = i + 1;
@@ -133,7 +134,9 @@ countsBox.addEventListener("click", function (event) {
 
 document.getElementById("legend").innerHTML = ORDER.filter(function (o) { return o !== "waiting"; }).map(function (o) {
   return "<span>" + (o === "running" ? '<span class="swatch stripe-key"></span>' : swatch(o)) + esc(WORDS[o]) + "</span>";
-}).join("") + '<span><span class="swatch progress-key"></span>progress, inside a bar</span><span><span class="mark-key"></span>cancel (its reason beside it)</span><span><span class="retry-key"></span>retried as the next attempt</span>';
+}).join("") + '<span><span class="swatch progress-key"></span>progress, inside a bar</span><span><span class="mark-key"></span>cancel (its reason beside it)</span><span><span class="retry-key"></span>retried as the next attempt</span>'
+  + (tasks.some(function (t) { return t.attempts.some(function (a) { return a.stalls.length; }); }) ? '<span><span class="swatch stall-key"></span>stalled</span>' : "")
+  + phaseNames.map(function (name, i) { return '<span class="phase-key"><span class="swatch" style="background:' + phaseColor(i) + '"></span>phase ' + esc(name) + "</span>"; }).join("");
 
 // ---- the timeline ----
 const GUTTER = 118, AXIS = 26, RIGHT = 14;
@@ -255,6 +258,8 @@ function draw() {
       g.fillStyle = a.open ? stripes : COLORS[a.outcome];
       g.fillRect(px, y, pw, h);
       if (pw >= 16 && h >= 12 && a.progress.length >= 4) drawProgress(a, px, y, pw, h);
+      if (a.phases.length && h >= 5) drawPhases(a, px, y, pw, h);
+      if (a.stalls.length) drawStalls(a, px, y, pw, h);
       if (pw > 36 && h >= 14) labels.push([bar, px, y, pw, h]);
       if (selected === bar.task) outlines.push([px, y, pw, h]);
       for (let m = 0; m < a.marks.length; m++) {
@@ -433,7 +438,7 @@ function moreMarks(attempt) {
   return attempt.moreMarks + " more mark" + (attempt.moreMarks === 1 ? "" : "s") + " in the journal";
 }
 
-function describe(task, attempt) {
+function describe(task, attempt, t) {
   const lines = ["<b>" + esc(task.name) + "</b>" + (attempt ? " <span class='muted'>attempt " + attempt.seq + " of " + task.attempts.length + (attempt.n !== attempt.seq ? " (its run's " + attempt.n + ")" : "") + "</span>" : "")];
   if (attempt) {
     lines.push(outcomeCell(attempt.outcome) + (attempt.as && attempt.as !== attempt.outcome ? " (" + esc(attempt.as) + ")" : "") + (attempt.cancel ? " · cancel: " + esc(attempt.cancel) + (attempt.why ? " (" + esc(attempt.why) + ")" : "") : "") + (attempt.exit != null ? " · exit " + attempt.exit : ""));
@@ -442,6 +447,14 @@ function describe(task, attempt) {
     const p = attempt.progress;
     if (p.length || attempt.title || attempt.detail) {
       lines.push("progress " + (p.length ? Math.round(p[p.length - 1] * 100) + "%" : "–") + (attempt.reporter ? " · " + esc(attempt.reporter) : "") + (attempt.title ? " · " + esc(attempt.title) : "") + (attempt.detail ? " · " + esc(attempt.detail) : ""));
+    }
+    const phase = t != null ? phaseAt(attempt, t) : null;
+    if (phase) lines.push("phase <b>" + esc(phase[0]) + "</b> from " + offset(phase[1]) + " for " + duration(phase[2] - phase[1]));
+    // The entry that marks where the phases left out begin is one of them.
+    const named = attempt.phases.length / 2 + (attempt.morePhases ? attempt.morePhases - 1 : 0);
+    if (named > 1) lines.push(named + " phases named" + (attempt.morePhases ? " (" + attempt.morePhases + " not drawn)" : ""));
+    for (let i = 0; i < attempt.stalls.length; i += 2) {
+      lines.push("stalled at " + offset(attempt.stalls[i]) + (attempt.stalls[i + 1] == null ? ", did not resume" : ", resumed after " + duration(attempt.stalls[i + 1] - attempt.stalls[i])));
     }
     if (attempt.peak != null) lines.push("peak memory " + bytes(attempt.peak) + (attempt.source ? " (" + esc(attempt.source) + ")" : ""));
     attempt.marks.forEach(function (m) { lines.push(esc(m[1]) + " at " + offset(m[0]) + ": " + esc(m[2])); });
@@ -460,7 +473,7 @@ function describe(task, attempt) {
 const tooltip = document.getElementById("tooltip");
 function showTooltip(found, event) {
   if (!found) { tooltip.hidden = true; return; }
-  tooltip.innerHTML = describe(found.task, found.attempt);
+  tooltip.innerHTML = describe(found.task, found.attempt, event.target === canvas ? T(event.offsetX) : null);
   tooltip.hidden = false;
   const w = tooltip.offsetWidth, h = tooltip.offsetHeight;
   let left = event.clientX + 14, top = event.clientY + 14;
