@@ -258,8 +258,8 @@ function draw() {
       g.fillStyle = a.open ? stripes : COLORS[a.outcome];
       g.fillRect(px, y, pw, h);
       if (pw >= 16 && h >= 12 && a.progress.length >= 4) drawProgress(a, px, y, pw, h);
-      if (a.phases.length && h >= 5) drawPhases(a, px, y, pw, h);
-      if (a.stalls.length) drawStalls(a, px, y, pw, h);
+      if (a.phases.length && h >= 5) drawPhases(g, X, a, px, y, pw, h);
+      if (a.stalls.length) drawStalls(g, X, a, px, y, pw, h);
       if (pw > 36 && h >= 14) labels.push([bar, px, y, pw, h]);
       if (selected === bar.task) outlines.push([px, y, pw, h]);
       for (let m = 0; m < a.marks.length; m++) {
@@ -448,7 +448,7 @@ function describe(task, attempt, t) {
     if (p.length || attempt.title || attempt.detail) {
       lines.push("progress " + (p.length ? Math.round(p[p.length - 1] * 100) + "%" : "–") + (attempt.reporter ? " · " + esc(attempt.reporter) : "") + (attempt.title ? " · " + esc(attempt.title) : "") + (attempt.detail ? " · " + esc(attempt.detail) : ""));
     }
-    const phase = t != null ? phaseAt(attempt, t) : null;
+    const phase = t != null ? phaseAt(attempt, t, phaseNames) : null;
     if (phase) lines.push("phase <b>" + esc(phase[0]) + "</b> from " + offset(phase[1]) + " for " + duration(phase[2] - phase[1]));
     // The entry that marks where the phases left out begin is one of them.
     const named = attempt.phases.length / 2 + (attempt.morePhases ? attempt.morePhases - 1 : 0);

@@ -1,7 +1,6 @@
 // The phases a task named (docs/hangs.md) and its stalls, drawn on its attempt's bar in the
-// report's timeline. Part of page.html's one script, before page.js: what is here is called
-// by page.js's drawing and tooltip, and uses its canvas (`g`, `X`, `GUTTER`, `width`) and
-// the run's phase names (`phaseNames`) when called.
+// report's timeline. Part of page.html's one script, before page.js, whose drawing and
+// tooltip call these with its canvas context `g` and its time-to-x function `X`.
 
 // A phase's shade along the foot of its bar: one colour per name, in the order named.
 const PHASE_COLORS = ["#1e3a8a", "#facc15", "#06b6d4", "#a3e635", "#f472b6", "#7c3aed", "#fb923c", "#14b8a6",
@@ -10,14 +9,14 @@ function phaseColor(index) { return PHASE_COLORS[index % PHASE_COLORS.length]; }
 
 // The phases along the bar's foot, a quarter of its height: each from its start to the
 // next one's or the attempt's end; none past the first one the data left out (-1).
-function drawPhases(a, px, y, pw, h) {
+function drawPhases(g, X, a, px, y, pw, h) {
   const p = a.phases, sh = Math.max(2, Math.round(h / 4));
   g.save();
   g.beginPath(); g.rect(px, y, pw, h); g.clip();
   for (let i = 0; i < p.length; i += 2) {
     if (p[i + 1] < 0) break;
     const x0 = X(p[i]), x1 = X(i + 2 < p.length ? p[i + 2] : a.stop);
-    if (x1 < GUTTER || x0 > width) continue;
+    if (x1 < px || x0 > px + pw) continue;
     g.fillStyle = phaseColor(p[i + 1]);
     g.fillRect(Math.floor(x0), y + h - sh, Math.max(1, Math.round(x1) - Math.floor(x0)), sh);
   }
@@ -25,7 +24,7 @@ function drawPhases(a, px, y, pw, h) {
 }
 
 // A stall darkens its part of the bar, up to its resume or the attempt's end.
-function drawStalls(a, px, y, pw, h) {
+function drawStalls(g, X, a, px, y, pw, h) {
   const s = a.stalls;
   g.save();
   g.beginPath(); g.rect(px, y, pw, h); g.clip();
@@ -37,11 +36,12 @@ function drawStalls(a, px, y, pw, h) {
   g.restore();
 }
 
-// The phase attempt `a` was in at time `t`: [name, start, end], or null.
-function phaseAt(a, t) {
+// The phase attempt `a` was in at time `t`: [name, start, end], or null; `names` are the
+// run's phase names, which the attempt's phases number.
+function phaseAt(a, t, names) {
   const p = a.phases;
   for (let i = p.length - 2; i >= 0; i -= 2) {
-    if (p[i] <= t) return p[i + 1] < 0 ? null : [phaseNames[p[i + 1]], p[i], i + 2 < p.length ? p[i + 2] : a.stop];
+    if (p[i] <= t) return p[i + 1] < 0 ? null : [names[p[i + 1]], p[i], i + 2 < p.length ? p[i + 2] : a.stop];
   }
   return null;
 }
