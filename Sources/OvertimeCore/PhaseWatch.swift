@@ -73,11 +73,13 @@ struct PhaseWatch: Sendable, Equatable {
         if learner != nil {
             if afterBoundary {
                 if let phase = boundaryPhase {
-                    boundaries[phase, default: BoundarySilences()].seen += 1
-                    boundaries[phase]!.longest = max(boundaries[phase]!.longest, now - lastReport)
+                    var silences = boundaries[phase] ?? BoundarySilences()
+                    silences.seen += 1
+                    silences.longest = max(silences.longest, now - lastReport)
+                    boundaries[phase] = silences
                 }
             } else if learn {
-                learned = learner!.record(now - lastReport, in: name, endedStall: endedStall)
+                learned = learner?.record(now - lastReport, in: name, endedStall: endedStall) ?? nil
                 if explicitWindow(for: name, policy: policy) != nil { learned = nil }
             }
         }

@@ -37,9 +37,10 @@ struct CLIBatchStragglerTests {
         let f = try CLIBatchFixture()
         try Self.job(f, action: nil)
         let started = ContinuousClock.now
-        let result = try await f.run(timeout: .seconds(30))
+        let result = try await f.run(timeout: .seconds(120))
         #expect(result.status == 0, "\(result)")
-        #expect(ContinuousClock.now - started < .seconds(25), "a batch of about 10 s")
+        // About 10 s on an idle machine; the bound only says it ended rather than hung.
+        #expect(ContinuousClock.now - started < .seconds(100), "a batch of about 10 s")
         let flagged = try f.events().filter { $0["event"] as? String == "straggler" }
         #expect(flagged.count == 1, "\(flagged)")
         let flag = try #require(flagged.first)
@@ -71,9 +72,9 @@ struct CLIBatchStragglerTests {
         let f = try CLIBatchFixture()
         try Self.job(f, action: "restart")
         let started = ContinuousClock.now
-        let result = try await f.run(timeout: .seconds(30))
+        let result = try await f.run(timeout: .seconds(120))
         #expect(result.status == 0, "\(result)")
-        #expect(ContinuousClock.now - started < .seconds(25), "a batch of about 13 s")
+        #expect(ContinuousClock.now - started < .seconds(100), "a batch of about 13 s")
         let flagged = try f.events().filter { $0["event"] as? String == "straggler" }
         #expect(flagged.map { $0["task"] as? String } == ["shard[2]"], "\(flagged)")
         #expect(flagged.first?["action"] as? String == "restart", "\(flagged)")
