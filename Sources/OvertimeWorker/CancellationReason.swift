@@ -94,17 +94,16 @@ public struct MemoryWarning: Sendable, Equatable {
 /// The supervisor's advice to checkpoint now: the task's hard end is `remaining` away, about
 /// as long as a checkpoint takes, and at its pace its work will not be done by then.
 public struct CheckpointAdvice: Sendable, Equatable {
-    /// What the supervisor advises, as the `advice` message says it (`do`).
-    public var action: String { Self.action }
+    /// What the supervisor advises, as the `advice` message says it (`do`): `checkpoint`.
+    public var action: String
     /// Time left before the hard end, when the advice was sent.
     public var remaining: Duration
     /// Why, in words: which end, how far, the pace, how long a checkpoint takes.
     public var why: String
 
-    public init(remaining: Duration, why: String) {
+    public init(action: String = "checkpoint", remaining: Duration, why: String) {
+        self.action = action
         self.remaining = remaining
         self.why = why
     }
-
-    static let action = "checkpoint"
 }

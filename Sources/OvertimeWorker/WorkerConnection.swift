@@ -186,23 +186,20 @@ final class WorkerConnection: Sendable {
                 }
                 return (s.outgoing, s.pendingProgress, s.pendingHeartbeat)
             }
-            for message in messages { write(message.encoded(reporter: name(for: message))) }
+            for message in messages { write(message.encoded(reporter: message.isReport ? takeName() : nil)) }
             if let progress {
-                write(ChildMessage.progress(progress).encoded(reporter: self.name(for: .heartbeat)))
+                write(ChildMessage.progress(progress).encoded(reporter: takeName()))
             } else if heartbeat {
-                write(ChildMessage.heartbeat.encoded(reporter: self.name(for: .heartbeat)))
+                write(ChildMessage.heartbeat.encoded(reporter: takeName()))
             }
             return progress != nil || heartbeat
         }
     }
 
-    /// The connection says who it is once, with its first report (progress, a heartbeat, a
-    /// phase): the name to send with `message`, if it is that one.
-    private func name(for message: ChildMessage) -> String? {
-        switch message {
-        case .progress, .heartbeat, .phase: unnamed.withLock { named in named.take() }
-        case .extend, .ready, .result: nil
-        }
+    /// The connection says who it is once, with its first report: the name for the report
+    /// about to be written, nil after the first.
+    private func takeName() -> String? {
+        unnamed.withLock { named in named.take() }
     }
 
     private func write(_ bytes: [UInt8]) {
@@ -296,8 +293,8 @@ final class WorkerConnection: Sendable {
             deliverOnce(MemoryWarning(used: used, limit: limit), to: \.memoryWarningHandlers, keptIn: \.memoryWarning)
         case let .advice(action, remaining, why):
             // Advice to do something else, from a newer supervisor, is not for these handlers.
-            guard action == CheckpointAdvice.action else { return }
-            deliverOnce(CheckpointAdvice(remaining: Duration(wireSeconds: remaining), why: why),
+            guard action == "checkpoint" else { return }
+            deliverOnce(CheckpointAdvice(action: action, remaining: Duration(wireSeconds: remaining), why: why),
                         to: \.checkpointAdviceHandlers, keptIn: \.checkpointAdvice)
         }
     }
@@ -415,6 +412,16 @@ func monotonicNanoseconds() -> Int64 {
     var ts = timespec()
     clock_gettime(CLOCK_MONOTONIC, &ts)
     return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
+}
+
+extension ChildMessage {
+    /// Progress, a heartbeat or a phase: what may carry the connection's name.
+    fileprivate var isReport: Bool {
+        switch self {
+        case .progress, .heartbeat, .phase: true
+        case .extend, .ready, .result: false
+        }
+    }
 }
 
 extension Duration {
