@@ -18,17 +18,20 @@ public enum CancellationReason: Sendable, Equatable, CustomStringConvertible {
     /// The task's memory reached `--memory-max` (a `Worker.onMemoryWarning` handler heard
     /// of it first, at `--memory-warn`).
     case memory(grace: Duration)
+    /// In a batch, its pace fell far below its peers' (`stragglers` with `action: restart`):
+    /// it is cancelled to be run again.
+    case straggler(grace: Duration)
 
     /// Time left before SIGKILL, as the supervisor said when it cancelled.
     public var grace: Duration {
         switch self {
         case let .timeout(g), let .deadline(g), let .revoked(g), let .userCancelled(g), let .shutdown(g), let .failFast(g),
-             let .memory(g): g
+             let .memory(g), let .straggler(g): g
         }
     }
 
     /// The reason's word on the wire: `timeout`, `deadline`, `revoked`, `user`, `shutdown`,
-    /// `fail-fast`, `memory`.
+    /// `fail-fast`, `memory`, `straggler`.
     public var wireName: String {
         switch self {
         case .timeout: "timeout"
@@ -38,6 +41,7 @@ public enum CancellationReason: Sendable, Equatable, CustomStringConvertible {
         case .shutdown: "shutdown"
         case .failFast: "fail-fast"
         case .memory: "memory"
+        case .straggler: "straggler"
         }
     }
 
@@ -52,6 +56,7 @@ public enum CancellationReason: Sendable, Equatable, CustomStringConvertible {
         case "shutdown": self = .shutdown(grace: grace)
         case "fail-fast": self = .failFast(grace: grace)
         case "memory": self = .memory(grace: grace)
+        case "straggler": self = .straggler(grace: grace)
         default: return nil
         }
     }
@@ -83,5 +88,22 @@ public struct MemoryWarning: Sendable, Equatable {
     public init(used: UInt64, limit: UInt64) {
         self.used = used
         self.limit = limit
+    }
+}
+
+/// The supervisor's advice to checkpoint now: the task's hard end is `remaining` away, about
+/// as long as a checkpoint takes, and at its pace its work will not be done by then.
+public struct CheckpointAdvice: Sendable, Equatable {
+    /// What the supervisor advises, as the `advice` message says it (`do`): `checkpoint`.
+    public var action: String
+    /// Time left before the hard end, when the advice was sent.
+    public var remaining: Duration
+    /// Why, in words: which end, how far, the pace, how long a checkpoint takes.
+    public var why: String
+
+    public init(action: String = "checkpoint", remaining: Duration, why: String) {
+        self.action = action
+        self.remaining = remaining
+        self.why = why
     }
 }

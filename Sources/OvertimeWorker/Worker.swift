@@ -47,11 +47,64 @@ public enum Worker {
     /// before the task is cancelled with reason `memory` at the limit. The warning comes
     /// once; a handler registered after it came runs at once with it.
     public static func onMemoryWarning(_ handler: @escaping @Sendable (MemoryWarning) -> Void) {
-        WorkerConnection.shared.addMemoryWarningHandler(handler)
+        WorkerConnection.shared.addOnceHandler(handler, to: \.memoryWarningHandlers, keptIn: \.memoryWarning)
     }
 
     /// The supervisor's memory warning, once it came; nil before and outside Overtime.
     public static var memoryWarning: MemoryWarning? { WorkerConnection.shared.memoryWarning }
+
+    /// Runs `handler` (on a background thread, so it may take its time) when the
+    /// supervisor advises a checkpoint: the task's hard end (`--max-runtime`, the batch's
+    /// deadline, the engine's end) is as near as a checkpoint takes (`--checkpoint-lead`, or
+    /// the longest `checkpoint` phase seen), and its pace says its work will not be done by
+    /// then. Save what is needed to resume and stop cleanly: at the hard end the task is
+    /// cancelled with reason `deadline`. The advice comes once; a handler registered after
+    /// it came runs at once with it.
+    public static func onCheckpointAdvice(_ handler: @escaping @Sendable (CheckpointAdvice) -> Void) {
+        WorkerConnection.shared.addOnceHandler(handler, to: \.checkpointAdviceHandlers, keptIn: \.checkpointAdvice)
+    }
+
+    /// The supervisor's advice to checkpoint, once it came; nil before and outside Overtime.
+    /// A loop may look at it between steps instead of registering a handler.
+    public static var checkpointAdvice: CheckpointAdvice? { WorkerConnection.shared.checkpointAdvice }
+
+    /// Says which part of its work the task is in from now on (`compile`, `validation`,
+    /// `checkpoint`): until the next phase, that phase's window rules (`--phase-window`
+    /// from outside first, else `window`, else one learned from the task's pace under
+    /// `--window auto`, else the task's window). Counts as a heartbeat. A phase named
+    /// `checkpoint` teaches the supervisor how long a checkpoint takes (`onCheckpointAdvice`).
+    /// - Parameters:
+    ///   - name: the phase's name, as the display and the events show it.
+    ///   - window: how long the task may go without a report in this phase; `.zero` for
+    ///     no limit but the hard end; nil (or negative) for the window it would have anyway.
+    public static func phase(_ name: String, window: Duration? = nil) {
+        WorkerConnection.shared.enterPhase(WorkerPhase(name: name, window: window))
+    }
+
+    /// Runs `body` in the phase `name` (see `phase(_:window:)`), then goes back to the
+    /// phase the task was in before (`main` if it had named none), also when `body` throws.
+    ///
+    /// ```swift
+    /// try await Worker.phase("checkpoint") {
+    ///     try await model.save(to: checkpointURL)
+    /// }
+    /// ```
+    /// Phases belong to the task as a whole: name them from its main line of work, not from
+    /// several threads at once.
+    public static func phase<T>(_ name: String, window: Duration? = nil, isolation: isolated (any Actor)? = #isolation,
+                                _ body: () async throws -> T) async rethrows -> T {
+        let before = WorkerConnection.shared.enterPhase(WorkerPhase(name: name, window: window))
+        defer { WorkerConnection.shared.enterPhase(before ?? .initial) }
+        return try await body()
+    }
+
+    /// Runs `body` in the phase `name`, then goes back to the phase the task was in before;
+    /// the same as the `async` form, for code that does not wait.
+    public static func phase<T>(_ name: String, window: Duration? = nil, _ body: () throws -> T) rethrows -> T {
+        let before = WorkerConnection.shared.enterPhase(WorkerPhase(name: name, window: window))
+        defer { WorkerConnection.shared.enterPhase(before ?? .initial) }
+        return try body()
+    }
 
     /// Time left in the budget, from the supervisor's last word; nil when unlimited or
     /// outside Overtime.
@@ -59,6 +112,21 @@ public enum Worker {
 
     /// Why the task is being cancelled, once it is.
     public static var cancellation: CancellationReason? { WorkerConnection.shared.cancellation }
+}
+
+/// A phase as the task last named it, to go back to after a scoped one.
+struct WorkerPhase: Sendable, Equatable {
+    var name: String
+    /// Seconds, as the `phase` message carries it (0: no soft limit).
+    var window: Double?
+
+    init(name: String, window: Duration?) {
+        self.name = name
+        self.window = window.flatMap { $0 < .zero ? nil : $0.wireSeconds }
+    }
+
+    /// The phase a task is in before it names one, as the supervisor calls it.
+    static let initial = WorkerPhase(name: "main", window: nil)
 }
 
 /// Runs `operation` with a cancellation handler that learns why the task is cancelled.

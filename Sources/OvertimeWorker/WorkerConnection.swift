@@ -16,7 +16,7 @@ import Musl
 ///
 /// The job never waits on the supervisor: calls queue their message and return. Progress
 /// coalesces (the latest value wins, at most `progressInterval` apart), so a tight loop
-/// cannot flood the channel; `extend`, `ready` and `result` are never dropped.
+/// cannot flood the channel; `extend`, `ready`, `result` and `phase` are never dropped.
 final class WorkerConnection: Sendable {
     static let shared = WorkerConnection()
 
@@ -24,7 +24,7 @@ final class WorkerConnection: Sendable {
     static let progressInterval = Duration.milliseconds(50)
 
     struct State {
-        var outgoing: [[UInt8]] = []
+        var outgoing: [ChildMessage] = []
         var pendingProgress: Progress?
         var pendingHeartbeat = false
         var remaining: Duration?
@@ -35,6 +35,10 @@ final class WorkerConnection: Sendable {
         var expiringHandlers: [@Sendable (Duration) -> Void] = []
         var memoryWarning: MemoryWarning?
         var memoryWarningHandlers: [@Sendable (MemoryWarning) -> Void] = []
+        var checkpointAdvice: CheckpointAdvice?
+        var checkpointAdviceHandlers: [@Sendable (CheckpointAdvice) -> Void] = []
+        /// The phase the task last said it is in; nil until it names one.
+        var phase: WorkerPhase?
         var extendWaiters: [CheckedContinuation<Budget, Never>] = []
     }
 
@@ -113,9 +117,28 @@ final class WorkerConnection: Sendable {
 
     func send(_ message: ChildMessage) {
         guard isActive else { return }
-        let bytes = message.encoded()
-        state.withLock { $0.outgoing.append(bytes) }
+        state.withLock { $0.outgoing.append(message) }
         workAvailable.signal()
+    }
+
+    /// Says the task is in `phase` from now on; returns the phase it was in (nil: none named).
+    /// Outside Overtime it is only remembered, for a scoped phase to go back to.
+    @discardableResult
+    func enterPhase(_ phase: WorkerPhase) -> WorkerPhase? {
+        let previous = state.withLock { s -> WorkerPhase? in
+            defer { s.phase = phase }
+            guard isActive else { return s.phase }
+            // Progress reported before the change belongs to the phase it was reported in:
+            // it goes out first, not coalesced past the phase message. The phase message
+            // is a heartbeat itself.
+            if let progress = s.pendingProgress { s.outgoing.append(.progress(progress)) }
+            s.pendingProgress = nil
+            s.pendingHeartbeat = false
+            s.outgoing.append(.phase(name: phase.name, window: phase.window))
+            return s.phase
+        }
+        if isActive { workAvailable.signal() }
+        return previous
     }
 
     func sendProgress(_ progress: Progress) {
@@ -163,16 +186,20 @@ final class WorkerConnection: Sendable {
                 }
                 return (s.outgoing, s.pendingProgress, s.pendingHeartbeat)
             }
-            for message in messages { write(message) }
-            // The connection says who it is once, with its first progress or heartbeat.
-            let name = progress != nil || heartbeat ? unnamed.withLock { named in named.take() } : nil
+            for message in messages { write(message.encoded(reporter: message.isReport ? takeName() : nil)) }
             if let progress {
-                write(ChildMessage.progress(progress).encoded(reporter: name))
+                write(ChildMessage.progress(progress).encoded(reporter: takeName()))
             } else if heartbeat {
-                write(ChildMessage.heartbeat.encoded(reporter: name))
+                write(ChildMessage.heartbeat.encoded(reporter: takeName()))
             }
             return progress != nil || heartbeat
         }
+    }
+
+    /// The connection says who it is once, with its first report: the name for the report
+    /// about to be written, nil after the first.
+    private func takeName() -> String? {
+        unnamed.withLock { named in named.take() }
     }
 
     private func write(_ bytes: [UInt8]) {
@@ -240,7 +267,7 @@ final class WorkerConnection: Sendable {
     private func handle(_ message: SupervisorMessage) {
         switch message {
         case let .budget(remaining, granted):
-            let budget = remaining.map { Duration.milliseconds(Int64(($0 * 1000).rounded())) }
+            let budget = remaining.map(Duration.init(wireSeconds:))
             let waiter = state.withLock { s -> CheckedContinuation<Budget, Never>? in
                 s.remaining = budget
                 s.remainingSetAt = monotonicNanoseconds()
@@ -249,7 +276,7 @@ final class WorkerConnection: Sendable {
             }
             waiter?.resume(returning: Budget(remaining: budget, granted: granted ?? false))
         case let .expiring(remaining):
-            let left = Duration.milliseconds(Int64((remaining * 1000).rounded()))
+            let left = Duration(wireSeconds: remaining)
             let handlers = state.withLock { s in
                 s.remaining = left
                 s.remainingSetAt = monotonicNanoseconds()
@@ -257,21 +284,18 @@ final class WorkerConnection: Sendable {
             }
             for handler in handlers { handler(left) }
         case let .cancel(reason, grace, _):
-            if let reason = CancellationReason(wireName: reason.rawValue, grace: .milliseconds(Int64((grace * 1000).rounded()))) {
+            if let reason = CancellationReason(wireName: reason.rawValue, grace: Duration(wireSeconds: grace)) {
                 deliverCancel(reason)
             }
         case let .warning(resource, used, limit):
             // A resource a newer supervisor watches is not what these handlers are for.
             guard resource == "memory" else { return }
-            let warning = MemoryWarning(used: used, limit: limit)
-            let handlers = state.withLock { s in
-                s.memoryWarning = warning
-                return s.memoryWarningHandlers
-            }
-            runMemoryWarningHandlers(handlers, warning)
-        case .advice:
-            // Not yet delivered to the worker's handlers.
-            break
+            deliverOnce(MemoryWarning(used: used, limit: limit), to: \.memoryWarningHandlers, keptIn: \.memoryWarning)
+        case let .advice(action, remaining, why):
+            // Advice to do something else, from a newer supervisor, is not for these handlers.
+            guard action == "checkpoint" else { return }
+            deliverOnce(CheckpointAdvice(action: action, remaining: Duration(wireSeconds: remaining), why: why),
+                        to: \.checkpointAdviceHandlers, keptIn: \.checkpointAdvice)
         }
     }
 
@@ -320,28 +344,43 @@ final class WorkerConnection: Sendable {
         state.withLock { $0.expiringHandlers.append(handler) }
     }
 
-    /// Registers a memory-warning handler; if the warning already came (it comes once), the
-    /// handler runs now with it. Both under the lock the reader records the warning under,
-    /// so a handler registered as it arrives runs once.
-    func addMemoryWarningHandler(_ handler: @escaping @Sendable (MemoryWarning) -> Void) {
+    /// Registers a handler of a message that comes once (the memory warning, the checkpoint
+    /// advice); if it already came, the handler runs now with it. Both under the lock the
+    /// reader records the message under, so a handler registered as it arrives runs once.
+    func addOnceHandler<Message: Sendable>(_ handler: @escaping @Sendable (Message) -> Void,
+                                           to handlers: WritableKeyPath<State, [@Sendable (Message) -> Void]>,
+                                           keptIn kept: KeyPath<State, Message?>) {
         let already = state.withLock { s in
-            s.memoryWarningHandlers.append(handler)
-            return s.memoryWarning
+            s[keyPath: handlers].append(handler)
+            return s[keyPath: kept]
         }
-        if let already { runMemoryWarningHandlers([handler], already) }
+        if let already { runOnceHandlers([handler], already) }
+    }
+
+    /// Keeps a message that comes once and runs the handlers registered for it.
+    private func deliverOnce<Message: Sendable>(_ message: Message, to handlers: KeyPath<State, [@Sendable (Message) -> Void]>,
+                                                keptIn kept: WritableKeyPath<State, Message?>) {
+        let registered = state.withLock { s in
+            s[keyPath: kept] = message
+            return s[keyPath: handlers]
+        }
+        runOnceHandlers(registered, message)
     }
 
     /// Runs the handlers in order on a thread of their own, not the reader's: a handler
-    /// may take its time writing a checkpoint, and meanwhile the `cancel` that follows at
-    /// `memory-max` (and its SIGTERM, which the reader also watches) must still be heard.
-    private func runMemoryWarningHandlers(_ handlers: [@Sendable (MemoryWarning) -> Void], _ warning: MemoryWarning) {
+    /// may take its time writing a checkpoint, and meanwhile the `cancel` that follows (at
+    /// `memory-max`, at the hard end), and its SIGTERM, which the reader also watches, must
+    /// still be heard.
+    private func runOnceHandlers<Message: Sendable>(_ handlers: [@Sendable (Message) -> Void], _ message: Message) {
         guard !handlers.isEmpty else { return }
         startThread {
-            for handler in handlers { handler(warning) }
+            for handler in handlers { handler(message) }
         }
     }
 
     var memoryWarning: MemoryWarning? { state.withLock { $0.memoryWarning } }
+
+    var checkpointAdvice: CheckpointAdvice? { state.withLock { $0.checkpointAdvice } }
 
     func requestExtension(seconds: Double, why: String?) async -> Budget {
         guard isActive else { return Budget(remaining: nil, granted: true) }
@@ -375,7 +414,30 @@ func monotonicNanoseconds() -> Int64 {
     return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
 }
 
+extension ChildMessage {
+    /// Progress, a heartbeat or a phase: what may carry the connection's name.
+    fileprivate var isReport: Bool {
+        switch self {
+        case .progress, .heartbeat, .phase: true
+        case .extend, .ready, .result: false
+        }
+    }
+}
+
 extension Duration {
+    /// Seconds as the supervisor sends them, to the millisecond; a value beyond what a
+    /// `Duration` of milliseconds holds is clamped rather than trapping.
+    init(wireSeconds seconds: Double) {
+        let milliseconds = (seconds * 1000).rounded()
+        self = .milliseconds(milliseconds.isNaN ? 0 : Int64(max(-9e15, min(9e15, milliseconds))))
+    }
+
+    /// The seconds a message to the supervisor carries.
+    var wireSeconds: Double {
+        let (s, atto) = components
+        return Double(s) + Double(atto) / 1e18
+    }
+
     var nanosecondsForSleep: Int64 {
         let (s, atto) = components
         return s * 1_000_000_000 + atto / 1_000_000_000

@@ -192,6 +192,66 @@ import Testing
         #expect((outcome.lastProgress?.completed ?? 0) < 200)
     }
 
+    @Test func aStragglerCancelReachesTheWorkerAsStraggler() async throws {
+        // A reason the worker did not know was dropped, and the SIGTERM after it read as a
+        // shutdown.
+        let stderr = StandardError()
+        let (outcome, _) = try await run([Self.worker("upload-file"), "--chunks", "1000", "--chunk-ms", "20"],
+                                         policy: BudgetPolicy(budget: .seconds(30), grace: .seconds(5)),
+                                         cancelAfterReady: .straggler, stderr: stderr)
+        #expect(outcome.cancelReason == .straggler && !outcome.killed, "\(outcome)")
+        #expect(stderr.text.contains("upload stopped (straggler)"), "the worker knew why: \(stderr.text)")
+    }
+
+    /// The phases the task entered, in order, with the window each brought in force.
+    func phases(_ log: SupervisorTests.EventLog) -> [String] {
+        log.kinds.compactMap { if case let .phase(name, window) = $0 { "\(name) \(window.map { "\($0)" } ?? "-")" } else { nil } }
+    }
+
+    @Test func aPhaseWithItsOwnWindowKeepsASilentHashAliveAndThenTheUploadsWindowRules() async throws {
+        // 2.5 s of silence under a 1 s budget: the phase `hash` brings its own 60 s window.
+        let log = SupervisorTests.EventLog()
+        let (outcome, output) = try await run([Self.worker("upload-file"), "--chunks", "10", "--chunk-ms", "50", "--hash-ms", "2500"],
+                                              policy: BudgetPolicy(budget: .seconds(1), grace: .seconds(2)), log: log)
+        #expect(outcome.succeeded && outcome.cancelReason == nil, "\(outcome)")
+        #expect(outcome.elapsed > .milliseconds(2500))
+        #expect(output.contains("Upload complete!"))
+        #expect(phases(log) == ["hash 60.0 seconds", "main 1.0 seconds"], "back in `main` after the scope: \(phases(log))")
+    }
+
+    @Test func aScopedPhaseGoesBackWhenItsBodyThrows() async throws {
+        let log = SupervisorTests.EventLog()
+        let stderr = StandardError()
+        let (outcome, _) = try await run([Self.worker("upload-file"), "--chunks", "20", "--chunk-ms", "50", "--hash-ms", "200", "--hash-fails"],
+                                         policy: BudgetPolicy(budget: .seconds(10)), log: log, stderr: stderr)
+        #expect(outcome.succeeded, "\(outcome)")
+        #expect(stderr.text.contains("hashing failed; uploading unverified"), "\(stderr.text)")
+        #expect(phases(log) == ["hash 60.0 seconds", "main 10.0 seconds"], "\(phases(log))")
+    }
+
+    @Test func onCheckpointAdviceHearsTheAdviceAndTheUploadStopsWithAResumePoint() async throws {
+        // 100 chunks of 100 ms cannot be done within a 4 s max-runtime: 2 s before it the
+        // advice comes, the handler says so, and the upload saves where it got to and stops.
+        let dir = try TemporaryDirectory()
+        let resume = dir.path("resume")
+        let log = SupervisorTests.EventLog()
+        let stderr = StandardError()
+        var policy = BudgetPolicy(budget: .seconds(2), maxRuntime: .seconds(4), grace: .seconds(2))
+        policy.checkpointLead = .seconds(2)
+        let (outcome, output) = try await run([Self.worker("upload-file"), "--chunks", "100", "--chunk-ms", "100", "--resume-file", resume],
+                                              policy: policy, log: log, stderr: stderr)
+        #expect(outcome.succeeded && outcome.cancelReason == nil, "it stopped on its own before max-runtime: \(outcome)\n\(stderr.text)")
+        let advice = log.kinds.compactMap { if case let .advice(action, remaining, _) = $0 { (action, remaining) } else { nil } }
+        #expect(advice.count == 1 && advice.first?.0 == "checkpoint", "\(advice)")
+        #expect(stderr.text.contains("upload-file: advised to checkpoint, "), "the handler ran: \(stderr.text)")
+        #expect(stderr.text.contains("max-runtime is 2s away"), "with the supervisor's why: \(stderr.text)")
+        let chunk = try #require(try? String(contentsOfFile: resume, encoding: .utf8), "the resume point was saved")
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(Int(chunk).map { $0 > 0 && $0 < 100 } == true, "\(chunk)")
+        #expect(output.contains("Upload paused at chunk \(chunk) of 100"), "\(output)")
+        #expect(phases(log).map { $0.prefix { $0 != " " } } == ["checkpoint", "main"], "\(phases(log))")
+    }
+
     @Test func workersRunStandaloneOutsideOvertime() async throws {
         let dir = try TemporaryDirectory()
         let path = dir.path("ledger")

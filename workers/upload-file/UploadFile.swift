@@ -2,9 +2,14 @@
 // in 100 chunks, reports progress after each (which keeps its budget alive), checks for
 // cancellation before each, and returns "Upload complete!" as its result. With
 // --read-ahead-mb it first reads that much of the file into memory, and gives half of it
-// back when Overtime warns that the task's memory is running short.
+// back when Overtime warns that the task's memory is running short. With --hash-ms it first
+// hashes the file, a silent part it names as the phase `hash` with a window of its own (and
+// with --hash-fails the hash fails and the upload goes on unverified). With --resume-file,
+// when Overtime advises a checkpoint (the upload will not be done before its max-runtime),
+// it writes the chunk it reached there, in the phase `checkpoint`, and stops.
 //
 //   overtime run --budget 2s -- upload-file [--chunks N] [--chunk-ms MS] [--read-ahead-mb MB]
+//       [--hash-ms MS [--hash-fails]] [--resume-file F]
 import OvertimeWorker
 import Synchronization
 #if canImport(Glibc)
@@ -52,6 +57,20 @@ final class ReadAhead: Sendable {
     }
 }
 
+struct HashFailed: Error {}
+struct CheckpointFailed: Error {}
+
+/// Writes `text` to `path` whole: a temporary file, then a rename.
+func save(_ text: String, to path: String) -> Bool {
+    let temporary = path + ".tmp"
+    let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+    guard fd >= 0 else { return false }
+    let bytes = Array(text.utf8)
+    let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+    close(fd)
+    return written == bytes.count && rename(temporary, path) == 0
+}
+
 /// Prints to stderr with write(2): no shared C stream to race on.
 func complain(_ text: String) {
     let bytes = Array((text + "\n").utf8)
@@ -64,14 +83,20 @@ struct UploadFile {
         var chunks = 100
         var chunkDelay = Duration.milliseconds(30)
         var readAheadMegabytes = 0
+        var hashDelay: Duration?
+        var hashFails = false
+        var resumeFile: String?
         var args = CommandLine.arguments.dropFirst()
         while let arg = args.popFirst() {
             switch arg {
             case "--chunks": chunks = args.popFirst().flatMap(Int.init) ?? chunks
             case "--chunk-ms": chunkDelay = .milliseconds(args.popFirst().flatMap(Int.init) ?? 30)
             case "--read-ahead-mb": readAheadMegabytes = args.popFirst().flatMap(Int.init) ?? 0
+            case "--hash-ms": hashDelay = .milliseconds(args.popFirst().flatMap(Int.init) ?? 0)
+            case "--hash-fails": hashFails = true
+            case "--resume-file": resumeFile = args.popFirst()
             default:
-                complain("usage: upload-file [--chunks N] [--chunk-ms MS] [--read-ahead-mb MB]")
+                complain("usage: upload-file [--chunks N] [--chunk-ms MS] [--read-ahead-mb MB] [--hash-ms MS [--hash-fails]] [--resume-file F]")
                 exit(2)
             }
         }
@@ -79,10 +104,14 @@ struct UploadFile {
         let delay = chunkDelay
         let readAhead = ReadAhead()
         let megabytesAhead = readAheadMegabytes
+        let (hashing, failing, resumeAt) = (hashDelay, hashFails, resumeFile)
         // Registered before the read-ahead fills, so that the warning it may cause is heard.
         Worker.onMemoryWarning { warning in
             let (before, after) = readAhead.halve()
             complain("upload-file: memory warning, \(warning.used) of \(warning.limit) bytes: read-ahead cut from \(before) to \(after) MiB")
+        }
+        Worker.onCheckpointAdvice { advice in
+            complain("upload-file: advised to checkpoint, \(advice.remaining) left: \(advice.why)")
         }
 
         do {
@@ -92,8 +121,25 @@ struct UploadFile {
                 // Inside the task's cancellation scope: a memory cancel while it fills is
                 // heard as one, and the upload unwinds at its first chunk.
                 readAhead.fill(megabytes: megabytesAhead)
+                if let hashing {
+                    do {
+                        // Silent for as long as the file takes: a window of its own, so
+                        // the upload's short one does not cut it off.
+                        try await Worker.phase("hash", window: .seconds(60)) {
+                            try await Task.sleep(for: hashing)
+                            if failing { throw HashFailed() }
+                        }
+                    } catch is HashFailed {
+                        complain("upload-file: hashing failed; uploading unverified")
+                    }
+                }
                 for chunk in 0..<total {
                     try Task.checkCancellation()
+                    if let resumeAt, Worker.checkpointAdvice != nil {
+                        let saved = Worker.phase("checkpoint") { save("\(chunk)\n", to: resumeAt) }
+                        guard saved else { throw CheckpointFailed() }
+                        return "Upload paused at chunk \(chunk) of \(total)"
+                    }
                     try await Task.sleep(for: delay)  // uploading the chunk would go here
                     progress.completedUnitCount = Int64(chunk + 1)
                     progress.localizedAdditionalDescription = "\((chunk + 1) * 100 / total)% complete"
