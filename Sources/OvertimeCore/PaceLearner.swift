@@ -57,27 +57,30 @@ public struct PaceLearner: Sendable, Equatable {
     /// learned for the first time or moved by more than `changeToTell` since last told.
     /// - Parameter endedStall: the interval ended a stall: learned at once.
     public mutating func record(_ interval: Duration, in phase: String, endedStall: Bool = false) -> Duration? {
-        var pace = phases[phase] ?? PhasePace()
-        defer { phases[phase] = pace }
+        // In place in the dictionary: a copy taken out would copy its intervals each time.
+        Self.record(interval, endedStall: endedStall, bounds: bounds, into: &phases[phase, default: PhasePace()])
+    }
+
+    private static func record(_ interval: Duration, endedStall: Bool, bounds: LearnedWindows, into pace: inout PhasePace) -> Duration? {
         pace.seen += 1
-        guard pace.seen > Self.skipped || endedStall else { return nil }
+        guard pace.seen > skipped || endedStall else { return nil }
         let ns = max(0, interval.nanoseconds)
-        if pace.recent.count < Self.kept {
+        if pace.recent.count < kept {
             pace.recent.append(ns)
         } else {
             pace.recent[pace.next] = ns
-            pace.next = (pace.next + 1) % Self.kept
+            pace.next = (pace.next + 1) % kept
         }
         pace.longest = max(pace.longest, ns)
-        guard pace.recent.count >= Self.needed else { return nil }
+        guard pace.recent.count >= needed else { return nil }
         // Sorting 64 numbers is cheap, but a step's report is the hottest input there is:
         // recompute every eighth interval, and at once for one past the percentile.
         guard pace.window == nil || ns > pace.percentile || pace.seen % 8 == 0 || endedStall else { return nil }
-        pace.percentile = Self.percentile95(pace.recent)
-        let learned = max(Self.margin * Double(pace.percentile), Self.longestMargin * Double(pace.longest))
+        pace.percentile = percentile95(pace.recent)
+        let learned = max(margin * Double(pace.percentile), longestMargin * Double(pace.longest))
         let window = min(max(Duration.nanoseconds(Int64(min(learned, 9e18))), bounds.minimum), bounds.maximum)
         pace.window = window
-        if let told = pace.told, abs((window - told).seconds) <= Self.changeToTell * told.seconds { return nil }
+        if let told = pace.told, abs((window - told).seconds) <= changeToTell * told.seconds { return nil }
         pace.told = window
         return window
     }

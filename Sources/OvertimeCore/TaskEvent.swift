@@ -228,6 +228,11 @@ public struct FrequentEventThrottle: Sendable {
         }
     }
 
+    /// Phases written freely: a phase is a state, and a fit names a few an epoch (the last
+    /// ones, a teardown and a test, in quick succession); only a task that names one every
+    /// step is thinned.
+    public static let phaseBurst = 1000
+
     public init(interval: Duration, burst: Int = 10) {
         self.interval = interval
         self.burst = burst
@@ -253,7 +258,11 @@ public struct FrequentEventThrottle: Sendable {
             return Admission(write: true, summaries: summaries, totals: totals)
         }
         guard let kind = event.kind.thinnedKind else { return Admission(write: true, summaries: [], totals: [:]) }
-        let free = kind == .progress ? 0 : burst
+        let free = switch kind {
+        case .progress: 0
+        case .phase: Self.phaseBurst
+        default: burst
+        }
         let (interval, time) = (self.interval, event.time)
         // In place, through the dictionary's modify accessor: one lookup of the task.
         return Self.admit(kind, at: time, free: free, interval: interval, into: &tasks[id, default: TaskCounts()].byKind[kind.index])

@@ -157,7 +157,7 @@ public struct TaskMachine: Sendable {
     public internal(set) var stalls = 0
     /// The stall's diagnose command may run until then.
     var stallDiagnosisUntil: MonotonicInstant?
-    /// The advice to checkpoint before the hard end (TaskMachineAdvice.swift).
+    /// The advice to checkpoint before the hard end (TaskMachineHangs.swift).
     var advice = CheckpointAdvice()
 
     /// The highest and the latest memory sample (bytes), 0 before the first.
@@ -679,10 +679,10 @@ public struct TaskMachine: Sendable {
                             into actions: inout [Action]) {
         guard stage.isRunning, !budget.revoked, policy.budget != nil else { return }
         let window: Duration?
-        if var watch = phases {
-            let report = watch.reported(at: now, boundary: boundary, learn: learn, endedStall: stalledSince != nil, policy: policy)
-            phases = watch
-            if let learned = report.learned { actions.append(.emit(.windowLearned(phase: watch.name, window: learned))) }
+        if phases != nil {
+            // In place: a copy would copy the learner's intervals on every report.
+            let report = phases!.reported(at: now, boundary: boundary, learn: learn, endedStall: stalledSince != nil, policy: policy)
+            if let learned = report.learned { actions.append(.emit(.windowLearned(phase: phases!.name, window: learned))) }
             window = report.window == BudgetPolicy.unlimitedWindow ? nil : report.window
         } else {
             // Once lifted, a fixed window's deadline stays lifted.

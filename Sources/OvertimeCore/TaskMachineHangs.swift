@@ -21,6 +21,9 @@ struct CheckpointAdvice: Sendable, Equatable {
     /// The latest share done, and when it came.
     var paceTo: MonotonicInstant?
     var fractionTo = 0.0
+    /// The share done fell since the start: the work comes in several bars (one an epoch),
+    /// and one bar's pace does not tell when the whole is done.
+    var startedOver = false
 
     /// How much longer than the longest checkpoint seen the lead is.
     static let checkpointMargin = 1.5
@@ -34,9 +37,8 @@ extension TaskMachine {
     /// The task entered `name`: a report that counts, and from now on that phase's window.
     mutating func enterPhase(_ name: String, window: Double?, from reporter: ReporterID, now: MonotonicInstant,
                              into actions: inout [Action]) {
-        var watch = phases ?? PhaseWatch(learning: policy.learnedWindows, startedAt: startedAt)
-        let changed = watch.enter(name, window: window, now: now)
-        phases = watch
+        if phases == nil { phases = PhaseWatch(learning: policy.learnedWindows, startedAt: startedAt) }
+        let changed = phases!.enter(name, window: window, now: now)
         // Under require-advance only a move to another phase is a sign of work.
         if changed || !policy.requireAdvance {
             heartbeat(from: reporter, now: now, boundary: changed, learn: !changed, into: &actions)
@@ -125,6 +127,7 @@ extension TaskMachine {
     mutating func watchPace(now: MonotonicInstant, into actions: inout [Action]) {
         if let fraction = lastProgress?.fractionCompleted {
             if advice.paceFrom == nil || fraction < advice.fractionTo {
+                advice.startedOver = advice.paceFrom != nil
                 advice.paceFrom = now
                 advice.fractionFrom = fraction
             }
@@ -152,17 +155,22 @@ extension TaskMachine {
         } else {
             "max-runtime"
         }
-        let pace = needed.map { "at its pace the work needs about \(DurationText.format($0)) more" }
-            ?? "how much work is left is not known (no share done reported)"
+        let pace = if let needed {
+            "at its pace the work needs about \(DurationText.format(needed)) more"
+        } else if advice.startedOver {
+            "how much work is left is not known (its share done started over: a bar for each part)"
+        } else {
+            "how much work is left is not known (no share done reported)"
+        }
         let why = "\(endName) is \(DurationText.format(left)) away; \(pace); a checkpoint takes about \(DurationText.format(lead))"
         actions.append(.send(.advice(action: "checkpoint", remaining: left.seconds, why: why), to: .everyReporter))
         actions.append(.emit(.advice(action: "checkpoint", remaining: left, why: why)))
     }
 
     /// The time the task's work still needs from `now`, at its pace from its first share
-    /// done to its latest; nil when unknown.
+    /// done to its latest; nil when unknown (none reported, or it started over).
     func workLeft(now: MonotonicInstant) -> Duration? {
-        guard let from = advice.paceFrom, let to = advice.paceTo, advice.fractionTo > advice.fractionFrom, to > from else { return nil }
+        guard !advice.startedOver, let from = advice.paceFrom, let to = advice.paceTo, advice.fractionTo > advice.fractionFrom, to > from else { return nil }
         let perSecond = (advice.fractionTo - advice.fractionFrom) / (to - from).seconds
         let finish = to + .seconds(fromDouble: (1 - advice.fractionTo) / perSecond)
         return max(.zero, finish - now)

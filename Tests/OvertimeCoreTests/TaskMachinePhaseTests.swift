@@ -253,6 +253,25 @@ import Testing
         #expect(advice.isEmpty, "\(advice)")
     }
 
+    @Test func aTaskWhoseShareDoneStartedOverIsAdvisedWhateverItsBarsPace() {
+        var policy = BudgetPolicy(budget: .seconds(60), maxRuntime: .seconds(60))
+        policy.checkpointLead = .seconds(10)
+        var h = Harness(policy)
+        // A bar an epoch: the second epoch's bar alone would be done by 55 s, but the work
+        // is more than one bar.
+        for (second, fraction) in [(5, 0.5), (10, 1.0), (15, 0.1), (45, 0.8)] {
+            h.run(for: .seconds(second) - (h.now - h.machine.startedAt))
+            h.send(.progress(Progress(fraction: fraction)))
+        }
+        _ = h.take()
+        h.run(for: .seconds(5.1))
+        guard case let .advice(_, _, why)? = h.sent.first else {
+            Issue.record("no advice: \(h.actions)")
+            return
+        }
+        #expect(why.contains("started over"), "\(why)")
+    }
+
     @Test func theLongestCheckpointPhaseSetsTheLeadWithNoOption() {
         var h = Harness(BudgetPolicy(budget: nil, maxRuntime: .seconds(60)))
         h.send(.phase(name: "train", window: nil))
@@ -282,6 +301,16 @@ import Testing
         }
         #expect(remaining == 60)
         #expect(why.hasPrefix("the engine's end"))
+    }
+
+    @Test func phasesAreWrittenFreelyWhereFrequentEventsAreThinned() {
+        var throttle = FrequentEventThrottle(interval: .milliseconds(100))
+        let task = TaskRef(id: 1, name: "fit")
+        let at = MonotonicInstant(nanoseconds: 1_000_000_000)
+        let written = (0..<200).filter { i in
+            throttle.admits(TaskEvent(task: task, time: at, kind: .phase(name: i % 2 == 0 ? "train" : "validation", window: nil)))
+        }
+        #expect(written.count == 200)
     }
 
     // MARK: The wire
