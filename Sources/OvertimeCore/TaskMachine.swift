@@ -120,6 +120,9 @@ public struct TaskMachine: Sendable {
     }
 
     public let policy: BudgetPolicy
+    /// The window of a task whose window never varies (nil: a report lifts the deadline),
+    /// read once: every report of such a task uses it.
+    private let fixedWindow: Duration?
     public let memory: MemoryPolicy
     public let startedAt: MonotonicInstant
     private(set) var budget: Budget
@@ -175,9 +178,11 @@ public struct TaskMachine: Sendable {
         case let (a?, b?): Swift.min(a, b)
         case let (a, b): a ?? b
         }
+        fixedWindow = policy.reportsLiftDeadline ? nil : policy.effectiveWindow
         let deadline = policy.budget.map { startedAt + $0 }
         budget = Budget(deadline: deadline, floor: deadline, hardLimit: hardLimit)
         if policy.windowVaries { phases = PhaseWatch(learning: policy.learnedWindows, startedAt: startedAt) }
+        advice.watchesPace = policy.checkpointLead != nil || phases != nil
     }
 
     // MARK: What it holds
@@ -256,7 +261,7 @@ public struct TaskMachine: Sendable {
             } else if let deadline = effectiveDeadline {
                 due = policy.warnBefore > .zero && !budget.warned ? deadline - policy.warnBefore : deadline
             }
-            if let adviceDue = adviceWake { due = min(due ?? adviceDue, adviceDue) }
+            if advice.watchesPace, let adviceDue = adviceWake { due = min(due ?? adviceDue, adviceDue) }
             return due
         case let .diagnosing(diagnosis):
             return diagnosis.until
@@ -298,7 +303,7 @@ public struct TaskMachine: Sendable {
                 bars.markCounted(at: now)
                 heartbeat(from: reporter, now: now, boundary: progress.closed, into: &actions)
             }
-            if watchesPaceForAdvice {
+            if advice.watchesPace {
                 watchPace(now: now, into: &actions)
                 if advice.state == .sent { Self.moveEventsLast(&actions, from: first) }
             }
@@ -687,7 +692,7 @@ public struct TaskMachine: Sendable {
         } else {
             // Once lifted, a fixed window's deadline stays lifted.
             guard budget.deadline != nil else { return }
-            window = policy.reportsLiftDeadline ? nil : policy.effectiveWindow
+            window = fixedWindow
         }
         let previous = budget.deadline
         guard let window else {

@@ -11,7 +11,13 @@ struct CheckpointAdvice: Sendable, Equatable {
         case sent
     }
 
-    var state = State.pending
+    var state = State.pending {
+        didSet { if state == .sent { watchesPace = false } }
+    }
+    /// Whether a report must look at the task's pace for the advice: only while one could
+    /// still be given (a lead is set, or phases could teach one). Kept, not computed: every
+    /// progress report reads it.
+    var watchesPace = false
     /// When the engine Overtime runs in ends, from its warning (`--warn-signal`).
     var engineEndsAt: MonotonicInstant?
     /// Where the task's pace is measured from: the first share done seen, and when (again
@@ -37,7 +43,10 @@ extension TaskMachine {
     /// The task entered `name`: a report that counts, and from now on that phase's window.
     mutating func enterPhase(_ name: String, window: Double?, from reporter: ReporterID, now: MonotonicInstant,
                              into actions: inout [Action]) {
-        if phases == nil { phases = PhaseWatch(learning: policy.learnedWindows, startedAt: startedAt) }
+        if phases == nil {
+            phases = PhaseWatch(learning: policy.learnedWindows, startedAt: startedAt)
+            if advice.state != .sent { advice.watchesPace = true }
+        }
         let changed = phases!.enter(name, window: window, now: now)
         // Under require-advance only a move to another phase is a sign of work.
         if changed || !policy.requireAdvance {
@@ -114,12 +123,6 @@ extension TaskMachine {
     var adviceWake: MonotonicInstant? {
         guard advice.state == .pending, let end = hardEnd, let lead = checkpointLead else { return nil }
         return end - lead
-    }
-
-    /// Whether a report must look at the task's pace for the advice: only where one could
-    /// be given (a lead is set, or phases could teach one).
-    var watchesPaceForAdvice: Bool {
-        advice.state != .sent && (policy.checkpointLead != nil || phases != nil)
     }
 
     /// A progress report: where the pace is measured from, and whether the advice, once
