@@ -110,9 +110,10 @@ import Testing
         try await withSupervisor { supervisor, _ in
             // Budgets long enough that a busy machine (or a test process whose threads are
             // all taken by other tests for seconds) cannot expire them before the extends land.
-            let policy = BudgetPolicy(budget: .seconds(8), maxRuntime: .seconds(9), grace: .seconds(1))
-            let capped = supervisor.spawn(sh("sleep 14", policy: policy))
-            let freed = supervisor.spawn(sh("sleep 10", policy: policy))
+            // (8 s was not enough once: the whole suite at once held an extend back 9 s.)
+            let policy = BudgetPolicy(budget: .seconds(20), maxRuntime: .seconds(21), grace: .seconds(1))
+            let capped = supervisor.spawn(sh("sleep 32", policy: policy))
+            let freed = supervisor.spawn(sh("sleep 22", policy: policy))
             let cappedResult = await capped.extend(by: .seconds(10))
             guard case .applied(_, clipped: true) = cappedResult else { Issue.record("not clipped: \(cappedResult)"); return }
             let freedResult = await freed.extend(by: .seconds(10), pastMax: true)
