@@ -173,11 +173,7 @@ public struct TaskMachine: Sendable {
         self.policy = policy
         self.memory = memory
         self.startedAt = startedAt
-        let fromStart = policy.maxRuntime.map { startedAt + $0 }
-        let hardLimit = switch (fromStart, policy.endsBy) {
-        case let (a?, b?): Swift.min(a, b)
-        case let (a, b): a ?? b
-        }
+        let hardLimit = earlier(policy.maxRuntime.map { startedAt + $0 }, policy.endsBy)
         fixedWindow = policy.reportsLiftDeadline ? nil : policy.effectiveWindow
         let deadline = policy.budget.map { startedAt + $0 }
         budget = Budget(deadline: deadline, floor: deadline, hardLimit: hardLimit)
@@ -257,7 +253,7 @@ public struct TaskMachine: Sendable {
         case .running:
             var due: MonotonicInstant?
             if stalledSince != nil {
-                due = [budget.hardLimit, stallDiagnosisUntil].compactMap { $0 }.min()
+                due = earlier(budget.hardLimit, stallDiagnosisUntil)
             } else if let deadline = effectiveDeadline {
                 due = policy.warnBefore > .zero && !budget.warned ? deadline - policy.warnBefore : deadline
             }

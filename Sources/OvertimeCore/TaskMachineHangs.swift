@@ -104,19 +104,12 @@ extension TaskMachine {
     /// or a margin over its longest `checkpoint` phase, whichever is longer; nil when
     /// neither is known.
     var checkpointLead: Duration? {
-        let learned = phases?.longestCheckpoint.map { Duration.seconds(fromDouble: $0.seconds * CheckpointAdvice.checkpointMargin) }
-        switch (policy.checkpointLead, learned) {
-        case let (a?, b?): return max(a, b)
-        case let (a, b): return a ?? b
-        }
+        later(policy.checkpointLead, phases?.longestCheckpoint.map { Duration.seconds(fromDouble: $0.seconds * CheckpointAdvice.checkpointMargin) })
     }
 
     /// The end no progress passes: max-runtime or the batch's deadline, or the engine's.
     var hardEnd: MonotonicInstant? {
-        switch (budget.hardLimit, advice.engineEndsAt) {
-        case let (a?, b?): return min(a, b)
-        case let (a, b): return a ?? b
-        }
+        earlier(budget.hardLimit, advice.engineEndsAt)
     }
 
     /// When the advice falls due, while the machine must wake for it.

@@ -52,3 +52,16 @@ extension Int64 {
         return sum
     }
 }
+
+/// The earlier of two instants (or durations) either of which may be missing: nil only when
+/// both are. For limits of which the first to come rules.
+func earlier<T: Comparable>(_ a: T?, _ b: T?) -> T? {
+    guard let a, let b else { return a ?? b }
+    return min(a, b)
+}
+
+/// The later of two that may be missing: nil only when both are.
+func later<T: Comparable>(_ a: T?, _ b: T?) -> T? {
+    guard let a, let b else { return a ?? b }
+    return max(a, b)
+}

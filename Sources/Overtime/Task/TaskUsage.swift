@@ -135,7 +135,8 @@ extension TaskStatus {
                                        TaskStatus.Live.ReporterLeft(reporter: machine.name(of: $0.reporter), remaining: $0.remaining.seconds)
                                    } : nil)
         live.phase = machine.phaseName
-        (live.window, live.windowLearned) = (machine.windowInForce.window?.seconds, machine.windowInForce.learned)
+        let window = machine.windowInForce
+        (live.window, live.windowLearned) = (window.window?.seconds, window.learned)
         live.stall(since: machine.stalledSince, now: now, clock: machine.timeOfDay)
         self.init(name: ref.name, state: state, live: live)
     }
