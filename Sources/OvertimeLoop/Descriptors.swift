@@ -18,6 +18,23 @@ public enum Descriptors {
         return (fds[0], fds[1])
     }
 
+    /// `count` bytes from the kernel's random pool (getrandom(2): it waits only until the
+    /// pool is first seeded, early in boot).
+    public static func randomBytes(_ count: Int) throws(SystemError) -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: count)
+        var filled = 0
+        while filled < count {
+            let start = filled
+            let got = bytes.withUnsafeMutableBytes { raw in
+                Result { () throws(SystemError) in
+                    try syscall("getrandom") { overtime_random_bytes(raw.baseAddress! + start, UInt(count - start)) }
+                }
+            }
+            filled += try got.get()
+        }
+        return bytes
+    }
+
     /// A pipe: (read end, write end).
     public static func pipe() throws(SystemError) -> (Int32, Int32) {
         var fds: [Int32] = [-1, -1]

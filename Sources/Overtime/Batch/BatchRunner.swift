@@ -246,7 +246,7 @@ final class BatchState: EventSink {
     private let pythonBridge: String?
     private let runID: String
     let supervisor: Supervisor
-    private let journal: RunJournal
+    let journal: RunJournal
     private let encoder: EventEncoder
     private let onUpdate: @Sendable (BatchUpdate) -> Void
     private let onDone: @Sendable (BatchSummary) -> Void
