@@ -124,10 +124,10 @@ public enum Descriptors {
     /// The temporary file is made new (O_EXCL, O_NOFOLLOW): in a directory others may write
     /// (a group-writable textfile collector directory), a file or symlink planted at its
     /// predictable name is removed, never written through.
-    public static func replaceFile(_ path: String, with bytes: [UInt8], temporary: String) -> Int32? {
+    public static func replaceFile(_ path: String, with bytes: [UInt8], temporary: String, mode: mode_t = 0o644) -> Int32? {
         let flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC
-        var fd = open(temporary, flags, 0o644)
-        if fd < 0, errno == EEXIST, unlink(temporary) == 0 { fd = open(temporary, flags, 0o644) }
+        var fd = open(temporary, flags, mode)
+        if fd < 0, errno == EEXIST, unlink(temporary) == 0 { fd = open(temporary, flags, mode) }
         guard fd >= 0 else { return errno }
         var code: Int32 = 0
         do throws(SystemError) {
