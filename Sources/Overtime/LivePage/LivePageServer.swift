@@ -31,15 +31,15 @@ final class LivePageServer {
     private var slots = MetricsClientSlots<ObjectIdentifier>(capacity: MetricsExporter.maxClients, perPeer: MetricsExporter.maxClientsPerPeer)
     private let uid = geteuid()
 
-    /// - Parameter host: nil for the loopback address.
+    /// - Throws: `SystemError` when `address` cannot be bound.
     init(loop: EventLoop, address: MetricsAddress, token: String, target: any ControlTarget, control: ControlServer) throws(SystemError) {
         self.loop = loop
         self.target = target
         self.control = control
-        var bound: TCPListener?
+        // The listener is made before `self` is whole: its handler reaches `self` through
+        // this variable, set below (nothing is accepted before the loop runs again).
         var accept: (TCPConnection) -> Void = { $0.close() }
-        bound = try TCPListener(loop: loop, host: address.host, port: address.port) { accept($0) }
-        listener = bound!
+        listener = try TCPListener(loop: loop, host: address.host, port: address.port) { accept($0) }
         access = LivePageAccess(token: token, address: MetricsAddress(host: listener.host, port: listener.port))
         accept = { [weak self] connection in
             guard let self else { return connection.close() }
