@@ -1,4 +1,5 @@
 #define _GNU_SOURCE
+#include <sys/random.h>
 #include "overtime_system.h"
 
 #include <errno.h>
@@ -47,6 +48,10 @@ int overtime_peek_exited_child(void) {
 
 int overtime_pipe_cloexec(int fds[2]) {
     return pipe2(fds, O_CLOEXEC);
+}
+
+long overtime_random_bytes(void *buffer, unsigned long length) {
+    return getrandom(buffer, length, 0);
 }
 
 int overtime_status_exited(int status) { return WIFEXITED(status); }

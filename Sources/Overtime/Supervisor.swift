@@ -481,6 +481,8 @@ final class SupervisorState {
     var standardStreamsOutput: ByteStream?
     /// The metrics endpoint and file (`Supervisor.serveMetrics`), when asked for.
     var metrics: MetricsExporter?
+    /// The live page (`Supervisor.serveLivePage`), when asked for.
+    var livePage: LivePageServer?
     /// Reads the tasks' memory and CPU off the loop while metrics are on; `status` then
     /// takes its readings.
     var usageSampler: UsageSampler?

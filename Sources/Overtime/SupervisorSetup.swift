@@ -30,6 +30,11 @@ public struct SupervisorSetup: Sendable {
     public var onRefusedClient: @Sendable (String) -> Void = { _ in }
     /// `--metrics`, `--metrics-file`; nil for none.
     public var metrics: MetricsSettings?
+    /// `--ui`: where the live page is served; nil for none. Its URL goes to `onLivePage`
+    /// and to `ctl list` (through the control socket's description).
+    public var livePage: MetricsAddress?
+    /// Told the live page's URL, token included, once it is served.
+    public var onLivePage: @Sendable (String) -> Void = { _ in }
     /// The engine's warnings as they come, and a Slurm query that failed.
     public var onNote: @Sendable (String) -> Void = { _ in }
     /// What befalls the supervisor itself: its task guard's fate, a default control socket
@@ -43,11 +48,13 @@ public struct SupervisorSetup: Sendable {
     public enum Failure: Error, Sendable, CustomStringConvertible {
         case control(ControlSocketError)
         case metrics(MetricsError)
+        case livePage(LivePageError)
 
         public var description: String {
             switch self {
             case let .control(error): "\(error)"
             case let .metrics(error): "\(error)"
+            case let .livePage(error): "\(error)"
             }
         }
     }
@@ -58,10 +65,12 @@ public struct SupervisorSetup: Sendable {
         var watchTermination: (_ shutdownGrace: Duration?, _ onSignal: @escaping @Sendable (Signal) -> Void) -> Void
         var serveControl: (SupervisorSetup, _ onListenFailure: (@Sendable (ControlSocketError) -> Void)?) throws(ControlSocketError) -> String
         var serveMetrics: (MetricsSettings, _ onProblem: @escaping @Sendable (String) -> Void) throws(MetricsError) -> MetricsAddress?
+        var serveLivePage: (MetricsAddress) throws(LivePageError) -> String
     }
 
     /// Carries the setup out on `supervisor`, in order: termination signals, the engine's
-    /// warning, forwarded signals, orphans, notices, the control socket, the metrics.
+    /// warning, forwarded signals, orphans, notices, the live page (whose URL the control
+    /// socket's description then holds), the control socket, the metrics.
     func carryOut(on supervisor: Supervisor, _ target: Target) throws(Failure) {
         let count = SignalCount()
         let onTerminationSignal = self.onTerminationSignal
@@ -71,13 +80,23 @@ public struct SupervisorSetup: Sendable {
         if adoptsOrphans { supervisor.adoptOrphans() }
         supervisor.onNotice(onNotice)
         let onNotice = self.onNotice
+        var setup = self
+        if let livePage {
+            do throws(LivePageError) {
+                let url = try target.serveLivePage(livePage)
+                setup.controlDescription?.livePage = url
+                onLivePage(url)
+            } catch {
+                throw .livePage(error)
+            }
+        }
         let withoutControlSocket: @Sendable (ControlSocketError) -> Void = { error in
             onNotice("no control socket (\(error)); running without one")
         }
         do throws(ControlSocketError) {
             // The default socket's failure to listen is not worth waiting for: the tasks run
             // without it either way, and the notice comes when it happens.
-            _ = try target.serveControl(self, controlPath == nil ? withoutControlSocket : nil)
+            _ = try target.serveControl(setup, controlPath == nil ? withoutControlSocket : nil)
         } catch where controlPath == nil {
             // The tasks matter more than the default socket (an unwritable /tmp, say).
             withoutControlSocket(error)
@@ -116,7 +135,8 @@ extension Supervisor {
                 try serveControl(at: setup.controlPath, describing: setup.controlDescription, onRefused: setup.onRefusedClient,
                                  onListenFailure: onListenFailure)
             },
-            serveMetrics: { [self] (settings, onProblem) throws(MetricsError) in try serveMetrics(settings, onProblem: onProblem) }
+            serveMetrics: { [self] (settings, onProblem) throws(MetricsError) in try serveMetrics(settings, onProblem: onProblem) },
+            serveLivePage: { [self] address throws(LivePageError) in try serveLivePage(on: address) }
         ))
     }
 }

@@ -173,6 +173,7 @@ struct BatchCommand {
         }
         command.shutdownGrace = try parseShutdownGrace(option: shutdownGraceText, command: "overtime batch")
         try command.engine.finish(command: "overtime batch")
+        try command.metrics.readEnvironment(command: "overtime batch")
         return command
     }
 
@@ -237,6 +238,8 @@ struct BatchCommand {
         // Through the display: in tty mode it may already be drawing.
         setup.onNote = display.note
         setup.onNotice = display.warn
+        setup.livePage = metrics.livePage
+        setup.onLivePage = LivePageURL.say
         do {
             try runner.setUp(setup)
         } catch {

@@ -119,6 +119,9 @@ struct CtlCommand {
                 for supervisor in supervisors { Terminal.writeOut(Self.listLine(supervisor)) }
             } else {
                 Terminal.writeOut(Array(Self.supervisorTable(supervisors).utf8))
+                for supervisor in supervisors {
+                    if let info = supervisor.info, let url = info.livePage { Terminal.out(TextWidth.sanitize("\(info.run)  live page: \(url)")) }
+                }
             }
             return 0
         case let .success(.each(supervisors)):

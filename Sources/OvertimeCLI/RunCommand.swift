@@ -250,6 +250,7 @@ struct RunCommand {
         }
         command.shutdownGrace = try parseShutdownGrace(option: shutdownGraceText, command: "overtime run")
         try command.engine.finish(command: "overtime run")
+        try command.metrics.readEnvironment(command: "overtime run")
         if command.engine.shutdownExitCode != nil, command.preserveStatus {
             throw UsageError(message: "overtime run: --shutdown-exit-code and --preserve-status disagree (the one exit code after a shutdown, or always CMD's own); choose one")
         }
@@ -304,6 +305,8 @@ struct RunCommand {
         setup.onRefusedClient = RepeatLimiter.passing(to: output.warn)
         setup.onNote = output.note
         setup.onNotice = output.warn
+        setup.livePage = metrics.livePage
+        setup.onLivePage = LivePageURL.say
         do {
             try supervisor.setUp(setup)
         } catch {

@@ -18,6 +18,23 @@ public enum Descriptors {
         return (fds[0], fds[1])
     }
 
+    /// `count` bytes from the kernel's random pool (getrandom(2): it waits only until the
+    /// pool is first seeded, early in boot).
+    public static func randomBytes(_ count: Int) throws(SystemError) -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: count)
+        var filled = 0
+        while filled < count {
+            let start = filled
+            let got = bytes.withUnsafeMutableBytes { raw in
+                Result { () throws(SystemError) in
+                    try syscall("getrandom") { overtime_random_bytes(raw.baseAddress! + start, UInt(count - start)) }
+                }
+            }
+            filled += try got.get()
+        }
+        return bytes
+    }
+
     /// A pipe: (read end, write end).
     public static func pipe() throws(SystemError) -> (Int32, Int32) {
         var fds: [Int32] = [-1, -1]
@@ -107,10 +124,10 @@ public enum Descriptors {
     /// The temporary file is made new (O_EXCL, O_NOFOLLOW): in a directory others may write
     /// (a group-writable textfile collector directory), a file or symlink planted at its
     /// predictable name is removed, never written through.
-    public static func replaceFile(_ path: String, with bytes: [UInt8], temporary: String) -> Int32? {
+    public static func replaceFile(_ path: String, with bytes: [UInt8], temporary: String, mode: mode_t = 0o644) -> Int32? {
         let flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC
-        var fd = open(temporary, flags, 0o644)
-        if fd < 0, errno == EEXIST, unlink(temporary) == 0 { fd = open(temporary, flags, 0o644) }
+        var fd = open(temporary, flags, mode)
+        if fd < 0, errno == EEXIST, unlink(temporary) == 0 { fd = open(temporary, flags, mode) }
         guard fd >= 0 else { return errno }
         var code: Int32 = 0
         do throws(SystemError) {

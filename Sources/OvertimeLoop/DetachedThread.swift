@@ -6,13 +6,13 @@ import Musl
 
 /// Runs blocking work on a thread of its own that nobody waits for (a kernel call that only
 /// sleeps, kept off the loop).
-enum DetachedThread {
+public enum DetachedThread {
     private final class Work {
         let body: () -> Void
         init(_ body: @escaping () -> Void) { self.body = body }
     }
 
-    static func run(_ body: @escaping () -> Void) {
+    public static func run(_ body: @escaping () -> Void) {
         let work = Unmanaged.passRetained(Work(body)).toOpaque()
         var thread = pthread_t()
         let started = pthread_create(&thread, nil, { raw in

@@ -189,7 +189,31 @@ public final class TCPConnection: LoopHandleOwner {
     /// the end of the stream), and tells `whenSent` (also when the connection closed
     /// first); reading goes on until the peer closes or `close()`.
     public func sendAndFinish(_ bytes: [UInt8], whenSent: @escaping () -> Void) {
-        guard !isClosed else { return }
+        guard send(bytes) else { return }
+        let shutdown = UnsafeMutablePointer<uv_shutdown_t>.allocate(capacity: 1)
+        shutdown.pointee.data = Unmanaged.passRetained(Callback(whenSent)).toOpaque()
+        let started = uv_shutdown(shutdown, stream) { request, _ in
+            // Called once the writes are done, or cancelled by close: the request is freed here.
+            Unmanaged<Callback>.fromOpaque(request!.pointee.data).takeRetainedValue().body()
+            request!.deallocate()
+        }
+        if started != 0 {
+            Unmanaged<Callback>.fromOpaque(shutdown.pointee.data).takeRetainedValue().body()
+            shutdown.deallocate()
+        }
+    }
+
+    /// Bytes written and not yet taken by the kernel: what a peer that does not read holds
+    /// in libuv's queue. The owner bounds it (a stream of events drops such a peer).
+    public var queuedBytes: Int {
+        isClosed ? 0 : uv_stream_get_write_queue_size(stream)
+    }
+
+    /// Queues `bytes`, keeping the connection open (a stream of events); false when the
+    /// connection is closed, or closed now because the write could not be queued.
+    @discardableResult
+    public func send(_ bytes: [UInt8]) -> Bool {
+        guard !isClosed else { return false }
         let copy = UnsafeMutableRawPointer.allocate(byteCount: max(1, bytes.count), alignment: 1)
         bytes.withUnsafeBytes { if let source = $0.baseAddress { copy.copyMemory(from: source, byteCount: bytes.count) } }
         let request = UnsafeMutablePointer<uv_write_t>.allocate(capacity: 1)
@@ -205,19 +229,9 @@ public final class TCPConnection: LoopHandleOwner {
             copy.deallocate()
             request.deallocate()
             close()
-            return
+            return false
         }
-        let shutdown = UnsafeMutablePointer<uv_shutdown_t>.allocate(capacity: 1)
-        shutdown.pointee.data = Unmanaged.passRetained(Callback(whenSent)).toOpaque()
-        let started = uv_shutdown(shutdown, stream) { request, _ in
-            // Called once the writes are done, or cancelled by close: the request is freed here.
-            Unmanaged<Callback>.fromOpaque(request!.pointee.data).takeRetainedValue().body()
-            request!.deallocate()
-        }
-        if started != 0 {
-            Unmanaged<Callback>.fromOpaque(shutdown.pointee.data).takeRetainedValue().body()
-            shutdown.deallocate()
-        }
+        return true
     }
 
     private final class Callback {

@@ -327,6 +327,8 @@ public struct SupervisorInfo: Sendable, Equatable {
     /// What `overtime batch` runs: its job file, as given, and its run directory.
     public var jobFile: String?
     public var runDirectory: String?
+    /// The live page's URL, token included (`--ui`); only its own user may ask for it.
+    public var livePage: String?
     /// Tasks running now (starting, running, cancelling, exiting), and all it knows.
     public var running: Int
     public var total: Int
@@ -371,6 +373,7 @@ public struct SupervisorInfo: Sendable, Equatable {
         }
         if let jobFile { w.key("job_file"); w.string(jobFile) }
         if let runDirectory { w.key("run_dir"); w.string(runDirectory) }
+        if let livePage { w.key("live_page"); w.string(livePage) }
         w.key("tasks")
         w.beginObject()
         w.key("running"); w.int(running)
@@ -417,6 +420,7 @@ public struct SupervisorInfo: Sendable, Equatable {
         }
         jobFile = try optionalText("job_file")
         runDirectory = try optionalText("run_dir")
+        livePage = try optionalText("live_page")
         running = try count(value["tasks"], "running")
         total = try count(value["tasks"], "total")
     }

@@ -35,6 +35,11 @@ int overtime_peek_exited_child(void);
 /// Returns 0, or -1 with errno set.
 int overtime_pipe_cloexec(int fds[_Nonnull 2]);
 
+/// getrandom(buffer, length, 0): bytes from the kernel's random pool (glibc declares it in
+/// <sys/random.h>, which Swift's Glibc module leaves out). Returns how many bytes were
+/// filled, or -1 with errno set.
+long overtime_random_bytes(void *buffer, unsigned long length);
+
 /// The wait-status macros of <sys/wait.h>, for a status waitpid filled in.
 /// Nonzero when the child exited by itself (WIFEXITED).
 int overtime_status_exited(int status);

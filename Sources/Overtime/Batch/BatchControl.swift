@@ -96,6 +96,10 @@ extension BatchState: ControlTarget {
         }
     }
 
+    func controlLogPath(task: String) -> Result<String, ControlFailure> {
+        index(of: task).map { journal.logPath(for: elements.name($0)) }
+    }
+
     /// A batch hears its engine's warning itself (`--warn-signal`); it takes none from a client.
     func controlExpiring(task: String, remaining: Duration) -> Result<String, ControlFailure> {
         .failure(.batchTakesNoExpiring)

@@ -205,6 +205,12 @@ public final class BatchRunner: Sendable {
                 try supervisor.startMetrics(settings, command: "batch", onProblem: onProblem) {
                     (core.value, core.value.machine.deadline)
                 }
+            },
+            serveLivePage: { [journal] address throws(LivePageError) in
+                let url = try supervisor.startLivePage(address) { (core.value, { server in core.value.livePageControl = server }) }
+                // Its token is the key to the run's tasks: for the run's own user only.
+                if let failure = journal.writeFile("ui-url", Array((url + "\n").utf8), mode: 0o600) { setup.onNotice(failure) }
+                return url
             }
         ))
     }
@@ -246,7 +252,7 @@ final class BatchState: EventSink {
     private let pythonBridge: String?
     private let runID: String
     let supervisor: Supervisor
-    private let journal: RunJournal
+    let journal: RunJournal
     private let encoder: EventEncoder
     private let onUpdate: @Sendable (BatchUpdate) -> Void
     private let onDone: @Sendable (BatchSummary) -> Void
@@ -277,6 +283,8 @@ final class BatchState: EventSink {
     private var stopGrace: Duration?
     /// The batch's control socket; its watchers get the journal's lines.
     var control: ControlServer?
+    /// The live page's control server (socketless); its event streams get the journal's lines.
+    var livePageControl: ControlServer?
     /// Which running tasks lag their peers (`stragglers`); nil when the job file asks for
     /// none, and then no tick runs.
     var stragglerWatch: StragglerWatch?
@@ -601,6 +609,7 @@ final class BatchState: EventSink {
     /// A journal line to the control socket's watchers, who see what the journal gets.
     private func broadcast(_ line: [UInt8]) {
         if let control, control.hasWatchers { control.broadcast(line) }
+        if let livePageControl, livePageControl.hasWatchers { livePageControl.broadcast(line) }
     }
 
     /// Appends to the journal, never waiting on its filesystem; a failure to write is said

@@ -98,9 +98,9 @@ public final class RunJournal: Sendable {
     /// task's deadline can wait on it.
     /// - Returns: a message when it could not be written (also kept in `failures`).
     @discardableResult
-    public func writeFile(_ name: String, _ bytes: [UInt8]) -> String? {
+    public func writeFile(_ name: String, _ bytes: [UInt8], mode: mode_t = 0o644) -> String? {
         let path = directory + "/" + name
-        guard let code = Descriptors.replaceFile(path, with: bytes, temporary: path + ".tmp") else { return nil }
+        guard let code = Descriptors.replaceFile(path, with: bytes, temporary: path + ".tmp", mode: mode) else { return nil }
         return file.record.withLock { Self.fail(&$0, "cannot write \(path)", code) }
     }
 

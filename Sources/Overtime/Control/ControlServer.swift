@@ -18,6 +18,8 @@ protocol ControlTarget: AnyObject {
     func controlRevoke(task: String, after: Duration, uid: UInt32) -> Result<String, ControlFailure>
     /// The engine ends in `remaining`: the task is sent `expiring`.
     func controlExpiring(task: String, remaining: Duration) -> Result<String, ControlFailure>
+    /// Where `task` writes its output (the live page's log tail).
+    func controlLogPath(task: String) -> Result<String, ControlFailure>
     /// The sweeps whose elements the metrics count without series of their own
     /// (`RunMetrics.sweepsWithoutSeries`).
     var sweepsWithoutSeries: Set<String> { get }
@@ -27,6 +29,7 @@ protocol ControlTarget: AnyObject {
 }
 
 extension ControlTarget {
+    func controlLogPath(task: String) -> Result<String, ControlFailure> { .failure(.noLogFile) }
     var sweepsWithoutSeries: Set<String> { [] }
     var stragglerGroups: [String: String] { [:] }
 }
@@ -47,6 +50,8 @@ enum ControlFailure: Error, Equatable {
     case finished
     /// A batch takes no `expiring` from a client: it hears its own engine's warning.
     case batchTakesNoExpiring
+    /// `overtime run` keeps no log: its task writes to the supervisor's own streams.
+    case noLogFile
 
     var message: String {
         switch self {
@@ -59,6 +64,8 @@ enum ControlFailure: Error, Equatable {
         case .finished: "the task has finished"
         case .batchTakesNoExpiring:
             "a batch passes on its own engine's warning (--warn-signal); 'expiring' is for a run that an executor's head started"
+        case .noLogFile:
+            "overtime run keeps no log file: its task's output goes to the supervisor's own stdout and stderr"
         }
     }
 
@@ -113,7 +120,10 @@ final class ControlServer {
     private var clients: [ObjectIdentifier: Client] = [:]
     /// Clients that asked to `watch`: with none, events are not even encoded for them.
     private(set) var watcherCount = 0
-    var hasWatchers: Bool { watcherCount > 0 }
+    /// Told every line its watchers get, besides its own clients (the live page's event
+    /// streams); set only while someone listens, so that unwatched events are not encoded.
+    var relay: (([UInt8]) -> Void)?
+    var hasWatchers: Bool { watcherCount > 0 || relay != nil }
     private let onRefused: (PeerCredentials?) -> Void
     private let ownUID = geteuid()
 
@@ -156,6 +166,7 @@ final class ControlServer {
         for client in clients.values where client.watching {
             client.writer.write(line)  // a slow watcher loses whole lines, never the supervisor's time
         }
+        relay?(line)
     }
 
     private func accept(_ stream: ByteStream, _ peer: PeerCredentials?) {
@@ -207,12 +218,18 @@ final class ControlServer {
         }
     }
 
+    /// The answer to `status` (what `ctl status --json` prints).
+    func statusOutcome() -> ControlReply.Outcome {
+        guard let target else { return .failed("the supervisor is shutting down") }
+        return .status(target.controlStatus(now: MonotonicInstant.now()), containment: containmentJSON)
+    }
+
     private func respond(to op: ControlRequest.Op, from client: Client) -> ControlReply.Outcome {
         guard let target else { return .failed("the supervisor is shutting down") }
         let result: Result<String, ControlFailure>
         switch op {
         case .status:
-            return .status(target.controlStatus(now: MonotonicInstant.now()), containment: containmentJSON)
+            return statusOutcome()
         case .info:
             guard var info = identity else { return .failed("this supervisor does not describe itself") }
             if info.user == nil, let name = SupervisorDescription.nameOfUser(info.uid) {

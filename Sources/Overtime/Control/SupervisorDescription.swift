@@ -12,6 +12,8 @@ public struct SupervisorDescription: Sendable {
     public var command: [String]?
     public var jobFile: String?
     public var runDirectory: String?
+    /// The live page's URL (`--ui`), set when it is served.
+    public var livePage: String?
 
     /// The login name of `uid`, from the account files or the C library; nil when unlisted.
     /// Read on the first `info` request, not at start: every `overtime run` would pay for a
@@ -39,8 +41,10 @@ public struct SupervisorDescription: Sendable {
             directory = String(cString: cwd)
             free(cwd)
         }
-        return SupervisorInfo(run: runID, kind: kind, pid: getpid(), uid: uid, user: nil,
-                              started: EventEncoder(runID: runID).timestamp(.now()), cwd: directory,
-                              command: command, jobFile: jobFile, runDirectory: runDirectory, running: 0, total: 0)
+        var info = SupervisorInfo(run: runID, kind: kind, pid: getpid(), uid: uid, user: nil,
+                                  started: EventEncoder(runID: runID).timestamp(.now()), cwd: directory,
+                                  command: command, jobFile: jobFile, runDirectory: runDirectory, running: 0, total: 0)
+        info.livePage = livePage
+        return info
     }
 }

@@ -69,7 +69,7 @@ final class MetricsExporter {
     private let target: any ControlTarget
     private let loop: EventLoop
     private var listener: TCPListener?
-    private var clients: [ObjectIdentifier: MetricsClient] = [:]
+    private var clients: [ObjectIdentifier: HTTPClient] = [:]
     private var slots = MetricsClientSlots<ObjectIdentifier>(capacity: maxClients, perPeer: maxClientsPerPeer)
     private let file: OutputFile?
     /// The textfile's pages, written off the loop (a stalled filesystem never holds it): only
@@ -199,9 +199,10 @@ final class MetricsExporter {
             connection.close()
             return
         }
-        let client = MetricsClient(connection: connection, loop: loop, respond: { [weak self] head in
-            guard let self, case let .complete(method, path) = head else { return MetricsHTTP.refusal(head) }
-            return MetricsHTTP.response(method: method, path: path, page: self.page)
+        let client = HTTPClient(connection: connection, loop: loop, time: Self.clientTime, maxBody: nil, respond: { [weak self] read in
+            let head = MetricsHTTP.head(read)
+            guard let self, case let .complete(method, path) = head else { return .whole(MetricsHTTP.refusal(head)) }
+            return .whole(MetricsHTTP.response(method: method, path: path, page: self.page))
         }, onGone: { [weak self] client in
             self?.clients[ObjectIdentifier(client)] = nil
             self?.slots.remove(ObjectIdentifier(client))
@@ -230,68 +231,6 @@ struct MetricsFile: Sendable {
             throw .cannotWriteFile(path: path, error)
         }
         return MetricsFile(output: output, earlierPage: output.isReplaced ? Descriptors.readWholeFile(path) : nil)
-    }
-}
-
-/// One HTTP client: what it sent so far, its time, its answer and its end. Loop-thread only.
-///
-/// It has `MetricsExporter.clientTime` to send its request head (then 408) and as long again
-/// to take the answer. One request a connection: nothing after the first head is read (so
-/// pipelined requests cost nothing), and the connection closes as soon as the answer is
-/// written. A client that closes its side right after its request (`printf ... | nc`) still
-/// gets the whole answer.
-private final class MetricsClient {
-    let connection: TCPConnection
-    private let timer: LoopTimer
-    private let respond: (MetricsHTTP.Head) -> [UInt8]
-    private let onGone: (MetricsClient) -> Void
-    private var received: [UInt8] = []
-    private var answered = false
-
-    init(connection: TCPConnection, loop: EventLoop, respond: @escaping (MetricsHTTP.Head) -> [UInt8],
-         onGone: @escaping (MetricsClient) -> Void) {
-        self.connection = connection
-        timer = LoopTimer(loop: loop)
-        self.respond = respond
-        self.onGone = onGone
-    }
-
-    func begin() {
-        timer.schedule(inNanoseconds: MetricsExporter.clientTime.nanoseconds) { [self] in answer(.incomplete) }
-        connection.startReading(onData: { [self] bytes in
-            guard !answered else { return }
-            received.append(contentsOf: bytes.prefix(MetricsHTTP.maxHeadBytes + 1 - received.count))
-            let head = MetricsHTTP.head(received)
-            if head != .incomplete { answer(head) }
-        }, onEnd: { [self] in
-            // Gone before a whole request: there is nothing to answer.
-            drop()
-        })
-    }
-
-    /// Sends the answer to `head` (408 for a head that never came), then ends.
-    private func answer(_ head: MetricsHTTP.Head) {
-        guard !answered else { return }
-        answered = true
-        received = []
-        connection.stopReading()
-        connection.sendAndFinish(respond(head)) { [weak self] in self?.drop() }
-        // The rest of its time to take the answer; then it is dropped, taken or not.
-        timer.schedule(inNanoseconds: MetricsExporter.clientTime.nanoseconds) { [self] in drop() }
-    }
-
-    /// A newer client takes its place: one still sending its request is told 408 (what
-    /// fits in the socket's buffer at once), one being answered is cut off.
-    func pushOut() {
-        if !answered { answer(.incomplete) }
-        drop()
-    }
-
-    /// Closes the connection, taken or not. Idempotent.
-    func drop() {
-        timer.close()
-        connection.close()
-        onGone(self)
     }
 }
 

@@ -2,7 +2,7 @@
 /// one response, after which the connection closes. Pure: the loop's side carries the bytes.
 enum MetricsHTTP {
     /// The longest request head taken; a longer one is answered 431.
-    static let maxHeadBytes = 8 * 1024
+    static let maxHeadBytes = HTTPRequest.maxHeadBytes
 
     /// What the bytes received so far hold.
     enum Head: Equatable, Sendable {
@@ -15,38 +15,18 @@ enum MetricsHTTP {
         case malformed
     }
 
-    /// Reads the head at the start of `received` (ended by an empty line; bare newlines are
-    /// taken too, as most servers take them).
+    /// Reads the head at the start of `received` (`HTTPRequest.read`; a body is not read).
     static func head(_ received: [UInt8]) -> Head {
-        guard let end = headEnd(received) else {
-            return received.count > maxHeadBytes ? .tooLarge : .incomplete
-        }
-        guard end <= maxHeadBytes else { return .tooLarge }
-        let lineEnd = received.firstIndex(of: UInt8(ascii: "\n"))!
-        var line = received[..<lineEnd]
-        if line.last == UInt8(ascii: "\r") { line = line.dropLast() }
-        let parts = line.split(separator: UInt8(ascii: " "), omittingEmptySubsequences: false)
-        guard parts.count == 3, !parts[0].isEmpty, parts[1].first == UInt8(ascii: "/") || parts[1].elementsEqual("*".utf8),
-              parts[2].starts(with: "HTTP/1.".utf8) else { return .malformed }
-        let target = parts[1]
-        let path = target.firstIndex(of: UInt8(ascii: "?")).map { target[..<$0] } ?? target
-        return .complete(method: String(decoding: parts[0], as: UTF8.self), path: String(decoding: path, as: UTF8.self))
+        head(HTTPRequest.read(received, maxBody: nil))
     }
 
-    /// Where the head's empty line ends, if it has arrived.
-    private static func headEnd(_ bytes: [UInt8]) -> Int? {
-        var index = 0
-        var lineStart = 0
-        while index < bytes.count {
-            if bytes[index] == UInt8(ascii: "\n") {
-                let line = index - lineStart
-                // An empty line first is no request line: the caller finds it malformed.
-                if line == 0 || (line == 1 && bytes[lineStart] == UInt8(ascii: "\r")) { return index + 1 }
-                lineStart = index + 1
-            }
-            index += 1
+    static func head(_ read: HTTPRequest.Read) -> Head {
+        switch read {
+        case .incomplete: .incomplete
+        case let .complete(request): .complete(method: request.method, path: request.path)
+        case .tooLarge: .tooLarge
+        case .bodyTooLarge, .malformed: .malformed
         }
-        return nil
     }
 
     /// The content type of the text exposition format.

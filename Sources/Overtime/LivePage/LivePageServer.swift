@@ -1,0 +1,183 @@
+import OvertimeLoop
+import OvertimeProtocol
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// The live page's server on the loop thread (docs/ui.md, docs/control.md "HTTP API"): the
+/// page, the JSON API over the control target, and the event stream. Loop-thread only.
+///
+/// Its limits are /metrics' (`MetricsExporter`): so many clients at once, so many from one
+/// host, a new one pushing out the oldest; a request head of 8 KiB and a body of
+/// `maxBody`, within `MetricsExporter.clientTime`. An event stream whose reader falls more
+/// than `maxQueuedEvents` bytes behind is dropped: the loop never waits for a browser.
+final class LivePageServer {
+    static let maxBody = 4 * 1024
+    /// What may wait for one event stream's reader before it is dropped (its page reconnects
+    /// and starts again from `/api/status`).
+    static let maxQueuedEvents = 256 * 1024
+
+    let access: LivePageAccess
+    private let listener: TCPListener
+    private let loop: EventLoop
+    private weak var target: (any ControlTarget)?
+    /// The socketless control server whose watchers' lines the event streams carry, and
+    /// whose `status` answer `/api/status` gives.
+    private let control: ControlServer
+    private var clients: [ObjectIdentifier: HTTPClient] = [:]
+    private var streams: [ObjectIdentifier: HTTPClient] = [:]
+    private var slots = MetricsClientSlots<ObjectIdentifier>(capacity: MetricsExporter.maxClients, perPeer: MetricsExporter.maxClientsPerPeer)
+    private let uid = geteuid()
+
+    /// - Throws: `SystemError` when `address` cannot be bound.
+    init(loop: EventLoop, address: MetricsAddress, token: String, target: any ControlTarget, control: ControlServer) throws(SystemError) {
+        self.loop = loop
+        self.target = target
+        self.control = control
+        // The listener is made before `self` is whole: its handler reaches `self` through
+        // this variable, set below (nothing is accepted before the loop runs again).
+        var accept: (TCPConnection) -> Void = { $0.close() }
+        listener = try TCPListener(loop: loop, host: address.host, port: address.port) { accept($0) }
+        access = LivePageAccess(token: token, address: MetricsAddress(host: listener.host, port: listener.port))
+        accept = { [weak self] connection in
+            guard let self else { return connection.close() }
+            self.accept(connection)
+        }
+    }
+
+    func close() {
+        listener.close()
+        control.relay = nil
+        for client in Array(clients.values) { client.drop() }
+    }
+
+    private func accept(_ connection: TCPConnection) {
+        let client = HTTPClient(connection: connection, loop: loop, time: MetricsExporter.clientTime, maxBody: Self.maxBody,
+                                respond: { [weak self] read in self?.respond(read) ?? .whole(LivePageHTTP.refusal(.init(503, "shutting down"))) },
+                                onGone: { [weak self] client in self?.gone(client) })
+        for pushedOut in slots.admit(ObjectIdentifier(client), peer: connection.peerAddress()) {
+            clients[pushedOut]?.pushOut()
+        }
+        clients[ObjectIdentifier(client)] = client
+        client.begin()
+    }
+
+    private func gone(_ client: HTTPClient) {
+        let key = ObjectIdentifier(client)
+        clients[key] = nil
+        slots.remove(key)
+        if streams.removeValue(forKey: key) != nil, streams.isEmpty { control.relay = nil }
+    }
+
+    private func respond(_ read: HTTPRequest.Read) -> HTTPAnswer {
+        guard case let .complete(request) = read else { return .whole(LivePageHTTP.refusal(read)) }
+        switch access.verdict(request) {
+        case let .refused(refusal): return .whole(LivePageHTTP.refusal(refusal))
+        case .exchangeToken: return .whole(LivePageHTTP.tokenExchange(access.token))
+        case .allowed: break
+        }
+        switch LivePageRoute.of(request) {
+        case let .failure(refusal): return .whole(LivePageHTTP.refusal(refusal))
+        case let .success(route): return answer(route, withBody: request.method != "HEAD")
+        }
+    }
+
+    private func answer(_ route: LivePageRoute, withBody: Bool) -> HTTPAnswer {
+        guard let target else { return .whole(LivePageHTTP.refusal(.init(503, "the supervisor is shutting down"))) }
+        let result: Result<String, ControlFailure>
+        switch route {
+        case .page:
+            guard let nonce = try? LivePageToken.make(bytes: 16) else {
+                return .whole(LivePageHTTP.refusal(.init(500, "no random bytes for the page's nonce")))
+            }
+            return .whole(LivePageHTTP.response(200, contentType: "text/html; charset=utf-8", body: LivePagePlaceholder.html(nonce: nonce),
+                                                withBody: withBody, policy: LivePageHTTP.pagePolicy(nonce: nonce)))
+        case .status:
+            return .whole(LivePageHTTP.reply(200, control.statusOutcome(), withBody: withBody))
+        case .events:
+            return .stream(head: LivePageHTTP.eventStreamHead()) { [weak self] client in
+                guard let self else { return client.drop() }
+                self.streams[ObjectIdentifier(client)] = client
+                self.control.relay = { [weak self] line in self?.publish(line) }
+            }
+        case let .log(task, tail):
+            switch target.controlLogPath(task: task) {
+            case let .failure(failure): return .whole(LivePageHTTP.refusal(LivePageRefusal(failure)))
+            case let .success(path): return .later { [loop] send in
+                let reply = LoopBound(send, loop: loop)
+                // A log on a stalled filesystem must not hold the loop.
+                DetachedThread.run {
+                    let answer = switch LogTail.lines(ofFile: path, last: tail) {
+                    case let lines?: LivePageHTTP.response(200, contentType: "text/plain; charset=utf-8", body: lines, withBody: withBody)
+                    case nil: LivePageHTTP.refusal(.init(404, "the task has no log yet"))
+                    }
+                    _ = loop.execute { reply.value(answer) }
+                }
+            }
+            }
+        case let .extend(task, amount, pastMax):
+            result = target.controlExtend(task: task, by: amount, pastMax: pastMax, uid: uid)
+        case let .revoke(task, after):
+            result = target.controlRevoke(task: task, after: after, uid: uid)
+        case let .cancel(task):
+            result = target.controlCancel(task: task, reason: .user, grace: nil, uid: uid)
+        }
+        switch result {
+        case let .success(words): return .whole(LivePageHTTP.reply(200, .done(words)))
+        case let .failure(failure): return .whole(LivePageHTTP.refusal(LivePageRefusal(failure)))
+        }
+    }
+
+    /// A watcher's line to every event stream; a reader too far behind is dropped.
+    private func publish(_ line: [UInt8]) {
+        let event = LivePageHTTP.event(line)
+        for client in Array(streams.values) { client.push(event, maxQueued: Self.maxQueuedEvents) }
+    }
+}
+
+/// The page's token and nonces: random bytes from the kernel, as hexadecimal.
+enum LivePageToken {
+    /// - Throws: `SystemError` when the kernel gives no random bytes (a seccomp filter).
+    static func make(bytes count: Int = 32) throws(SystemError) -> String {
+        try Descriptors.randomBytes(count).map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
+    }
+}
+
+/// The last lines of a task's log, read off the loop.
+enum LogTail {
+    /// At most this much of the file's end is read: a line longer than that is cut.
+    static let maxBytes = 1 << 20
+
+    /// The last `count` lines of `path`; nil when it cannot be read.
+    static func lines(ofFile path: String, last count: Int) -> [UInt8]? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return nil }
+        let size = Int(info.st_size)
+        let start = max(0, size - maxBytes)
+        var bytes = [UInt8](repeating: 0, count: size - start)
+        var done = 0
+        while done < bytes.count {
+            let wanted = bytes.count - done, at = done
+            let got = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + at, wanted, off_t(start + at)) }
+            if got > 0 { done += got } else if got < 0 && errno == EINTR { continue } else { break }
+        }
+        bytes.removeLast(bytes.count - done)
+        guard count > 0 else { return [] }
+        var newlines = 0
+        var index = bytes.endIndex
+        if bytes.last == 0x0A { index -= 1 }
+        while index > bytes.startIndex {
+            if bytes[index - 1] == 0x0A {
+                newlines += 1
+                if newlines == count { break }
+            }
+            index -= 1
+        }
+        return Array(bytes[index...])
+    }
+}

@@ -1,0 +1,258 @@
+// The live page's server (`--ui`; docs/ui.md, docs/control.md "HTTP API"): its URL and
+// token, who is refused, the JSON API acting on real tasks, the event stream, and a stream
+// reader that does not read costing neither the loop nor memory.
+
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// `overtime batch --ui 0` of a job of two tasks that report progress every 0.1 s until the
+/// file `stop` appears: `trainer`, and `markup`, whose progress title is markup.
+final class CLILivePageBatch: @unchecked Sendable {
+    static let markupName = "markup"
+    static let markupTitle = "</script><img src=x onerror=alert(1)>"
+    let scratch: CLIScratch
+    let process: CLIProcess
+    let url: String
+    let port: Int
+    let token: String
+    let socket: String
+
+    init(scratch: CLIScratch = try! CLIScratch()) async throws {
+        self.scratch = scratch
+        let stop = scratch.path("stop")
+        let reporter = #"i=0; while [ ! -e "$0" ]; do i=$((i+1)); printf '{"type":"progress","completed":%d,"total":100000}\n' $i >&3; sleep 0.1; done"#
+        let titled = reporter.replacingOccurrences(of: #""total":100000"#, with: #""total":100000,"title":"\#(Self.markupTitle)""#)
+        let job: [String: Any] = ["tasks": [
+            ["name": "trainer", "command": ["sh", "-c", reporter, stop], "budget": "5m"],
+            ["name": Self.markupName, "command": ["sh", "-c", titled, stop], "budget": "5m"],
+        ]]
+        let data = try JSONSerialization.data(withJSONObject: job, options: [.sortedKeys])
+        let file = try scratch.write("job.json", String(decoding: data, as: UTF8.self))
+        socket = scratch.path("control.sock")
+        process = CLIProcess(["batch", file, "--run-dir", scratch.path("run"), "--progress", "none", "--control", socket, "--ui", "0"],
+                             environment: CLIBatchFixture.environment, in: scratch)
+        try await process.start()
+        let clock = ContinuousClock()
+        let end = clock.now + .seconds(20)
+        var found: String?
+        while clock.now < end, found == nil {
+            found = process.stderrSoFar.split(separator: "\n").first { $0.hasPrefix("overtime: live page: http://127.0.0.1:") }
+                .map { String($0.dropFirst("overtime: live page: ".count)) }
+            if found == nil { try await Task.sleep(for: .milliseconds(20)) }
+        }
+        guard let found, let range = found.range(of: #"127\.0\.0\.1:[0-9]+"#, options: .regularExpression),
+              let tokenStart = found.range(of: "?token=") else {
+            _ = FileManager.default.createFile(atPath: stop, contents: nil)
+            throw CLIFailure("no live page URL on stderr: \(process.stderrSoFar)")
+        }
+        url = found
+        port = Int(found[range].split(separator: ":")[1])!
+        token = String(found[tokenStart.upperBound...])
+    }
+
+    /// `METHOD PATH` with the given header lines (Host is the page's unless one is given).
+    func request(_ path: String, method: String = "GET", headers: [String] = [], body: String = "") -> CLIMetrics.Response? {
+        var lines = ["\(method) \(path) HTTP/1.1"]
+        if !headers.contains(where: { $0.lowercased().hasPrefix("host:") }) { lines.append("Host: 127.0.0.1:\(port)") }
+        lines += headers + ["Content-Length: \(body.utf8.count)", "Connection: close"]
+        return CLIMetrics.exchange(port: port, Array((lines.joined(separator: "\r\n") + "\r\n\r\n" + body).utf8)).flatMap(CLIMetrics.parse)
+    }
+
+    var bearer: String { "Authorization: Bearer \(token)" }
+
+    func journal() -> [[String: Any]] { CLICtlRecorder.lines(scratch.path("run/events.jsonl")) }
+
+    func finish() async -> CLIResult {
+        _ = FileManager.default.createFile(atPath: scratch.path("stop"), contents: nil)
+        return await process.finish(timeout: .seconds(40))
+    }
+
+    deinit { _ = FileManager.default.createFile(atPath: scratch.path("stop"), contents: nil) }
+}
+
+@Suite("CLI live page")
+struct CLILivePageTests {
+    @Test("the URL on stderr, in ui-url (0600) and in ctl list; 401 without the token, 403 for a foreign Host or Origin, nothing cancelled")
+    func urlTokenAndRefusals() async throws {
+        let batch = try await CLILivePageBatch()
+        var info = stat()
+        #expect(stat(batch.scratch.path("run/ui-url"), &info) == 0 && info.st_mode & 0o777 == 0o600, "ui-url mode \(String(info.st_mode & 0o777, radix: 8))")
+        #expect(batch.scratch.read("run/ui-url") == batch.url + "\n")
+        let list = try await CLICtl.ctl(socket: batch.socket, ["list", "--json"], in: batch.scratch)
+        #expect(list.stdout.contains("\"live_page\":\"\(batch.url)\""), "\(list)")
+        #expect(batch.token.count == 64 && batch.token.allSatisfy(\.isHexDigit))
+
+        let name = CLILivePageBatch.markupName.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+        for path in ["/", "/api/status", "/api/events", "/api/tasks/trainer/log"] {
+            #expect(batch.request(path)?.status == 401, "\(path) without the token")
+            #expect(batch.request(path, headers: ["Authorization: Bearer " + String(repeating: "0", count: 64)])?.status == 401)
+            #expect(batch.request(path, headers: ["Cookie: overtime_ui=nope"])?.status == 401)
+        }
+        for action in ["cancel", "extend", "revoke"] {
+            #expect(batch.request("/api/tasks/trainer/\(action)", method: "POST", body: #"{"seconds":5}"#)?.status == 401)
+            let rebound = batch.request("/api/tasks/trainer/\(action)", method: "POST", headers: [batch.bearer, "Host: evil.example:\(batch.port)"], body: #"{"seconds":5}"#)
+            #expect(rebound?.status == 403, "\(String(describing: rebound))")
+            let foreign = batch.request("/api/tasks/\(name)/\(action)", method: "POST", headers: [batch.bearer, "Origin: http://evil.example"], body: #"{"seconds":5}"#)
+            #expect(foreign?.status == 403, "\(String(describing: foreign))")
+        }
+        #expect(batch.request("/api/status", headers: [batch.bearer, "Host: evil.example"])?.status == 403)
+        #expect(batch.request("/api/status", headers: [batch.bearer, "Host: localhost:\(batch.port)"])?.status == 200)
+        #expect(batch.request("/api/tasks/trainer/cancel", headers: [batch.bearer])?.status == 405, "a GET changes nothing")
+        let operators = batch.journal().filter { $0["event"] as? String == "operator" }
+        #expect(operators.isEmpty, "a refused request acted: \(operators)")
+
+        let result = await batch.finish()
+        #expect(result.status == 0, "\(result)")
+    }
+
+    @Test("the token exchanged for an HttpOnly SameSite=Strict cookie; the page under a nonce CSP, a task's </script> title only as JSON")
+    func cookieExchangeAndEscaping() async throws {
+        let batch = try await CLILivePageBatch()
+        let first = try #require(batch.request("/?token=\(batch.token)"))
+        #expect(first.status == 303 && first.head.contains("\r\nLocation: /\r\n"), "\(first)")
+        let cookie = "overtime_ui=\(batch.token)"
+        #expect(first.head.contains("Set-Cookie: \(cookie); HttpOnly; SameSite=Strict; Path=/"), "\(first.head)")
+        #expect(batch.request("/?token=" + String(repeating: "f", count: 64))?.status == 401)
+
+        let page = try #require(batch.request("/", headers: ["Cookie: other=1; \(cookie)"]))
+        #expect(page.status == 200 && page.body.contains("Overtime live page"), "\(page)")
+        for header in ["X-Content-Type-Options: nosniff", "Cache-Control: no-store", "Referrer-Policy: no-referrer", "script-src 'nonce-"] {
+            #expect(page.head.contains(header), "\(header) in \(page.head)")
+        }
+        #expect(!page.head.contains("unsafe-inline"))
+        #expect(page.body.components(separatedBy: "</script>").count == 2, "the page's own script end only: \(page.body)")
+        #expect(!page.body.contains("onerror"))
+
+        let status = try #require(batch.request("/api/status", headers: [batch.bearer]))
+        #expect(status.status == 200 && status.head.contains("Content-Type: application/json"), "\(status)")
+        let tasks = try #require(try CLIJSON.object(status.body)["tasks"] as? [[String: Any]])
+        // Its first progress may not have come yet.
+        #expect(tasks.contains { $0["name"] as? String == CLILivePageBatch.markupName }, "\(status.body)")
+        let clock = ContinuousClock()
+        let end = clock.now + .seconds(10)
+        var titled = false
+        while clock.now < end, !titled {
+            titled = batch.request("/api/status", headers: [batch.bearer])?.body.contains(#""title":"<\/script><img src=x onerror=alert(1)>""#) == true
+                || batch.request("/api/status", headers: [batch.bearer])?.body.contains(#""title":"</script><img src=x onerror=alert(1)>""#) == true
+            if !titled { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        #expect(titled, "the title in /api/status")
+        let again = try #require(batch.request("/", headers: ["Cookie: \(cookie)"]))
+        #expect(again.body.components(separatedBy: "</script>").count == 2 && !again.body.contains("onerror"), "\(again.body)")
+
+        let result = await batch.finish()
+        #expect(result.status == 0, "\(result)")
+    }
+
+    @Test("POST cancel ends the task with reason user; POST extend moves its deadline in ctl status; the event stream brings progress")
+    func actionsAndEvents() async throws {
+        let batch = try await CLILivePageBatch()
+        // The stream, opened first, hears the actions' events too.
+        let fd = try #require(CLILivePageStream.open(port: batch.port, token: batch.token))
+        defer { close(fd) }
+        let streamed = Task.detached { CLIMetrics.receiveAll(fd, timeout: 6) }
+
+        let before = try await CLICtl.status(batch.socket, in: batch.scratch).first { $0["name"] as? String == "trainer" }
+        let remainingBefore = try #require(before?["remaining"] as? Double)
+        let extend = try #require(batch.request("/api/tasks/trainer/extend", method: "POST", headers: [batch.bearer], body: #"{"seconds": 3600}"#))
+        #expect(extend.status == 200 && extend.body.contains(#""ok":true"#), "\(extend)")
+        let after = try await CLICtl.status(batch.socket, in: batch.scratch).first { $0["name"] as? String == "trainer" }
+        let remainingAfter = try #require(after?["remaining"] as? Double)
+        #expect(remainingAfter > remainingBefore + 3000, "extend by an hour: \(remainingBefore) → \(remainingAfter)")
+        #expect(batch.request("/api/tasks/trainer/extend", method: "POST", headers: [batch.bearer], body: #"{"seconds": -1}"#)?.status == 400)
+        #expect(batch.request("/api/tasks/nobody/cancel", method: "POST", headers: [batch.bearer])?.status == 404)
+
+        let name = CLILivePageBatch.markupName.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+        let cancel = try #require(batch.request("/api/tasks/\(name)/cancel", method: "POST", headers: [batch.bearer, "Origin: http://127.0.0.1:\(batch.port)"]))
+        #expect(cancel.status == 200 && cancel.body.contains("cancelling"), "\(cancel)")
+        let clock = ContinuousClock()
+        let end = clock.now + .seconds(20)
+        var exited: [String: Any]?
+        while clock.now < end, exited == nil {
+            exited = batch.journal().first { $0["task"] as? String == CLILivePageBatch.markupName && $0["event"] as? String == "exited" }
+            if exited == nil { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        #expect(exited?["cancel_reason"] as? String == "user", "\(String(describing: exited))")
+        #expect(batch.request("/api/tasks/\(name)/cancel", method: "POST", headers: [batch.bearer])?.body.contains("already") == true)
+
+        let log = try #require(batch.request("/api/tasks/trainer/log?tail=5", headers: [batch.bearer]))
+        #expect(log.status == 200, "\(log)")
+
+        let events = String(decoding: await streamed.value, as: UTF8.self)
+        #expect(events.hasPrefix("HTTP/1.1 200 OK\r\n") && events.contains("Content-Type: text/event-stream"), "\(events.prefix(300))")
+        #expect(events.contains(#"data: {"#) && events.contains(#""task":"trainer","event":"progress""#), "\(events.prefix(2000))")
+        #expect(events.contains(#""event":"operator""#), "the page's own actions come back as events")
+
+        let result = await batch.finish()
+        #expect(result.status == 1, "a batch with a cancelled task fails: \(result)")
+    }
+
+    @Test("a stream reader that stops reading is dropped at its bound, and the run's deadline cancel is not delayed by it")
+    func stalledStreamReaders() async throws {
+        let scratch = try CLIScratch()
+        // Progress with a 30 KB detail as fast as the pipe takes it: ctl watch's thinning
+        // lets 10 a second through to the streams, 300 KB/s for each.
+        let detail = String(repeating: "x", count: 30_000)
+        let flood = "while :; do printf '{\"type\":\"progress\",\"fraction\":0.5,\"detail\":\"\(detail)\"}\\n' >&3 || exit; done"
+        let process = CLIProcess(["run", "--ui", "0", "--max-runtime", "6s", "--json", "--progress", "none", "--", "sh", "-c", flood],
+                                 environment: CLIBatchFixture.environment, in: scratch)
+        try await process.start()
+        var url: String?
+        let clock = ContinuousClock()
+        let end = clock.now + .seconds(20)
+        while clock.now < end, url == nil {
+            url = process.stderrSoFar.split(separator: "\n").first { $0.hasPrefix("overtime: live page: ") }.map(String.init)
+            if url == nil { try await Task.sleep(for: .milliseconds(20)) }
+        }
+        let line = try #require(url, "\(process.stderrSoFar)")
+        let address = try #require(line.range(of: #"127\.0\.0\.1:[0-9]+"#, options: .regularExpression))
+        let port = try #require(Int(line[address].split(separator: ":")[1]))
+        let token = String(line[line.range(of: "?token=")!.upperBound...])
+        // Readers that never read, their receive buffers small.
+        let stalled = (0..<6).compactMap { _ in CLILivePageStream.open(port: port, token: token, receiveBuffer: 4096) }
+        defer { stalled.forEach { close($0) } }
+        #expect(stalled.count == 6)
+
+        // While the run goes on (its deadline is 6s off), each stalled reader reads what it
+        // was sent: dropped at the server's bound, it comes to the stream's end at once; one
+        // the server still fed would read on at 300 KB/s until the run ended.
+        try await Task.sleep(for: .seconds(2))
+        for fd in stalled {
+            let start = clock.now
+            let received = CLIMetrics.receiveAll(fd, timeout: 3)
+            let took = clock.now - start
+            #expect(took < .milliseconds(2500), "a stalled reader was still fed \(took) later (\(received.count) bytes)")
+        }
+
+        let result = await process.finish(timeout: .seconds(40))
+        let report = try CLIJSON.object(result.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
+        let elapsed = try #require(report["elapsed"] as? Double, "\(result)")
+        #expect(report["cancel_reason"] as? String == "deadline", "\(result.stdout)")
+        // The loop held by a write would hold the cancel with it.
+        #expect(elapsed < 6 + 3, "the deadline of 6s cancelled after \(elapsed)s")
+    }
+}
+
+enum CLILivePageStream {
+    /// A connection to `/api/events` with its request sent; nil when it cannot connect.
+    static func open(port: Int, token: String, receiveBuffer: Int32? = nil) -> Int32? {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return nil }
+        if var size = receiveBuffer { setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size)) }
+        var address = CLIMetrics.loopback(port)
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        let request = Array("GET /api/events HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nAuthorization: Bearer \(token)\r\nAccept: text/event-stream\r\n\r\n".utf8)
+        guard connected == 0, send(fd, request, request.count, Int32(MSG_NOSIGNAL)) == request.count else {
+            close(fd)
+            return nil
+        }
+        return fd
+    }
+}
