@@ -40,15 +40,17 @@ extension RunReport {
         if kept.count > 1, kept.last?.isEmpty == true { kept = kept.dropLast() }
         let text = kept.map { String(decoding: $0, as: UTF8.self) }.joined(separator: "\n")
         guard text.utf8.count > diagnosisLimit, let end = kept.last else { return text }
-        let ending = String(decoding: end, as: UTF8.self)
-        let room = max(0, diagnosisLimit - ending.utf8.count)
+        // The last line says how the command ended; one that is itself long (output with
+        // no end line yet) is cut with the rest.
+        let ending = end.count <= diagnosisLimit / 4 ? String(decoding: end, as: UTF8.self) : ""
+        let room = diagnosisLimit - ending.utf8.count
         var head = ""
         for scalar in text.unicodeScalars {
             guard head.utf8.count + String(scalar).utf8.count <= room else { break }
             head.unicodeScalars.append(scalar)
         }
         let left = text.utf8.count - head.utf8.count - ending.utf8.count
-        return head + "\n… (\(ByteSize.text(UInt64(max(0, left)))) more in the log)\n" + ending
+        return head + "\n… (\(ByteSize.text(UInt64(max(0, left)))) more in the log)" + (ending.isEmpty ? "" : "\n" + ending)
     }
 
     /// A line the supervisor wrote into the log: `overtime: NAME: …` holding `words`.
