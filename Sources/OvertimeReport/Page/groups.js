@@ -162,6 +162,14 @@ function sweepsAndArrays(data, tasks, table) {
     };
     return col;
   }
+  // The task table's result columns, of `plain` (the tasks that are no element; a sweep's
+  // are compared in its own table): numbers first, at most TASK_RESULT_COLUMNS.
+  const TASK_RESULT_COLUMNS = 8;
+  function taskResultColumns(plain) {
+    const keys = resultKeys(plain);
+    return keys.filter(function (k) { return k.num; }).concat(keys.filter(function (k) { return !k.num; }))
+      .slice(0, TASK_RESULT_COLUMNS).map(function (k) { return resultColumn(plain, k); });
+  }
   function compare(g) {
     const cols = [];
     g.keys.forEach(function (key) {
@@ -192,5 +200,5 @@ function sweepsAndArrays(data, tasks, table) {
   }
 
   return { groups: groups, groupRow: groupRow, headRow: headRow, elementRow: elementRow, openOrSort: openOrSort, sortedElements: sortedElements,
-    resultKeys: resultKeys, resultColumn: resultColumn };
+    taskResultColumns: taskResultColumns };
 }

@@ -644,16 +644,10 @@ const columns = [
   { label: "Peak memory", key: function (t) { return t.peak == null ? -1 : t.peak; }, num: true },
   { label: "Progress", key: function (t) { return t.lastFraction == null ? -1 : t.lastFraction; } },
 ];
-// A column per result key of the tasks that are no element (a sweep's are compared in its
-// own table): numbers first, at most RESULT_COLUMNS, blank on a sweep's row.
-const TASK_RESULT_COLUMNS = 8;
-const plainTasks = tasks.filter(function (t) { return t.group == null; });
-const resultKeys = sweeps.resultKeys(plainTasks);
-const resultColumns = resultKeys.filter(function (k) { return k.num; }).concat(resultKeys.filter(function (k) { return !k.num; }))
-  .slice(0, TASK_RESULT_COLUMNS).map(function (k) { return sweeps.resultColumn(plainTasks, k); });
-shared.resultColumns = resultColumns;
+// A column per result key of the tasks that are no element, blank on a sweep's row.
+const resultColumns = shared.resultColumns = sweeps.taskResultColumns(tasks.filter(function (t) { return t.group == null; }));
 resultColumns.forEach(function (c) {
-  columns.push({ label: c.label + (c.best == null ? "" : c.lower ? " ↓" : " ↑"), num: c.num, result: true,
+  columns.push({ label: c.label + (c.best == null ? "" : c.lower ? " ↓" : " ↑"), num: c.num,
     key: function (t) { return t.elements ? null : c.value(t); } });
 });
 // The table's columns as page.css lays them out, wider where they hold more.
