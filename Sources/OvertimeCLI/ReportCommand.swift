@@ -15,7 +15,8 @@ struct ReportCommand {
     Draws a batch's run directory as one HTML page that needs nothing from the network: a
     timeline of every attempt of every task (a lane per GPU and per concurrency slot),
     coloured by outcome, with each cancel's reason where it happened and retries linked;
-    each task's progress over time; the table of tasks; memory peaks. The journal
+    each task's progress over time; the table of tasks with their results; memory peaks
+    against each task's memory-max; a cancelled task's diagnose output; links to the logs. The journal
     (events.jsonl) is all it reads, so a run still going, or one that was killed, has a
     report too: what has no end yet is drawn up to the journal's last line.
 
@@ -71,7 +72,7 @@ struct ReportCommand {
             Terminal.error("overtime report: \(directory) is not a run directory: it has no readable events.jsonl")
             return 125
         }
-        let report: RunReport
+        var report: RunReport
         do {
             report = try RunReport.read(journal: journal,
                                         summary: Descriptors.readWholeFile(directory + "/summary.json"),
@@ -81,6 +82,8 @@ struct ReportCommand {
             return 125
         }
         let path = output ?? directory + "/report.html"
+        report.logDirectory = Self.logLink(runDirectory: directory, page: path)
+        report.readDiagnoses { Descriptors.readFileTail(directory + "/logs/" + $0, limit: RunReport.logTailLimit) }
         let failure: String?
         do {
             let file = try OutputFile(path: path)
@@ -97,5 +100,13 @@ struct ReportCommand {
         }
         Terminal.out(path)
         return 0
+    }
+
+    /// How the page at `page` links the run's logs; nil when either place cannot be resolved
+    /// (the page's folder is missing: writing it fails and says so).
+    static func logLink(runDirectory: String, page: String) -> String? {
+        let folder = page.contains("/") ? String(page[..<page.lastIndex(of: "/")!]) : "."
+        guard let run = Descriptors.realPath(runDirectory), let pageFolder = Descriptors.realPath(folder.isEmpty ? "/" : folder) else { return nil }
+        return RunReport.logLink(runDirectory: run, pageDirectory: pageFolder)
     }
 }

@@ -103,6 +103,31 @@ public enum Descriptors {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
+        return readToEnd(fd, path)
+    }
+
+    /// A file's last `limit` bytes (all of a smaller one), or nil when it cannot be opened:
+    /// what a log of gigabytes ends with, without reading it whole.
+    public static func readFileTail(_ path: String, limit: Int) -> [UInt8]? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        let size = lseek(fd, 0, SEEK_END)
+        guard size >= 0, lseek(fd, max(0, size - off_t(limit)), SEEK_SET) >= 0 else { return nil }
+        var bytes = readToEnd(fd, path)
+        // A file that grew meanwhile (a run still going) gives no more than asked.
+        if bytes.count > limit { bytes.removeFirst(bytes.count - limit) }
+        return bytes
+    }
+
+    /// `path` made absolute with every symlink, `.` and `..` resolved; nil when it does not exist.
+    public static func realPath(_ path: String) -> String? {
+        guard let resolved = realpath(path, nil) else { return nil }
+        defer { free(resolved) }
+        return String(cString: resolved)
+    }
+
+    private static func readToEnd(_ fd: Int32, _ path: String) -> [UInt8] {
         var result: [UInt8] = []
         // Most files read here (/proc, cgroup files) are a line or a page: a small first
         // chunk, grown for the rare large one.

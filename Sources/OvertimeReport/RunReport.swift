@@ -58,6 +58,8 @@ public struct RunReport: Sendable {
         public var reporter: String?
         public var peakMemory: Int?
         public var memorySource: String?
+        /// The `memory-max` it ran under, in bytes (its `attempt` line's `memory_max`).
+        public var memoryMax: Int?
         /// The GPU slots it held (`resources.gpu` of its `attempt` line), at most `RunReport.gpuLimit`.
         public var gpus: [String] = []
         /// The timeline lanes it is drawn in (`RunReport.lanes`): one per GPU it held, else one slot.
@@ -99,6 +101,12 @@ public struct RunReport: Sendable {
         public var resultFields: [ResultField] = []
         /// Succeeded in an earlier run this one resumed; not run again.
         public var resumed = false
+        /// Its log's file name in the run directory's `logs/`, made from its whole name.
+        public var logFile: String
+        /// The journal says a diagnose command ran for it (a `diagnosing` line).
+        public var diagnosed = false
+        /// What its log holds of its last diagnosis (`RunReport.readDiagnoses`).
+        public var diagnosis: String?
         /// An attempt of it was flagged far slower than its peers (a `straggler` line).
         public var straggler = false
         /// The sweep or array it is an element of (an index into `RunReport.groups`).
@@ -108,6 +116,11 @@ public struct RunReport: Sendable {
         public var parameters: [Parameter] = []
         /// The highest peak of its attempts.
         public var peakMemory: Int? { attempts.compactMap(\.peakMemory).max() }
+
+        public init(name: String, logFile: String) {
+            self.name = name
+            self.logFile = logFile
+        }
     }
 
     /// One of an element's parameters, as its name writes it.
@@ -168,6 +181,9 @@ public struct RunReport: Sendable {
     public var stoppedBy: String?
     /// The job file's `concurrency`, when `job.json` was read.
     public var concurrency: Int?
+    /// Where the page links the tasks' logs from: the run directory's `logs/` as seen from
+    /// where the page is written (`RunReport.logLink`); nil: no links.
+    public var logDirectory: String?
     public var tasks: [Task] = []
     /// The names of the phases the attempts named, each once, in the order first named
     /// (`Attempt.phases` point into it): at most `phaseNameLimit`, then `otherPhases`.
@@ -307,7 +323,7 @@ private struct JournalReader {
     /// The task named `name` (the whole name: two that differ past the cut are two tasks).
     private mutating func index(of name: String) -> Int {
         if let index = indexByName[name] { return index }
-        var task = RunReport.Task(name: RunReport.shown(name))
+        var task = RunReport.Task(name: RunReport.shown(name), logFile: JobElements.logFileName(for: name))
         if let element = SweepElementName(name) {
             let group = group(named: element.sweep, kind: element.kind)
             task.group = group
@@ -392,6 +408,7 @@ private struct JournalReader {
         case "attempt":
             closeOpenAttempt(of: &task, at: time)
             var attempt = RunReport.Attempt(number: record["attempt"].int ?? task.attempts.count + 1, start: time)
+            attempt.memoryMax = record["memory_max"].int
             if case let .array(ids)? = record["resources"]?["gpu"] {
                 attempt.gpus = ids.prefix(RunReport.gpuLimit).compactMap { if case let .string(id) = $0 { RunReport.shown(id) } else { nil } }
             }
@@ -426,6 +443,8 @@ private struct JournalReader {
                 let used = record["used"].int.map { " at \(ByteSize.text(UInt64(max(0, $0))))" } ?? ""
                 attempt.add(.init(time: time, kind: .memory, text: "memory warning" + used))
             }
+        case "diagnosing":
+            task.diagnosed = true
         case "stalled":
             withOpenAttempt(of: &task) { attempt in
                 if attempt.stalls.count < RunReport.markLimit { attempt.stalls.append(.init(start: time)) }

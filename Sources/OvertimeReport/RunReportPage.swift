@@ -57,6 +57,7 @@ public enum RunReportPage {
         w.key("complete"); w.bool(report.complete)
         w.key("stoppedBy"); optional(report.stoppedBy, &w)
         w.key("concurrency"); optional(report.concurrency, &w)
+        w.key("logs"); optional(report.logDirectory, &w)
         w.key("lines"); w.int(report.lines)
         w.key("unreadable"); w.int(report.unreadableLines)
         w.key("lanes")
@@ -111,6 +112,10 @@ public enum RunReportPage {
             w.endArray()
         }
         if task.resumed { w.key("resumed"); w.bool(true) }
+        // Most logs are named as their tasks are: the page puts that name back.
+        if task.logFile != task.name + ".log" { w.key("log"); w.string(task.logFile) }
+        if task.diagnosed { w.key("diagnosed"); w.bool(true) }
+        omittable("diagnosis", task.diagnosis, &w)
         if task.straggler { w.key("straggler"); w.bool(true) }
         omittable("group", task.group, &w)
         if !task.parameters.isEmpty {
@@ -134,6 +139,7 @@ public enum RunReportPage {
             w.key("lanes"); w.beginArray(); for lane in attempt.lanes { w.int(lane) }; w.endArray()
             if !attempt.gpus.isEmpty { w.key("gpus"); w.beginArray(); for gpu in attempt.gpus { w.string(gpu) }; w.endArray() }
             omittable("peak", attempt.peakMemory, &w)
+            omittable("max", attempt.memoryMax, &w)
             omittable("source", attempt.memorySource, &w)
             omittable("title", attempt.title, &w)
             omittable("detail", attempt.detail, &w)

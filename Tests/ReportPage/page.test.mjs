@@ -455,3 +455,102 @@ test("an element chosen says which sweep it belongs to", () => {
   assert.ok(card.includes("<b>sweep</b> train"), card);
   assert.ok(card.includes('<h2 class="name">train[lr=3e-3,seed=1]</h2>'), card);
 });
+
+// Plain tasks that reported results (one with keys and values that are markup), a
+// memory-max each, one above it that still succeeded, one diagnosed before its cancel; and
+// the sweep of sweepRun, whose elements' results stay in its own table.
+function resultsRun() {
+  const evil = "</script><img src=x onerror=alert(1)>";
+  const base = sweepRun();
+  const MiB = 1024 * 1024;
+  return {
+    ...base,
+    logs: "../logs/",
+    tasks: [
+      task("prepare", "succeeded", [attempt({ end: 1_000, peak: 770 * MiB, max: 700 * MiB })],
+        { fields: ["note", "warm", "loss", 0.5, "acc", 0.75, evil, evil, "z", "last"] }),
+      ...base.tasks.slice(1, 8),
+      task("report", "succeeded", [attempt({ start: 11_000, end: 12_000, peak: 100 * MiB, max: 700 * MiB })],
+        { fields: ["loss", 0.25, "acc", 0.5, "a", 1, "b", 2, "c", 3, "d", 4] }),
+      task("stuck/1", "cancelled", [attempt({ start: 12_000, end: 15_000, outcome: "cancelled", exit: null, cancel: "timeout" })],
+        { reason: "timeout", diagnosed: true, log: "stuck%2F1.log",
+          diagnosis: "overtime: stuck/1: timeout due; diagnosing first (at most 10s): echo diag\n" + evil + "\novertime: stuck/1: the diagnose command exited 0 after 5ms" }),
+      task("quiet", "cancelled", [attempt({ start: 12_000, end: 15_000, outcome: "cancelled", exit: null, cancel: "timeout" })],
+        { reason: "timeout", diagnosed: true }),
+    ],
+  };
+}
+
+test("plain tasks' results are columns: numbers first, at most eight, blank on a sweep's row and where not reported", () => {
+  const evil = "</script><img src=x onerror=alert(1)>";
+  const page = loadPage(resultsRun());
+  page.runFrames();
+  assert.equal(page.body.dataset.errors, undefined, page.element("errors").textContent);
+  const head = text(page.element("table-head").innerHTML.replace(/<\/div>/g, "|")).split("|").filter(Boolean);
+  // The numeric keys in the order first reported, then the texts, cut at eight (z is left out).
+  // The markup key says "err" (in "onerror"), but it holds text: no best, no arrow.
+  assert.deepEqual(head.slice(9), ["loss ↓", "acc ↑", "a ↑", "b ↑", "c ↑", "d ↑", "note", evil]);
+  const rows = tableRows(page);
+  assert.deepEqual(rows.map((r) => r.cells[0]), ["prepare", "▸train sweep", "▸shard array", "report", "stuck/1", "quiet"]);
+  assert.deepEqual(rows[0].cells.slice(9), ["0.5", "0.75", "", "", "", "", "warm", evil]);
+  assert.deepEqual(rows[3].cells.slice(9), ["0.25", "0.5", "1", "2", "3", "4", "", ""]);
+  assert.deepEqual(rows[1].cells.slice(9), ["", "", "", "", "", "", "", ""], "a sweep's row: its results are in its own table");
+  // The best of those that succeeded is marked: the lowest loss, the highest accuracy.
+  assert.ok(/class="num best"[^>]*>0\.25</.test(rows[3].markup), rows[3].markup);
+  assert.ok(/class="num best"[^>]*>0\.75</.test(rows[0].markup), rows[0].markup);
+  // Every row and the head are laid out with the result columns.
+  assert.ok(rows.every((r) => r.markup.includes("grid-template-columns:") && r.markup.includes("minmax(76px,1fr)")));
+  assert.ok(page.element("table-head").style.gridTemplateColumns.endsWith("minmax(76px,1fr)"));
+});
+
+test("a result column sorts, numbers as numbers, a task that did not report it last either way", () => {
+  const page = loadPage(resultsRun());
+  page.sortBy(9);   // loss
+  assert.deepEqual(page.names(), ["report", "prepare", "▸train sweep", "▸shard array", "stuck/1", "quiet"]);
+  page.sortBy(9);
+  assert.deepEqual(page.names(), ["prepare", "report", "▸train sweep", "▸shard array", "stuck/1", "quiet"]);
+});
+
+test("result keys and values, and a diagnosis, are text, never markup", () => {
+  const page = loadPage(resultsRun(), "#task=stuck%2F1");
+  const all = page.element("table-head").innerHTML + page.element("table-rows").innerHTML + page.element("detail-card").innerHTML;
+  assert.ok(!all.includes("<img") && !all.includes("</script>"), all);
+  const card = page.element("detail-card").innerHTML;
+  assert.ok(card.includes('<pre class="diagnosis">overtime: stuck/1: timeout due; diagnosing first (at most 10s): echo diag\n&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;\n'), card);
+  const chosen = loadPage(resultsRun(), "#task=prepare");
+  chosen.sortBy(9);
+  const markup = chosen.element("table-rows").innerHTML + chosen.element("detail-card").innerHTML;
+  assert.ok(!markup.includes("<img") && !markup.includes("</script>"), markup);
+});
+
+test("a peak is shown against its memory-max; one above it that succeeded says why", () => {
+  const page = loadPage(resultsRun(), "#task=prepare");
+  const rows = tableRows(page);
+  assert.equal(rows[0].cells[7].trim(), "770 MiB of 700 MiB");
+  assert.ok(/class="num over-max" title="770 MiB of 700 MiB max: above it"/.test(rows[0].markup), rows[0].markup);
+  assert.equal(rows[3].cells[7].trim(), "100 MiB of 700 MiB");
+  assert.ok(!rows[3].markup.includes("over-max"), "under its max: nothing to say");
+  const card = page.element("detail-card").innerHTML;
+  assert.ok(card.includes("<b>peak memory</b> 770 MiB of 700 MiB max"), card);
+  assert.ok(card.includes('class="note over-max">Its peak memory is above its memory-max, and it succeeded'), card);
+  assert.ok(card.includes("10 %, at least 32 MiB") && card.includes("docs/containment.md"), card);
+  const under = loadPage(resultsRun(), "#task=report").element("detail-card").innerHTML;
+  assert.ok(under.includes("<b>peak memory</b> 100 MiB of 700 MiB max") && !under.includes("over-max"), under);
+});
+
+test("a task's log is linked from where the page is; a diagnosed task's output is shown, or said to be in its log", () => {
+  const page = loadPage(resultsRun(), "#task=stuck%2F1");
+  const card = page.element("detail-card").innerHTML;
+  // Its file name holds %2F (a / in its name): the link encodes the % again.
+  assert.ok(card.includes('<b>log</b> <a href="../logs/stuck%252F1.log">logs/stuck%2F1.log</a>'), card);
+  assert.ok(card.includes("<b>diagnose output</b>"), card);
+  const quiet = loadPage(resultsRun(), "#task=quiet").element("detail-card").innerHTML;
+  assert.ok(quiet.includes('<a href="../logs/quiet.log">logs/quiet.log</a>'), "a log named as its task: " + quiet);
+  assert.ok(quiet.includes("<b>diagnose output</b> <span class=\"muted\">in its log"), quiet);
+  const plain = loadPage(resultsRun(), "#task=report").element("detail-card").innerHTML;
+  assert.ok(!plain.includes("diagnose output"), "no diagnosis, nothing said: " + plain);
+  const waiting = loadPage(resultsRun(), "#task=" + encodeURIComponent("shard[11]")).element("detail-card").innerHTML;
+  assert.ok(!waiting.includes("<b>log</b>"), "a task that never started has no log: " + waiting);
+  const unlinked = loadPage({ ...resultsRun(), logs: null }, "#task=report").element("detail-card").innerHTML;
+  assert.ok(!unlinked.includes("<b>log</b>"), unlinked);
+});

@@ -510,8 +510,11 @@ final class BatchState: EventSink {
         // runs what it is given in order, so this comes right after.
         let core = LoopBound(self, loop: supervisor.loop)
         _ = supervisor.loop.execute { core.value.runnerStarted(index, handle) }
+        let memoryMax = spec.memory.max
         record(batchEvent: "attempt", task: name, now: MonotonicInstant.now()) { w in
             w.key("attempt"); w.int(attempt)
+            // The report shows a task's peak against the max in force, whichever scope gave it.
+            if let memoryMax { w.key("memory_max"); w.int(Int(clamping: memoryMax)) }
             if !slots.isEmpty || !amounts.isEmpty {
                 w.key("resources")
                 w.beginObject()

@@ -8,7 +8,9 @@
 // The run's groups (data.groups) with their elements gathered and counted; each task is
 // given its group (`task.group`, an index into them, or null) and each entry of the table
 // its `rank`. `table` is what the rows share with page.js's own: ORDER, WORDS, esc,
-// swatch, outcomeCell, stragglerTag, duration, offset, peakCell, rowStart and isSelected(task).
+// swatch, outcomeCell, stragglerTag, duration, offset, peakCell, peakWidth, rowStart,
+// isSelected(task), and resultColumns (the task table's, given once it has them: a group's
+// row leaves them blank).
 function sweepsAndArrays(data, tasks, table) {
   const ORDER = table.ORDER, WORDS = table.WORDS, esc = table.esc, swatch = table.swatch, outcomeCell = table.outcomeCell,
     stragglerTag = table.stragglerTag,
@@ -67,7 +69,7 @@ function sweepsAndArrays(data, tasks, table) {
       '<div class="num">–</div>',
       peakCell(g.peak),
       '<div class="muted">' + g.ended + " of " + g.elements.length + " ended</div>",
-    ];
+    ].concat(table.resultColumns.map(function () { return "<div></div>"; }));
     return rowStart(" group" + (g.open ? " open" : ""), i) + ' data-group="' + g.index + '">' + cells.join("") + "</div>";
   }
   function headRow(g, i) {
@@ -114,6 +116,60 @@ function sweepsAndArrays(data, tasks, table) {
     return undefined;
   }
   function numberText(v) { return Number.isInteger(v) ? String(v) : String(Number(v.toPrecision(6))); }
+  // The result keys `list`'s tasks reported, in the order first reported, each with
+  // whether every value given is a number. Past KEY_SCAN keys the rest are passed over:
+  // no table has room for them, and each would cost a pass over the tasks.
+  const KEY_SCAN = 64;
+  function resultKeys(list) {
+    const keys = [], byKey = new Map();
+    list.forEach(function (t) {
+      for (let i = 0; t.fields && i < t.fields.length; i += 2) {
+        let k = byKey.get(t.fields[i]);
+        if (!k) {
+          if (keys.length >= KEY_SCAN) continue;
+          k = { key: t.fields[i], given: 0, numbers: 0 };
+          byKey.set(k.key, k);
+          keys.push(k);
+        }
+        const v = t.fields[i + 1];
+        if (v != null) { k.given++; if (typeof v === "number") k.numbers++; }
+      }
+    });
+    keys.forEach(function (k) { k.num = k.given > 0 && k.numbers === k.given; });
+    return keys;
+  }
+  // The column of result key `k` (from resultKeys) among the tasks of `list`: its value,
+  // its cell, and, for numbers, the best (of those that succeeded, or of all where none did).
+  function resultColumn(list, k) {
+    const key = k.key;
+    const col = { label: key, num: k.num, width: "minmax(76px,1fr)",
+      value: function (t) { const v = pairValue(t.fields, key); return v == null || col.num ? v : String(v); } };
+    if (col.num) {
+      col.lower = LOWER_IS_BETTER.test(key);
+      const succeeded = list.some(function (t) { return t.outcome === "succeeded" && typeof pairValue(t.fields, key) === "number"; });
+      col.counts = function (t) { return !succeeded || t.outcome === "succeeded"; };
+      list.forEach(function (t) {
+        const v = pairValue(t.fields, key);
+        if (typeof v === "number" && col.counts(t) && (col.best == null || (col.lower ? v < col.best : v > col.best))) col.best = v;
+      });
+    }
+    col.cell = function (t) {
+      const v = pairValue(t.fields, key);
+      if (v === undefined) return col.num ? '<div class="num"></div>' : "<div></div>";
+      const best = col.num && v === col.best && col.counts(t);
+      const text = typeof v === "number" ? numberText(v) : v === null ? "null" : String(v);
+      return '<div class="' + (col.num ? "num" : "") + (best ? " best" : "") + '" title="' + esc(best ? "best: " + v : v) + '">' + esc(text) + "</div>";
+    };
+    return col;
+  }
+  // The task table's result columns, of `plain` (the tasks that are no element; a sweep's
+  // are compared in its own table): numbers first, at most TASK_RESULT_COLUMNS.
+  const TASK_RESULT_COLUMNS = 8;
+  function taskResultColumns(plain) {
+    const keys = resultKeys(plain);
+    return keys.filter(function (k) { return k.num; }).concat(keys.filter(function (k) { return !k.num; }))
+      .slice(0, TASK_RESULT_COLUMNS).map(function (k) { return resultColumn(plain, k); });
+  }
   function compare(g) {
     const cols = [];
     g.keys.forEach(function (key) {
@@ -122,38 +178,12 @@ function sweepsAndArrays(data, tasks, table) {
         value: function (t) { const v = pairValue(t.params, key); return v == null ? null : num ? Number(v) : v; },
         cell: function (t) { const v = pairValue(t.params, key); return '<div class="' + (num ? "num " : "") + 'name">' + (v == null ? "" : esc(v)) + "</div>"; } });
     });
-    const resultKeys = [], seen = new Set();
-    g.elements.forEach(function (t) {
-      for (let i = 0; t.fields && i < t.fields.length; i += 2) if (!seen.has(t.fields[i])) { seen.add(t.fields[i]); resultKeys.push(t.fields[i]); }
-    });
-    resultKeys.slice(0, RESULT_COLUMNS).forEach(function (key) {
-      const given = g.elements.map(function (t) { return pairValue(t.fields, key); }).filter(function (v) { return v != null; });
-      const col = { label: key, num: given.length > 0 && given.every(function (v) { return typeof v === "number"; }), width: "minmax(76px,1fr)",
-        value: function (t) { const v = pairValue(t.fields, key); return v == null || col.num ? v : String(v); } };
-      if (col.num) {
-        // The best of the elements that succeeded, or of all where none did.
-        col.lower = LOWER_IS_BETTER.test(key);
-        const succeeded = g.elements.some(function (t) { return t.outcome === "succeeded" && typeof pairValue(t.fields, key) === "number"; });
-        col.counts = function (t) { return !succeeded || t.outcome === "succeeded"; };
-        g.elements.forEach(function (t) {
-          const v = pairValue(t.fields, key);
-          if (typeof v === "number" && col.counts(t) && (col.best == null || (col.lower ? v < col.best : v > col.best))) col.best = v;
-        });
-      }
-      col.cell = function (t) {
-        const v = pairValue(t.fields, key);
-        if (v === undefined) return col.num ? '<div class="num"></div>' : "<div></div>";
-        const best = col.num && v === col.best && col.counts(t);
-        const text = typeof v === "number" ? numberText(v) : v === null ? "null" : String(v);
-        return '<div class="' + (col.num ? "num" : "") + (best ? " best" : "") + '" title="' + esc(best ? "best: " + v : v) + '">' + esc(text) + "</div>";
-      };
-      cols.push(col);
-    });
+    resultKeys(g.elements).slice(0, RESULT_COLUMNS).forEach(function (k) { cols.push(resultColumn(g.elements, k)); });
     cols.push(
       { label: "Outcome", width: "118px", value: function (t) { return ORDER.indexOf(t.outcome); }, cell: function (t) { return "<div>" + outcomeCell(t.outcome) + stragglerTag(t) + "</div>"; } },
       { label: "Attempts", num: true, width: "70px", value: function (t) { return t.attemptCount; }, cell: function (t) { return '<div class="num">' + t.attemptCount + "</div>"; } },
       { label: "Duration", num: true, width: "86px", value: function (t) { return t.duration; }, cell: function (t) { return '<div class="num">' + duration(t.duration) + "</div>"; } },
-      { label: "Peak memory", num: true, width: "110px", value: function (t) { return t.peak; }, cell: function (t) { return peakCell(t.peak); } });
+      { label: "Peak memory", num: true, width: table.peakWidth, value: function (t) { return t.peak; }, cell: function (t) { return peakCell(t.peak, t); } });
     g.columns = cols;
     g.template = cols.map(function (c) { return c.width; }).join(" ");
   }
@@ -169,5 +199,6 @@ function sweepsAndArrays(data, tasks, table) {
     });
   }
 
-  return { groups: groups, groupRow: groupRow, headRow: headRow, elementRow: elementRow, openOrSort: openOrSort, sortedElements: sortedElements };
+  return { groups: groups, groupRow: groupRow, headRow: headRow, elementRow: elementRow, openOrSort: openOrSort, sortedElements: sortedElements,
+    taskResultColumns: taskResultColumns };
 }

@@ -69,9 +69,13 @@ tasks.forEach(function (task, index) {
   task.attemptCount = task.attempts.length;
   task.firstStart = task.attempts.length ? task.attempts[0].start : null;
   task.peak = null;
+  task.overMax = false;
+  if (!task.log) task.log = task.name + ".log";
   task.attempts.forEach(function (attempt, i) {
     ["lanes", "gpus", "marks", "progress", "phases", "stalls"].forEach(function (list) { if (!attempt[list]) attempt[list] = []; });
-    if (attempt.peak != null && (task.peak == null || attempt.peak > task.peak)) task.peak = attempt.peak;
+    // The memory-max beside the highest peak is the one that attempt ran under.
+    if (attempt.peak != null && (task.peak == null || attempt.peak > task.peak)) { task.peak = attempt.peak; task.max = attempt.max; }
+    if (attempt.peak != null && attempt.max != null && attempt.peak > attempt.max) task.overMax = true;
     // Its place among all the task's attempts: a resumed run numbers its own from 1.
     attempt.seq = i + 1;
     attempt.open = attempt.end == null;
@@ -91,8 +95,11 @@ tasks.forEach(function (task, index) {
 });
 
 // ---- sweeps and arrays (groups.js): a row each, opening to a table comparing its elements ----
-const sweeps = sweepsAndArrays(data, tasks, { ORDER: ORDER, WORDS: WORDS, esc: esc, swatch: swatch, outcomeCell: outcomeCell, stragglerTag: stragglerTag,
-  duration: duration, offset: offset, peakCell: peakCell, rowStart: rowStart, isSelected: function (t) { return t === selected; } });
+const anyMax = tasks.some(function (t) { return t.max != null; });
+const shared = { ORDER: ORDER, WORDS: WORDS, esc: esc, swatch: swatch, outcomeCell: outcomeCell, stragglerTag: stragglerTag,
+  duration: duration, offset: offset, peakCell: peakCell, peakWidth: anyMax ? "170px" : "110px", rowStart: rowStart,
+  isSelected: function (t) { return t === selected; }, resultColumns: [] };
+const sweeps = sweepsAndArrays(data, tasks, shared);
 const groups = sweeps.groups;
 
 // ---- header ----
@@ -555,7 +562,8 @@ function select(task) {
   if (task.detail) kv.push(["detail", esc(task.detail)]);
   if (task.exit != null) kv.push(["exit", String(task.exit)]);
   kv.push(["attempts", String(task.attempts.length)]);
-  if (task.peak != null) kv.push(["peak memory", bytes(task.peak)]);
+  if (task.peak != null) kv.push(["peak memory", esc(peakText(task.peak, task.max))]);
+  if (task.attempts.length && data.logs != null) kv.push(["log", '<a href="' + esc(data.logs + encodeURIComponent(task.log)) + '">logs/' + esc(task.log) + "</a>"]);
   if (task.resumed) kv.push(["resumed", "succeeded in the run this one resumed"]);
   if (task.straggler) kv.push(["straggler", "an attempt was far slower than its peers (its marks say when)"]);
   let html = '<div class="card-head"><h2 class="name">' + esc(task.name) + '</h2><button class="close" id="detail-close">close</button></div><div class="detail-grid">';
@@ -563,12 +571,15 @@ function select(task) {
   if (task.attempts.length) {
     html += '<table class="attempts"><tr><th>#</th><th>lane</th><th>start</th><th>ran</th><th>outcome</th><th>exit</th><th>marks</th><th>peak memory</th><th>retried because</th></tr>';
     task.attempts.forEach(function (a) {
-      html += "<tr><td>" + a.seq + "</td><td>" + esc(a.lanes.map(function (l) { return data.lanes[l] ? data.lanes[l].label : "?"; }).join(", ")) + "</td><td>" + offset(a.start) + "</td><td>" + duration(a.stop - a.start) + (a.open ? " (open)" : "") + "</td><td>" + outcomeCell(a.outcome) + (a.cancel ? " · " + esc(a.cancel) : "") + "</td><td>" + (a.exit != null ? a.exit : "–") + "</td><td>" + (a.marks.map(function (m) { return esc(m[2]) + " at " + offset(m[0]); }).concat(a.moreMarks ? [moreMarks(a)] : []).join("; ") || "–") + "</td><td>" + bytes(a.peak) + "</td><td>" + esc(a.retry || "–") + "</td></tr>";
+      html += "<tr><td>" + a.seq + "</td><td>" + esc(a.lanes.map(function (l) { return data.lanes[l] ? data.lanes[l].label : "?"; }).join(", ")) + "</td><td>" + offset(a.start) + "</td><td>" + duration(a.stop - a.start) + (a.open ? " (open)" : "") + "</td><td>" + outcomeCell(a.outcome) + (a.cancel ? " · " + esc(a.cancel) : "") + "</td><td>" + (a.exit != null ? a.exit : "–") + "</td><td>" + (a.marks.map(function (m) { return esc(m[2]) + " at " + offset(m[0]); }).concat(a.moreMarks ? [moreMarks(a)] : []).join("; ") || "–") + "</td><td>" + esc(peakText(a.peak, a.max)) + "</td><td>" + esc(a.retry || "–") + "</td></tr>";
     });
     html += "</table>";
     html += '<canvas id="progress-chart"></canvas>';
   }
+  if (task.overMax) html += '<div class="note over-max">' + OVER_MAX_NOTE[task.outcome === "succeeded" ? 0 : 1] + "</div>";
   if (task.result) html += '<div><b>result</b><code class="result">' + esc(task.result) + "</code></div>";
+  if (task.diagnosis != null) html += '<div><b>diagnose output</b> <span class="muted">its last, from its log</span><pre class="diagnosis">' + esc(task.diagnosis) + "</pre></div>";
+  else if (task.diagnosed) html += '<div><b>diagnose output</b> <span class="muted">in its log (not found in its last 4 MiB, or past what the page holds of diagnoses)</span></div>';
   html += "</div>";
   detailCard.innerHTML = html;
   detailCard.hidden = false;
@@ -633,8 +644,24 @@ const columns = [
   { label: "Peak memory", key: function (t) { return t.peak == null ? -1 : t.peak; }, num: true },
   { label: "Progress", key: function (t) { return t.lastFraction == null ? -1 : t.lastFraction; } },
 ];
+// A column per result key of the tasks that are no element, blank on a sweep's row.
+const resultColumns = shared.resultColumns = sweeps.taskResultColumns(tasks.filter(function (t) { return t.group == null; }));
+resultColumns.forEach(function (c) {
+  columns.push({ label: c.label + (c.best == null ? "" : c.lower ? " ↓" : " ↑"), num: c.num,
+    key: function (t) { return t.elements ? null : c.value(t); } });
+});
+// The table's columns as page.css lays them out, wider where they hold more.
+const tableTemplate = "minmax(160px,2fr) 120px minmax(140px,2fr) 70px 80px 86px 52px " + shared.peakWidth + " 150px" +
+  resultColumns.map(function (c) { return " " + c.width; }).join("");
 const head = document.getElementById("table-head");
-head.innerHTML = columns.map(function (c, i) { return '<div data-column="' + i + '"' + (c.num ? ' class="num"' : "") + ">" + c.label + "</div>"; }).join("");
+head.innerHTML = columns.map(function (c, i) { return '<div data-column="' + i + '"' + (c.num ? ' class="num"' : "") + ">" + esc(c.label) + "</div>"; }).join("");
+head.style.gridTemplateColumns = tableTemplate;
+if (resultColumns.length) {
+  // Too wide for the card: the table scrolls sideways, its head with it.
+  const wide = 1100 + resultColumns.length * 86 + "px";
+  head.style.minWidth = wide;
+  document.getElementById("table-body").style.minWidth = wide;
+}
 let sortColumn = -1, sortUp = true;
 head.addEventListener("click", function (event) {
   const cell = event.target.closest("[data-column]");
@@ -665,6 +692,8 @@ function applyFilter() {
   top.sort(function (a, b) {
     if (!key) return a.rank - b.rank;
     const x = key(a), y = key(b);
+    // A result a task did not report sorts last either way.
+    if (x == null || y == null) return x == null && y == null ? a.rank - b.rank : x == null ? 1 : -1;
     return (x < y ? -1 : x > y ? 1 : a.rank - b.rank) * sign;
   });
   items = [];
@@ -698,11 +727,23 @@ function sparkline(task) {
 
 let maxPeak = 0;
 tasks.forEach(function (t) { if (t.peak != null && t.peak > maxPeak) maxPeak = t.peak; });
-function peakCell(peak) {
-  return '<div class="num">' + (peak == null ? "–" : '<span class="membar" style="width:' + Math.max(2, Math.round(peak / maxPeak * 36)) + 'px"></span> ' + bytes(peak)) + "</div>";
+// A peak with the memory-max it ran under: `770 MiB of 700 MiB max`.
+function peakText(peak, max) { return bytes(peak) + (peak != null && max != null ? " of " + bytes(max) + " max" : ""); }
+// A peak above the max is no contradiction: say why, where the task is shown.
+const OVER_MAX_NOTE = [
+  "Its peak memory is above its memory-max, and it succeeded: the peak counts all the memory its cgroup was charged, file cache included, while the watchdog cancels on the working set (usage less inactive file cache), sampled four times a second; and the kernel's hard limit sits a margin (10 %, at least 32 MiB) above memory-max, so a burst between two samples runs on (docs/containment.md).",
+  "Its peak memory is above its memory-max: the watchdog samples four times a second, and the kernel's hard limit sits a margin (10 %, at least 32 MiB) above memory-max, so a burst runs past the max before the cancel or the kernel stops it (docs/containment.md).",
+];
+// `task` gives the max beside the peak (a group's row has none).
+function peakCell(peak, task) {
+  const max = task ? task.max : null, over = task && task.overMax;
+  return '<div class="num' + (over ? " over-max" : "") + '"' + (max != null ? ' title="' + esc(peakText(peak, max)) + (over ? ": above it" : "") + '"' : "") + ">" +
+    (peak == null ? "–" : '<span class="membar" style="width:' + Math.max(2, Math.round(peak / maxPeak * 36)) + 'px"></span> ' + bytes(peak) +
+      (max != null ? ' <span class="muted">of ' + bytes(max) + "</span>" : "")) + "</div>";
 }
+// A row at place `i`, laid out by `template` (a sweep's comparison), else as the task table.
 function rowStart(classes, i, template) {
-  return '<div class="row' + classes + '" style="top:' + i * ROW + "px" + (template ? ";grid-template-columns:" + template : "") + '"';
+  return '<div class="row' + classes + '" style="top:' + i * ROW + "px;grid-template-columns:" + (template || tableTemplate) + '"';
 }
 function row(task, i) {
   const cells = [
@@ -713,9 +754,9 @@ function row(task, i) {
     '<div class="num">' + (task.firstStart == null ? "–" : offset(task.firstStart)) + "</div>",
     '<div class="num">' + duration(task.duration) + "</div>",
     '<div class="num">' + (task.exit == null ? "–" : task.exit) + "</div>",
-    peakCell(task.peak),
+    peakCell(task.peak, task),
     "<div>" + sparkline(task) + "</div>",
-  ];
+  ].concat(resultColumns.map(function (c) { return c.cell(task); }));
   return rowStart(task === selected ? " selected" : "", i) + ' data-task="' + task.index + '">' + cells.join("") + "</div>";
 }
 let rowsPending = false;
