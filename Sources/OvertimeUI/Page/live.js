@@ -89,7 +89,7 @@ let detailDirty = false;
 function newTask(name) {
   const task = { name: name, state: "waiting", attempts: null, pid: null, remaining: null, remainingAt: 0, progress: null,
     memory: null, peak: null, memoryMax: null, phase: null, window: null, stalled: false, straggler: false, reasons: [],
-    reason: null, note: "", noteFailed: false, samples: [], events: [], eventsDropped: 0, group: null };
+    cancelSeen: false, reason: null, note: "", noteFailed: false, samples: [], events: [], eventsDropped: 0, group: null };
   tasks.set(name, task);
   entries.push(task);
   layoutDirty = countsDirty = true;
@@ -171,7 +171,7 @@ function applyStatus(reply) {
     task.phase = live.phase || null;
     task.window = live.window != null ? live.window : null;
     task.stalled = live.stalled != null && live.stalled !== false;
-    addReason(task, s.cancel_reason);
+    if (s.cancel_reason) { addReason(task, s.cancel_reason); task.cancelSeen = true; }
     if (s.reason) task.reason = s.reason;
     touch(task);
   });
@@ -198,7 +198,7 @@ function applyEvent(event) {
   switch (event.event) {
   case "started":
     task.state = "running"; task.pid = event.pid != null ? event.pid : null;
-    task.attempts = (task.attempts || 0) + 1; task.samples = []; task.stalled = false;
+    task.attempts = (task.attempts || 0) + 1; task.samples = []; task.stalled = false; task.cancelSeen = false;
     break;
   case "progress":
     setProgress(task, event, wall); setRemaining(task, event.remaining, at);
@@ -211,14 +211,16 @@ function applyEvent(event) {
     else if (event.cause === "revoke") setNote(task, "revoked: " + left(event.remaining));
     break;
   case "cancel":
-    task.state = "cancelling"; addReason(task, event.reason, event.why);
+    task.state = "cancelling"; addReason(task, event.reason, event.why); task.cancelSeen = true;
     if (event.reason === "user") setNote(task, "cancelling (user)");
     break;
   case "kill": setNote(task, "killed with " + (event.signal || "SIGKILL") + " after its grace"); break;
   case "exited":
     task.state = event.outcome || (event.exit_code === 0 ? "succeeded" : "failed");
     task.pid = null; task.remaining = null;
-    addReason(task, event.cancel_reason, event.cancel_why);
+    // The attempt's cancel event said its reason already; one without it (a thinned or
+    // missed line) is said here.
+    if (!task.cancelSeen) addReason(task, event.cancel_reason, event.cancel_why);
     if (event.peak_memory != null) task.peak = event.peak_memory;
     break;
   case "phase": task.phase = event.name || null; task.window = event.window != null ? event.window : null; break;
