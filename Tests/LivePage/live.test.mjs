@@ -322,6 +322,10 @@ test("the stream drops: status is read again before a new stream; the supervisor
   assert.equal(page.element("banner").hidden, false);
   assert.equal(page.element("run-status").textContent, "gone");
   assert.equal(page.cell("train", "state").textContent, "running", "the last state stays");
+  page.advance(5_000);
+  page.tick();
+  page.runFrames();
+  assert.equal(page.cell("train", "remaining").textContent, "28.5 s", "no countdown without the supervisor");
   const next = page.timers.filter((t) => !t.every).at(-1);
   assert.equal(next.ms, 2000, "backing off");
   page.setStatus({ ok: true, tasks: [{ name: "train", state: "succeeded", attempts: 1 }] });

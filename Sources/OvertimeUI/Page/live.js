@@ -239,10 +239,12 @@ function applyEvent(event) {
 function left(seconds) { return seconds == null ? "no limit" : duration(seconds * 1000) + " left"; }
 function setNote(task, text, failed) { task.note = text; task.noteFailed = !!failed; }
 
-// Seconds left now: the last figure less the time since it came.
+// Seconds left now: the last figure less the time since it came. Without the supervisor the
+// count stops where the stream dropped: what happened after is not known.
+let droppedAt = null;
 function remainingNow(task) {
   if (task.remaining == null || !LIVE_STATES[task.state]) return null;
-  return Math.max(0, task.remaining - (performance.now() - task.remainingAt) / 1000);
+  return Math.max(0, task.remaining - ((droppedAt != null ? droppedAt : performance.now()) - task.remainingAt) / 1000);
 }
 // Over the last 30 s of samples: units (or fractions) a second, and the seconds to the end.
 function rateAndEta(task) {
@@ -578,6 +580,7 @@ function loadStatus() {
 function connect() {
   retryTimer = null;
   loadStatus().then(function () {
+    droppedAt = null;
     banner.hidden = true;
     openStream();
   }, function (error) {
@@ -605,6 +608,7 @@ function openStream() {
   source.onerror = function () {
     source.close();
     source = null;
+    if (droppedAt == null) droppedAt = performance.now();
     say("reconnecting", "open");
     showBanner("The event stream dropped; reconnecting.", false);
     retryLater();
