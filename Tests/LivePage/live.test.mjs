@@ -1,0 +1,359 @@
+// The live page's own tests: its real script (live.js, in live.html's <script> element as
+// the build puts it there), run by node (node:test, no packages) against the elements
+// live.html declares, a fake fetch answering /api/status from a fixture, a fake EventSource
+// the test sends events through, and frames the test runs by hand. What the page writes
+// into its elements is what is checked, and how many writes it takes.
+// Drawing (the canvas) and a real browser's frame rate are Chromium's to test.
+// Run: node --test Tests/LivePage/live.test.mjs
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import vm from "node:vm";
+
+const pageDirectory = fileURLToPath(new URL("../../Sources/OvertimeUI/Page/", import.meta.url));
+const html = readFileSync(pageDirectory + "live.html", "utf8");
+const script = html.match(/<script>(\{\{[^<]*)<\/script>/)[1].replace(/\{\{([^}]+\.js)\}\}/g, (hole, name) =>
+  readFileSync(pageDirectory + name, "utf8").replace(/\n$/, ""));
+const declaredIDs = new Set([...html.matchAll(/\sid="([^"]+)"/g)].map((m) => m[1]));
+
+// Every write of text or style the page made since the counter was last reset, by element.
+let writes = new Map();
+function countWrite(element) { writes.set(element, (writes.get(element) || 0) + 1); }
+
+class FakeElement {
+  constructor(tag, id = null) {
+    this.tagName = tag.toUpperCase();
+    this.id = id;
+    this.children = [];
+    this.parentNode = null;
+    this.dataset = {};
+    this.listeners = {};
+    this.hidden = false;
+    this.className = "";
+    this.value = "";
+    this.scrollTop = 0;
+    this.clientHeight = 600;
+    this.clientWidth = 800;
+    this.width = 0;
+    this.height = 0;
+    this.ownText = "";
+    const element = this;
+    const style = {};
+    this.style = new Proxy(style, { set(target, name, value) { countWrite(element); target[name] = value; return true; } });
+    const classes = new Set();
+    this.classes = classes;
+    this.classList = {
+      add: (...names) => names.forEach((n) => classes.add(n)),
+      remove: (...names) => names.forEach((n) => classes.delete(n)),
+      toggle: (name, on) => (on ? classes.add(name) : classes.delete(name)),
+      contains: (name) => classes.has(name),
+    };
+  }
+  // textContent replaces the children, as a browser's does; reading it joins theirs.
+  set textContent(value) { countWrite(this); this.ownText = String(value); this.children = []; }
+  get textContent() { return this.ownText + this.children.map((c) => c.textContent).join(""); }
+  // The page must never write task data as markup.
+  set innerHTML(value) { throw new Error("innerHTML written: " + value); }
+  appendChild(child) { child.parentNode = this; this.children.push(child); return child; }
+  addEventListener(type, handler) { (this.listeners[type] ||= []).push(handler); }
+  dispatch(type, fields = {}) { for (const handler of this.listeners[type] || []) handler({ target: this, ...fields }); }
+  getContext() { return new Proxy({}, { get: (t, n) => (n in t ? t[n] : () => ({})), set: (t, n, v) => { t[n] = v; return true; } }); }
+}
+
+function response(status, body) {
+  return { ok: status >= 200 && status < 300, status,
+    json: async () => (typeof body === "string" ? JSON.parse(body) : body), text: async () => String(body) };
+}
+
+// The page loaded against `status` (the /api/status reply) and `routes` (path → reply).
+async function loadPage(status, { routes = {}, confirmAnswer = true } = {}) {
+  writes = new Map();
+  const elements = new Map();
+  const body = new FakeElement("body");
+  const frames = [], timers = [], posts = [], gets = [], sources = [];
+  let clock = 1000, wall = Date.UTC(2026, 11, 4, 12, 0, 0);
+  const document = {
+    body,
+    getElementById(id) {
+      if (!elements.has(id)) {
+        if (!declaredIDs.has(id)) return null;
+        elements.set(id, new FakeElement(id === "progress-chart" ? "canvas" : "div", id));
+      }
+      return elements.get(id);
+    },
+    createElement: (tag) => new FakeElement(tag),
+    addEventListener() {},
+  };
+  document.getElementById("extend-by").value = "10m";
+  document.getElementById("detail-extend-by").value = "10m";
+  let statusReply = status;
+  class EventSource {
+    constructor(url) { this.url = url; this.closed = false; sources.push(this); }
+    close() { this.closed = true; }
+  }
+  const fetch = async (url, options = {}) => {
+    if (options.method === "POST") {
+      posts.push({ url, body: JSON.parse(options.body) });
+      return response(200, routes[url] || { ok: true, result: "done" });
+    }
+    gets.push(url);
+    if (url === "/api/status") return typeof statusReply === "function" ? statusReply() : response(200, statusReply);
+    if (url in routes) return response(200, routes[url]);
+    return response(404, "not found");
+  };
+  const window = { devicePixelRatio: 1, listeners: {}, addEventListener(type, h) { (this.listeners[type] ||= []).push(h); } };
+  const context = {
+    document, window, fetch, EventSource, JSON, Date: { now: () => wall, parse: Date.parse },
+    requestAnimationFrame: (f) => frames.push(f),
+    setInterval: (f, ms) => { timers.push({ f, ms, every: true }); return timers.length; },
+    clearInterval: (id) => { if (timers[id - 1]) timers[id - 1].cleared = true; },
+    setTimeout: (f, ms) => { timers.push({ f, ms }); return timers.length; },
+    clearTimeout: (id) => { if (timers[id - 1]) timers[id - 1].cleared = true; },
+    confirm: () => confirmAnswer,
+    performance: { now: () => clock },
+  };
+  vm.runInNewContext(script, context, { filename: pageDirectory + "live.html <script>" });
+  const page = {
+    element: (id) => document.getElementById(id), body, frames, posts, gets, sources, timers,
+    setStatus(reply) { statusReply = reply; },
+    async settle() { for (let i = 0; i < 10; i++) await new Promise((r) => setImmediate(r)); },
+    runFrames() { let n = 0; while (frames.length) { frames.shift()(); n++; } return n; },
+    advance(ms) { clock += ms; wall += ms; },
+    // The one-second countdown's tick, as the browser would call it.
+    tick() { timers.filter((t) => t.every && t.ms === 1000 && !t.cleared).forEach((t) => t.f()); },
+    send(event) { sources[sources.length - 1].onmessage({ data: JSON.stringify({ time: new Date(wall).toISOString(), run: "r1", ...event }) }); },
+    // The rows in view: each a list of its cells' text.
+    rows() {
+      return page.element("table-rows").children.filter((r) => !r.hidden).sort((a, b) => parseInt(a.style.top) - parseInt(b.style.top))
+        .map((r) => r.children.map((c) => c.textContent));
+    },
+    rowOf(name) { return page.element("table-rows").children.find((r) => !r.hidden && r.children[0].textContent.trim().startsWith(name)); },
+    cell(name, column) { return page.rowOf(name).children[COLUMNS.indexOf(column)]; },
+    button(name, action) { return page.rowOf(name).children[9].children.find((b) => b.dataset.action === action); },
+  };
+  await page.settle();
+  page.runFrames();
+  return page;
+}
+const COLUMNS = ["name", "state", "progress", "rate", "remaining", "memory", "attempts", "phase", "reason", "actions"];
+
+function statusFixture() {
+  return { ok: true, run: "20261204-120000-abcd", tasks: [
+    { name: "train", pid: 4242, state: "running", attempts: 1, elapsed: 73.2, remaining: 28.5,
+      progress: { completed: 40, total: 100, fraction: 0.4, title: "Epoch 2/5", detail: "loss 0.31", bar: "tqdm-2" },
+      memory: 1073741824, peak_memory: 1211105280, phase: "eval", window: 45 },
+    { name: "prep", state: "succeeded", attempts: 1 },
+    { name: "stuck", state: "cancelling", cancel_reason: "timeout", pid: 7, remaining: 0, attempts: 2 },
+    { name: "sweep[lr=0.1]", sweep: "sweep", state: "running", pid: 8, remaining: 100, attempts: 1 },
+    { name: "sweep[lr=0.2]", sweep: "sweep", state: "failed", attempts: 3, reason: "exit 1" },
+    { name: "sweep", state: "waiting", reason: "1,002 elements: 1,000 not started", elements: { waiting: 1000 } },
+  ] };
+}
+
+test("rows come from the status: state, bar, budget, memory, attempts, phase, reason", async () => {
+  const page = await loadPage(statusFixture());
+  assert.equal(page.body.dataset.errors, undefined);
+  assert.deepEqual(page.rows().map((r) => r[0].trim()), ["train", "prep", "stuck", "▸ sweep (1002)"]);
+  const train = page.rowOf("train").children;
+  assert.equal(train[1].textContent, "running");
+  assert.equal(train[2].textContent, "Epoch 2/5 · loss 0.31 · 40/100 · 40%");
+  assert.equal(train[2].children[0].children[0].style.width, "40.0%");
+  assert.equal(train[4].textContent, "28.5 s");
+  assert.equal(train[5].textContent, "1.0 GiB (peak 1.1 GiB)");
+  assert.equal(train[6].textContent, "1");
+  assert.equal(train[7].textContent, "eval (45.0 s)");
+  assert.equal(page.cell("stuck", "reason").textContent.trim(), "timeout");
+  assert.equal(page.cell("stuck", "attempts").textContent, "2");
+  assert.equal(page.element("run-title").textContent, "20261204-120000-abcd");
+  assert.deepEqual(page.gets, ["/api/status"]);
+  assert.equal(page.sources[0].url, "/api/events");
+});
+
+test("a sweep folds into one row with its counts, and opens to its elements", async () => {
+  const page = await loadPage(statusFixture());
+  assert.equal(page.cell("▸ sweep", "state").textContent, "1 running · 1000 waiting · 1 failed");
+  assert.equal(page.cell("▸ sweep", "progress").textContent, "1/1002 ended");
+  page.rowOf("▸ sweep").onclick({ target: page.rowOf("▸ sweep") });
+  page.runFrames();
+  assert.deepEqual(page.rows().map((r) => r[0].trim()), ["train", "prep", "stuck", "▾ sweep (1002)", "sweep[lr=0.1]", "sweep[lr=0.2]"]);
+  page.send({ task: "sweep[lr=0.1]", event: "exited", outcome: "succeeded", exit_code: 0 });
+  page.runFrames();
+  assert.equal(page.cell("▾ sweep", "state").textContent, "1000 waiting · 1 succeeded · 1 failed");
+});
+
+test("events move a row's bar, rate and ETA, and its budget counts down between them", async () => {
+  const page = await loadPage(statusFixture());
+  page.send({ task: "train", event: "progress", completed: 50, total: 100, fraction: 0.5, title: "Epoch 3/5", remaining: 30 });
+  page.runFrames();
+  assert.equal(page.cell("train", "progress").children[0].children[0].style.width, "50.0%");
+  assert.equal(page.cell("train", "remaining").textContent, "30.0 s");
+  page.advance(10_000);
+  page.send({ task: "train", event: "progress", completed: 70, total: 100, fraction: 0.7, title: "Epoch 3/5", remaining: 30 });
+  page.runFrames();
+  // From the status's 40 to 70 in 10 s: 3/s, 30 left: 10 s.
+  assert.equal(page.cell("train", "rate").textContent, "3.00/s · 10.0 s");
+  page.advance(4_000);
+  page.tick();
+  page.runFrames();
+  assert.equal(page.cell("train", "remaining").textContent, "26.0 s");
+  page.advance(30_000);
+  page.tick();
+  page.runFrames();
+  assert.equal(page.cell("train", "remaining").textContent, "0 ms");
+  page.send({ task: "train", event: "cancel", reason: "timeout", why: "no progress for 30s", grace: 10 });
+  page.send({ task: "train", event: "exited", outcome: "cancelled", cancel_reason: "timeout" });
+  page.runFrames();
+  assert.equal(page.cell("train", "state").textContent, "cancelled");
+  assert.equal(page.cell("train", "remaining").textContent, "–");
+  assert.equal(page.cell("train", "reason").textContent.trim(), "timeout (no progress for 30s)");
+  page.send({ task: "new-one", event: "started", pid: 99 });
+  page.runFrames();
+  assert.equal(page.cell("new-one", "state").textContent, "running");
+  assert.equal(page.cell("new-one", "attempts").textContent, "1");
+});
+
+test("task text is only ever text: markup stays text, bidi controls are shown as code points", async () => {
+  const evil = "</script><img src=x onerror=alert(1)>\u202Etxt.exe";
+  const status = { ok: true, tasks: [{ name: evil, state: "running", pid: 1, remaining: 5,
+    progress: { fraction: 0.1, title: "<b>title</b>\u2066", detail: "</script>" } }] };
+  const page = await loadPage(status, { routes: { ["/api/tasks/" + encodeURIComponent(evil) + "/log?tail=200"]: "line <img onerror=x>\u202Eevil\n" } });
+  const shownName = "</script><img src=x onerror=alert(1)>⟨U+202E⟩txt.exe";
+  assert.equal(page.rows()[0][0], shownName);
+  assert.equal(page.rows()[0][2], "<b>title</b>⟨U+2066⟩ · </script> · 10%");
+  // innerHTML throws in this DOM: had the page written any, the error box would say so.
+  assert.equal(page.body.dataset.errors, undefined);
+  page.rowOf(shownName).onclick({ target: page.rowOf(shownName) });
+  await page.settle();
+  page.runFrames();
+  assert.equal(page.element("detail-name").textContent, shownName);
+  assert.equal(page.element("detail-log").textContent, "line <img onerror=x>⟨U+202E⟩evil\n");
+  page.send({ task: evil, event: "phase", name: "\u202Deval" });
+  page.runFrames();
+  assert.equal(page.cell(shownName, "phase").textContent, "⟨U+202D⟩eval");
+  assert.match(page.element("detail-events").children.at(-1).textContent, /^\d\d:\d\d:\d\d\.\d{3} phase /);
+});
+
+test("the buttons POST the right path and body, and the row says what came back", async () => {
+  const page = await loadPage(statusFixture(), { routes: { "/api/tasks/stuck/extend": { ok: false, error: "already finished" } } });
+  page.button("train", "extend").onclick();
+  page.element("extend-by").value = "1h30m";
+  page.button("stuck", "extend").onclick();
+  page.button("train", "revoke").onclick();
+  page.button("train", "cancel").onclick();
+  page.button("▸ sweep", "cancel").onclick();
+  await page.settle();
+  assert.deepEqual(page.posts, [
+    { url: "/api/tasks/train/extend", body: { seconds: 600 } },
+    { url: "/api/tasks/stuck/extend", body: { seconds: 5400 } },
+    { url: "/api/tasks/train/revoke", body: {} },
+    { url: "/api/tasks/train/cancel", body: {} },
+    { url: "/api/tasks/sweep/cancel", body: {} },
+  ]);
+  page.runFrames();
+  assert.equal(page.cell("stuck", "reason").children[1].textContent, " extend refused: already finished");
+  assert.ok(page.cell("stuck", "reason").children[1].classList.contains("failed"));
+  page.send({ task: "train", event: "budget", remaining: 750, cause: "operator-extend" });
+  page.runFrames();
+  assert.equal(page.cell("train", "reason").children[1].textContent, " extended: 12m 30s left");
+  assert.equal(page.cell("train", "remaining").textContent, "12m 30s");
+  // A name with brackets and `=` is one path segment.
+  page.element("extend-by").value = "soon";
+  page.button("▸ sweep", "cancel").onclick();
+  page.rowOf("▸ sweep").onclick({ target: page.rowOf("▸ sweep") });
+  page.runFrames();
+  page.button("sweep[lr=0.1]", "revoke").onclick();
+  await page.settle();
+  page.button("sweep[lr=0.1]", "extend").onclick();
+  await page.settle();
+  assert.equal(page.posts.at(-1).url, "/api/tasks/sweep%5Blr%3D0.1%5D/revoke", "no POST for a bad duration");
+  page.runFrames();
+  assert.equal(page.cell("sweep[lr=0.1]", "reason").children[1].textContent, " not a duration: soon (say 10m, 90s, 1h30m)");
+});
+
+test("Cancel asks first: no POST when the answer is no", async () => {
+  const page = await loadPage(statusFixture(), { confirmAnswer: false });
+  page.button("train", "cancel").onclick();
+  await page.settle();
+  assert.deepEqual(page.posts, []);
+});
+
+test("a flood of 1,000 progress events writes each row at most once a frame, and none between frames", async () => {
+  const tasks = Array.from({ length: 1000 }, (_, i) => ({ name: "t" + i, state: "running", pid: i, remaining: 60, attempts: 1 }));
+  const page = await loadPage({ ok: true, tasks });
+  const rows = page.element("table-rows").children;
+  // Only the rows in view (and a margin) exist: not one per task.
+  assert.ok(rows.length < 40, `${rows.length} row elements for 1,000 tasks`);
+  writes = new Map();
+  for (let i = 0; i < 1000; i++) page.send({ task: "t" + (i % 20), event: "progress", completed: i, total: 1000, remaining: 60 });
+  assert.equal(writes.size, 0, "nothing written before the frame");
+  assert.equal(page.frames.length, 1, "one frame asked for");
+  page.runFrames();
+  const written = rows.filter((row) => row.children.some((cell) => allWrites(cell) > 0));
+  assert.equal(written.length, 20, "the 20 rows that moved");
+  for (const row of rows) {
+    const fill = row.children[2].children[0].children[0];
+    assert.ok((writes.get(fill) || 0) <= 2, "a bar's width and colour, once each");
+    for (const cell of row.children) assert.ok((writes.get(cell) || 0) <= 1, "each cell at most once");
+  }
+  assert.equal(page.cell("t19", "progress").textContent, "999/1000 · 100%");
+  // A second flood over every task: the frame writes only the rows in view.
+  writes = new Map();
+  for (let i = 0; i < 1000; i++) page.send({ task: "t" + i, event: "progress", completed: 5, total: 10, remaining: 60 });
+  page.runFrames();
+  assert.ok([...writes.values()].reduce((a, b) => a + b, 0) < rows.length * 12);
+});
+function allWrites(element) { return (writes.get(element) || 0) + element.children.reduce((n, c) => n + allWrites(c), 0); }
+
+test("the stream drops: status is read again before a new stream; the supervisor gone keeps the last state", async () => {
+  const page = await loadPage(statusFixture());
+  page.sources[0].onopen();
+  assert.equal(page.element("run-status").textContent, "live");
+  page.sources[0].onerror();
+  assert.ok(page.sources[0].closed);
+  assert.equal(page.element("run-status").textContent, "reconnecting");
+  const retry = page.timers.filter((t) => !t.every).at(-1);
+  assert.equal(retry.ms, 1000);
+  page.setStatus(() => { throw new TypeError("Failed to fetch"); });
+  retry.f();
+  await page.settle();
+  page.runFrames();
+  assert.match(page.element("banner").textContent, /supervisor is gone.*last state/);
+  assert.equal(page.element("banner").hidden, false);
+  assert.equal(page.element("run-status").textContent, "gone");
+  assert.equal(page.cell("train", "state").textContent, "running", "the last state stays");
+  page.advance(5_000);
+  page.tick();
+  page.runFrames();
+  assert.equal(page.cell("train", "remaining").textContent, "28.5 s", "no countdown without the supervisor");
+  const next = page.timers.filter((t) => !t.every).at(-1);
+  assert.equal(next.ms, 2000, "backing off");
+  page.setStatus({ ok: true, tasks: [{ name: "train", state: "succeeded", attempts: 1 }] });
+  next.f();
+  await page.settle();
+  page.runFrames();
+  assert.equal(page.sources.length, 2);
+  assert.equal(page.element("banner").hidden, true);
+  assert.equal(page.cell("train", "state").textContent, "succeeded");
+  assert.deepEqual(page.gets.filter((g) => g === "/api/status").length, 3);
+});
+
+test("the detail view polls the log every 2 s while open, and stops when closed", async () => {
+  const page = await loadPage(statusFixture(), { routes: { "/api/tasks/train/log?tail=200": "epoch 1\nepoch 2\n" } });
+  page.rowOf("train").onclick({ target: page.rowOf("train") });
+  await page.settle();
+  page.runFrames();
+  assert.equal(page.element("detail-card").hidden, false);
+  assert.equal(page.element("detail-log").textContent, "epoch 1\nepoch 2\n");
+  const poll = page.timers.find((t) => t.every && t.ms === 2000);
+  assert.ok(poll);
+  poll.f();
+  await page.settle();
+  assert.equal(page.gets.filter((g) => g.startsWith("/api/tasks/train/log")).length, 2);
+  page.send({ task: "train", event: "progress", completed: 41, total: 100 });
+  page.runFrames();
+  assert.match(page.element("detail-events").children.at(-1).textContent, /progress \{"completed":41,"total":100\}/);
+  page.element("detail-close").onclick();
+  assert.ok(poll.cleared);
+  assert.equal(page.element("detail-card").hidden, true);
+});
