@@ -75,16 +75,17 @@ let package = Package(
         .executableTarget(name: "core-purity"),
         // `overtime report`: a run directory's journal read back (`RunReport`) and drawn as
         // one HTML page (`RunReportPage`). Not core: it decides nothing the supervisor does.
-        // The page is Page/page.html, page.css, groups.js, phases.js and page.js; the ReportPage plugin
-        // makes them Swift strings at build time. Tests/ReportPage holds the page's own tests
-        // (node).
+        // The page is Page/page.html with page.css and its scripts; the live page (--ui, served
+        // by the Overtime library) is Page/live.html with the same look and common.js. The
+        // PageBundle plugin makes both Swift strings at build time. Tests/ReportPage and
+        // Tests/LivePage hold the pages' own tests (node).
         .target(
             name: "OvertimeReport",
             dependencies: ["OvertimeCore", "OvertimeProtocol"],
-            plugins: ["ReportPage"]
+            plugins: ["PageBundle"]
         ),
-        .plugin(name: "ReportPage", capability: .buildTool(), dependencies: ["report-page"]),
-        .executableTarget(name: "report-page"),
+        .plugin(name: "PageBundle", capability: .buildTool(), dependencies: ["page-bundle"]),
+        .executableTarget(name: "page-bundle"),
         // The task's side: what a Swift program run by Overtime links. Never sees the
         // supervisor's code.
         .target(
@@ -93,7 +94,7 @@ let package = Package(
         ),
         .target(
             name: "Overtime",
-            dependencies: ["OvertimeCore", "OvertimeLoop", "OvertimeProtocol", "OvertimeYAML"]
+            dependencies: ["OvertimeCore", "OvertimeLoop", "OvertimeProtocol", "OvertimeReport", "OvertimeYAML"]
         ),
         // The CLI. The target is not named `overtime`: `Sources/overtime` beside
         // `Sources/Overtime` collides on a case-insensitive filesystem. The product (and so

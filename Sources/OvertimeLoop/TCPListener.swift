@@ -154,6 +154,15 @@ public final class TCPConnection: LoopHandleOwner {
         }
     }
 
+    /// Caps the kernel's send buffer for this connection (Linux doubles the figure for its
+    /// bookkeeping). A stream whose owner bounds what waits for a slow peer sets it, so that
+    /// the bound counts the peer's real lag and not megabytes the kernel would hold first.
+    public func limitSendBuffer(_ bytes: Int) {
+        guard !isClosed else { return }
+        var value = Int32(clamping: bytes)
+        _ = uv_send_buffer_size(UnsafeMutableRawPointer(handle).assumingMemoryBound(to: uv_handle_t.self), &value)
+    }
+
     /// Stops reading: what the peer sends from now on stays in the kernel (and is discarded
     /// with the connection).
     public func stopReading() {

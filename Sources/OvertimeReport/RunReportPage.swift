@@ -3,9 +3,9 @@ import OvertimeProtocol
 /// A `RunReport` as one self-contained HTML page: its style and scripts inline, the run's
 /// data embedded as JSON, nothing fetched from anywhere (docs/report.md).
 ///
-/// The page itself is `Page/page.html`, `page.css`, `groups.js`, `phases.js` and `page.js`, made into
-/// `PageText` at build time (the ReportPage plugin); this puts the run's title and data
-/// into it. Its timeline is drawn on a canvas, and only its visible lanes, so 5,000 tasks
+/// The page itself is `Page/page.html`, `page.css`, `common.js`, `groups.js`, `phases.js` and
+/// `page.js`, made into `PageText` at build time (the PageBundle plugin); this puts the run's
+/// title and data into it. Its timeline is drawn on a canvas, and only its visible lanes, so 5,000 tasks
 /// cost a few thousand rectangles a frame; its task table renders only the rows in view.
 /// The outcome colours in page.css and page.js are the ones docs/report.md lists, and the
 /// tests look for them in screenshots: change them together.
@@ -15,11 +15,11 @@ public enum RunReportPage {
         let title = "Overtime run " + (report.runID ?? "(no run id)")
         var page: [UInt8] = []
         page.reserveCapacity(64 * 1024 + report.tasks.count * 400)
-        page += PageText.beforeTitle.utf8
+        page += PageText.pieces[0].utf8
         page += htmlEscaped(title).utf8
-        page += PageText.titleToData.utf8
+        page += PageText.pieces[1].utf8
         page += embeddedJSON(report)
-        page += PageText.afterData.utf8
+        page += PageText.pieces[2].utf8
         return page
     }
 

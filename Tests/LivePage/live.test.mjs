@@ -11,9 +11,9 @@ import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import vm from "node:vm";
 
-const pageDirectory = fileURLToPath(new URL("../../Sources/OvertimeUI/Page/", import.meta.url));
+const pageDirectory = fileURLToPath(new URL("../../Sources/OvertimeReport/Page/", import.meta.url));
 const html = readFileSync(pageDirectory + "live.html", "utf8");
-const script = html.match(/<script>(\{\{[^<]*)<\/script>/)[1].replace(/\{\{([^}]+\.js)\}\}/g, (hole, name) =>
+const script = html.match(/<script(?: nonce="\{\{nonce\}\}")?>(\{\{[^<]*)<\/script>/)[1].replace(/\{\{([^}]+\.js)\}\}/g, (hole, name) =>
   readFileSync(pageDirectory + name, "utf8").replace(/\n$/, ""));
 const declaredIDs = new Set([...html.matchAll(/\sid="([^"]+)"/g)].map((m) => m[1]));
 

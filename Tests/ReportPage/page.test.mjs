@@ -16,7 +16,7 @@ const pageDirectory = fileURLToPath(new URL("../../Sources/OvertimeReport/Page/"
 const html = readFileSync(pageDirectory + "page.html", "utf8");
 // page.html's script element as the build fills it (Sources/report-page): each `{{name.js}}`
 // hole is that file, without the newline that ends it.
-const script = html.match(/<script>(\{\{[^<]*)<\/script>/)[1].replace(/\{\{([^}]+\.js)\}\}/g, (hole, name) =>
+const script = html.match(/<script(?: nonce="\{\{nonce\}\}")?>(\{\{[^<]*)<\/script>/)[1].replace(/\{\{([^}]+\.js)\}\}/g, (hole, name) =>
   readFileSync(pageDirectory + name, "utf8").replace(/\n$/, ""));
 const declaredIDs = new Set([...html.matchAll(/\sid="([^"]+)"/g)].map((m) => m[1]));
 

@@ -20,6 +20,9 @@ enum HTTPAnswer {
 /// client that closes its side right after its request (`printf ... | nc`) still gets the
 /// whole answer. A stream has no time limit: its server bounds what waits for it.
 final class HTTPClient {
+    /// The kernel's send buffer for a stream: a reader's lag is then counted where the
+    /// server bounds it, not hidden in up to 4 MiB the kernel would take first.
+    static let streamSendBuffer = 64 * 1024
     let connection: TCPConnection
     private let timer: LoopTimer
     private let time: Duration
@@ -71,6 +74,7 @@ final class HTTPClient {
         case let .stream(head, open):
             isStreaming = true
             timer.close()
+            connection.limitSendBuffer(Self.streamSendBuffer)
             guard connection.send(head) else { return drop() }
             // Read on only to hear the peer go: what it sends is not taken.
             connection.startReading(onData: { _ in }, onEnd: { [self] in drop() })

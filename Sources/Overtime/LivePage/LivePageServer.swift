@@ -1,5 +1,6 @@
 import OvertimeLoop
 import OvertimeProtocol
+import OvertimeReport
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -92,7 +93,7 @@ final class LivePageServer {
             guard let nonce = try? LivePageToken.make(bytes: 16) else {
                 return .whole(LivePageHTTP.refusal(.init(500, "no random bytes for the page's nonce")))
             }
-            return .whole(LivePageHTTP.response(200, contentType: "text/html; charset=utf-8", body: LivePagePlaceholder.html(nonce: nonce),
+            return .whole(LivePageHTTP.response(200, contentType: "text/html; charset=utf-8", body: LivePageDocument.html(nonce: nonce),
                                                 withBody: withBody, policy: LivePageHTTP.pagePolicy(nonce: nonce)))
         case .status:
             return .whole(LivePageHTTP.reply(200, control.statusOutcome(), withBody: withBody))

@@ -1,9 +1,9 @@
 "use strict";
 // The report page's sweeps and arrays: a row each in page.js's table, counting its
 // elements, which opens to a table comparing them. A file of its own so that each of the
-// page's scripts can be read whole. Both fill page.html's one <script> element, this file
-// first (its "use strict" is then the whole element's), so that page.js finds
-// sweepsAndArrays defined; page.js calls it once, before it draws.
+// page's scripts can be read whole. They fill page.html's one <script> element, this file
+// after common.js and before page.js, so that page.js finds sweepsAndArrays defined;
+// page.js calls it once, before it draws.
 
 // The run's groups (data.groups) with their elements gathered and counted; each task is
 // given its group (`task.group`, an index into them, or null) and each entry of the table

@@ -1,19 +1,5 @@
 "use strict";
 (function () {
-// Errors are kept in the page (a test reads them from the DOM), besides the console.
-const errorBox = document.getElementById("errors");
-const errors = [];
-function recordError(text) {
-  errors.push(String(text));
-  errorBox.textContent = errors.join("\n");
-  errorBox.hidden = false;
-  document.body.dataset.errors = String(errors.length);
-}
-window.onerror = function (message, source, line, column) { recordError(message + " (line " + line + ":" + column + ")"); };
-window.addEventListener("unhandledrejection", function (event) { recordError("unhandled rejection: " + event.reason); });
-
-const COLORS = { succeeded: "#2f9e62", failed: "#d9453d", cancelled: "#f0a020", killed: "#8b46c2",
-  oom: "#d6408f", skipped: "#9aa3ad", running: "#3b82f6", waiting: "#cbd5e1" };
 const TEXT_ON = { cancelled: "#3d2800", skipped: "#1f2937", waiting: "#1f2937" };
 const WORDS = { succeeded: "succeeded", failed: "failed", cancelled: "cancelled", killed: "killed",
   oom: "out of memory", skipped: "skipped", running: "running", waiting: "waiting" };
@@ -24,27 +10,7 @@ const MARK_COLORS = { cancel: "#111827", kill: "#7f1d1d", operator: "#1d4ed8", m
 function stragglerTag(task) {
   return task.straggler ? ' <span class="straggler-tag" title="far slower than its peers in an attempt">straggler</span>' : "";
 }
-function esc(text) {
-  return String(text).replace(/[&<>"']/g, function (c) { return { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" }[c]; });
-}
-function duration(ms) {
-  if (ms == null || !isFinite(ms)) return "–";
-  if (ms < 1000) return Math.round(ms) + " ms";
-  const s = ms / 1000;
-  if (s < 60) return (s < 10 ? s.toFixed(2) : s.toFixed(1)) + " s";
-  const m = Math.floor(s / 60), rest = Math.floor(s - m * 60);
-  if (m < 60) return m + "m " + String(rest).padStart(2, "0") + "s";
-  const h = Math.floor(m / 60);
-  return h + "h " + String(m % 60).padStart(2, "0") + "m";
-}
 function offset(ms) { return "+" + duration(ms); }
-function bytes(n) {
-  if (n == null) return "–";
-  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
-  let value = n, unit = 0;
-  while (value >= 1024 && unit < units.length - 1) { value /= 1024; unit++; }
-  return (unit === 0 ? value : value.toFixed(value < 10 ? 1 : 0)) + " " + units[unit];
-}
 function clock(ms) {
   const d = new Date(data.startedAt + ms);
   return d.toISOString().slice(11, 19) + " UTC";

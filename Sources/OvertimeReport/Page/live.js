@@ -5,40 +5,6 @@
 // each cell only when its text differs, so a flood of progress costs a frame's work at most.
 // Task text reaches the page only through textContent, with bidi controls made visible.
 
-// Errors are kept in the page (a test reads them from the DOM), besides the console.
-const errorBox = document.getElementById("errors");
-const errors = [];
-function recordError(text) {
-  errors.push(String(text));
-  errorBox.textContent = errors.join("\n");
-  errorBox.hidden = false;
-  document.body.dataset.errors = String(errors.length);
-}
-window.onerror = function (message, source, line, column) { recordError(message + " (line " + line + ":" + column + ")"); };
-window.addEventListener("unhandledrejection", function (event) { recordError("unhandled rejection: " + event.reason); });
-
-// Copied from the report's page.js (Sources/OvertimeReport/Page/page.js): COLORS, duration
-// and bytes, until both pages take them from one shared file.
-const COLORS = { succeeded: "#2f9e62", failed: "#d9453d", cancelled: "#f0a020", killed: "#8b46c2",
-  oom: "#d6408f", skipped: "#9aa3ad", running: "#3b82f6", waiting: "#cbd5e1" };
-function duration(ms) {
-  if (ms == null || !isFinite(ms)) return "–";
-  if (ms < 1000) return Math.round(ms) + " ms";
-  const s = ms / 1000;
-  if (s < 60) return (s < 10 ? s.toFixed(2) : s.toFixed(1)) + " s";
-  const m = Math.floor(s / 60), rest = Math.floor(s - m * 60);
-  if (m < 60) return m + "m " + String(rest).padStart(2, "0") + "s";
-  const h = Math.floor(m / 60);
-  return h + "h " + String(m % 60).padStart(2, "0") + "m";
-}
-function bytes(n) {
-  if (n == null) return "–";
-  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
-  let value = n, unit = 0;
-  while (value >= 1024 && unit < units.length - 1) { value /= 1024; unit++; }
-  return (unit === 0 ? value : value.toFixed(value < 10 ? 1 : 0)) + " " + units[unit];
-}
-
 // The states of `ctl status` and of an `exited` event's outcome, as colours of the report's.
 const STATE_COLOR = { running: COLORS.running, starting: COLORS.running, exiting: COLORS.running, cancelling: COLORS.cancelled,
   retrying: COLORS.waiting, waiting: COLORS.waiting, succeeded: COLORS.succeeded, failed: COLORS.failed, skipped: COLORS.skipped,

@@ -1,16 +1,18 @@
 import Foundation
 
-// Turns the report's page (page.html, with page.css, groups.js, phases.js and page.js) into Swift for
-// OvertimeReport. Run by the ReportPage build-tool plugin whenever one of the files changes.
-// Usage: report-page OUTPUT.swift PAGE.html PAGE.css SCRIPT.js...
+// Turns a page of OvertimeReport (the run report's page.html, the live page's live.html)
+// and the files it inlines into Swift. Run by the PageBundle build-tool plugin whenever one
+// of the files changes.
+// Usage: page-bundle OUTPUT.swift ENUM CUTS PAGE.html FILE...
 //
-// page.html is the whole page with holes: `{{page.css}}` and, after `{{data}}`, one per
-// script named as its file (`{{groups.js}}`, `{{page.js}}`), in the order the scripts are
-// given, are filled here with those files (each without its last newline, so that a file
-// may end as text files do); `{{title}}` and `{{data}}` are where `overtime report` writes
-// the run's title and data. The output is page.html cut at those two: three string constants.
-// An inlined file must not end its element early (a `</style` in the style, a `</script`
-// or `<!--` in a script): the build fails there rather than draw a broken page.
+// PAGE.html is the whole page with holes `{{name}}`. A hole named as one of the FILEs
+// (`{{page.css}}`, `{{page.js}}`) is filled here with that file, without its last newline,
+// so that a file may end as text files do; every FILE fills exactly one hole. The other
+// holes are where the program writes what it knows only when it serves the page (the run's
+// title and data, a response's nonce): they must be CUTS (comma-separated), in that order.
+// The output is `enum ENUM` with the page cut at them: `pieces`, one more than the cuts.
+// An inlined file must not end its element early (a `</style` in a style sheet, a
+// `</script` or `<!--` in a script): the build fails there rather than serve a broken page.
 
 /// A reason the page cannot be made, said as `path:line: error: text`.
 struct PageError: Error {
@@ -86,52 +88,64 @@ func swiftLiteral(_ text: String) -> String {
     return literal + "\""
 }
 
-/// The hole a script fills is named as its file: `{{page.js}}`.
+/// The hole a file fills is named as the file: `{{page.js}}`.
 func holeName(of scriptPath: String) -> String {
     URL(fileURLWithPath: scriptPath).lastPathComponent
 }
 
-func page(htmlPath: String, cssPath: String, scriptPaths: [String]) throws -> String {
+func bundle(enumName: String, cuts: [String], htmlPath: String, filePaths: [String]) throws -> String {
     let html = try read(htmlPath)
-    let css = try inlined(cssPath)
-    try refuse(["</style"], in: css, path: cssPath, because: "end the page's <style> element early")
-    let scripts = try scriptPaths.map { path in
-        let script = try inlined(path)
-        try refuse(["</script", "<!--"], in: script, path: path, because: "end the page's <script> element early")
-        return script
+    var files: [String: String] = [:]
+    for path in filePaths {
+        let name = holeName(of: path)
+        let text = try inlined(path)
+        if name.hasSuffix(".css") {
+            try refuse(["</style"], in: text, path: path, because: "end the page's <style> element early")
+        } else {
+            try refuse(["</script", "<!--"], in: text, path: path, because: "end the page's <script> element early")
+        }
+        files[name] = text
     }
     let (pieces, names) = try holes(of: html, path: htmlPath)
-    let expected = ["title", "page.css", "data"] + scriptPaths.map(holeName)
-    guard names == expected else {
-        throw PageError(path: htmlPath, text: "its holes are \(names.map { "{{\($0)}}" }.joined(separator: ", ")); "
-                        + "it needs exactly \(expected.map { "{{\($0)}}" }.joined(separator: ", ")), in that order")
+    let cutNames = names.filter { files[$0] == nil }
+    guard cutNames == cuts else {
+        throw PageError(path: htmlPath, text: "its holes for the program are \(cutNames.map { "{{\($0)}}" }.joined(separator: ", ")); "
+                        + "it needs exactly \(cuts.map { "{{\($0)}}" }.joined(separator: ", ")), in that order")
     }
-    let beforeTitle = pieces[0]
-    let titleToData = pieces[1] + css + pieces[2]
-    let afterData = zip(scripts, pieces[4...]).reduce(pieces[3]) { $0 + $1.0 + $1.1 }
-    let files = ["page.html", "page.css"] + scriptPaths.map(holeName)
-    let sources = files.dropLast().joined(separator: ", ") + " and " + files[files.count - 1]
+    for name in files.keys.sorted() where names.filter({ $0 == name }).count != 1 {
+        throw PageError(path: htmlPath, text: "{{\(name)}} must be a hole of it exactly once")
+    }
+    var cutPieces: [String] = [pieces[0]]
+    for (name, piece) in zip(names, pieces.dropFirst()) {
+        if let file = files[name] {
+            cutPieces[cutPieces.count - 1] += file + piece
+        } else {
+            cutPieces.append(piece)
+        }
+    }
+    let sources = ([holeName(of: htmlPath)] + filePaths.map(holeName)).joined(separator: ", ")
     return """
-    // Written by report-page from \(sources); edit those, not this.
-    enum PageText {
-        /// page.html up to the page's title.
-        static let beforeTitle = \(swiftLiteral(beforeTitle))
-        /// From the title's end to the run's data, the style inline.
-        static let titleToData = \(swiftLiteral(titleToData))
-        /// From the data's end to the page's end, the scripts inline.
-        static let afterData = \(swiftLiteral(afterData))
+    // Written by page-bundle from \(sources); edit those, not this.
+    enum \(enumName) {
+        /// The program's holes, in order: \(cuts.joined(separator: ", ")).
+        static let cuts = [\(cuts.map(swiftLiteral).joined(separator: ", "))]
+        /// The page's text between them, the files inline.
+        static let pieces = [
+    \(cutPieces.map { "        " + swiftLiteral($0) + "," }.joined(separator: "\n"))
+        ]
     }
 
     """
 }
 
 let arguments = Array(CommandLine.arguments.dropFirst())
-guard arguments.count >= 4 else {
-    FileHandle.standardError.write(Data("usage: report-page OUTPUT.swift PAGE.html PAGE.css SCRIPT.js...\n".utf8))
+guard arguments.count >= 5 else {
+    FileHandle.standardError.write(Data("usage: page-bundle OUTPUT.swift ENUM CUTS PAGE.html FILE...\n".utf8))
     exit(2)
 }
 do {
-    let swift = try page(htmlPath: arguments[1], cssPath: arguments[2], scriptPaths: Array(arguments[3...]))
+    let cuts = arguments[2].split(separator: ",").map(String.init)
+    let swift = try bundle(enumName: arguments[1], cuts: cuts, htmlPath: arguments[3], filePaths: Array(arguments[4...]))
     do {
         try swift.write(toFile: arguments[0], atomically: true, encoding: .utf8)
     } catch {
