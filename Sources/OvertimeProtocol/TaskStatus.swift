@@ -99,6 +99,11 @@ public struct TaskStatus: Sendable, Equatable {
         /// many seconds; nil while it is not.
         public var stalledSince: String?
         public var stalled: Double?
+        /// Seconds to its hard limit (`max-runtime`, or a batch's `ends-by`), which no
+        /// progress or extend without `past_max` moves; nil when it has none.
+        public var hardLimitRemaining: Double?
+        /// Its `memory-max` in bytes; nil when it has none.
+        public var memoryMax: UInt64?
 
         /// One reporter's own time left: its name (`rank 1`, `pid 4242`; docs/protocol.md)
         /// and its seconds.
@@ -185,6 +190,7 @@ public struct TaskStatus: Sendable, Equatable {
             if live.windowLearned { w.key("window_learned"); w.bool(true) }
             if let since = live.stalledSince { w.key("stalled_since"); w.string(since) }
             if let stalled = live.stalled { w.key("stalled"); w.seconds(stalled) }
+            if let left = live.hardLimitRemaining { w.key("max_runtime_remaining"); w.seconds(left) }
             if let reporters = live.reporters { w.key("reporters"); w.int(reporters) }
             if let list = live.byReporter {
                 w.key("by_reporter")
@@ -203,6 +209,7 @@ public struct TaskStatus: Sendable, Equatable {
             // Written when measured (DESIGN §7), so a task nothing measures reads as before.
             if let memory = live.memory { w.key("memory"); w.int(Int(clamping: memory)) }
             if let peak = live.peakMemory { w.key("peak_memory"); w.int(Int(clamping: peak)) }
+            if let max = live.memoryMax { w.key("memory_max"); w.int(Int(clamping: max)) }
             if let user = live.cpuUser { w.key("cpu_user"); w.seconds(user) }
             if let system = live.cpuSystem { w.key("cpu_system"); w.seconds(system) }
             if let every = live.everyReporter {
@@ -293,6 +300,8 @@ public struct TaskStatus: Sendable, Equatable {
         live?.windowLearned = value["window_learned"] == .bool(true)
         live?.stalledSince = try Self.string(value["stalled_since"], "stalled_since")
         live?.stalled = try Self.number(value["stalled"], "stalled")
+        live?.hardLimitRemaining = try Self.number(value["max_runtime_remaining"], "max_runtime_remaining")
+        live?.memoryMax = try Self.count(value["memory_max"], "memory_max").map { UInt64($0) }
     }
 
     /// A progress object as `progressFields` writes it, or nil for `null` or none.

@@ -185,6 +185,18 @@ struct ControlReplyTests {
         #expect(!plain.contains("phase") && !plain.contains("window") && !plain.contains("stalled"), "\(plain)")
     }
 
+    @Test("a task's limits: the time to its max-runtime and its memory-max, written when it has them, read back")
+    func limitFields() throws {
+        var live = TaskStatus.Live(pid: 3, elapsed: 60, remaining: 540, progress: nil, memory: 1024, peakMemory: 2048)
+        (live.hardLimitRemaining, live.memoryMax) = (3540, 734_003_200)
+        let reply = ControlReply(.status([TaskStatus(name: "fit", state: .running, live: live)]))
+        let line = reply.encoded()
+        #expect(text(line).contains(#""max_runtime_remaining":3540"#) && text(line).contains(#""peak_memory":2048,"memory_max":734003200"#), "\(text(line))")
+        #expect(try ControlReply.decode(Array(line.dropLast())) == reply)
+        let plain = text(ControlReply(.status([TaskStatus(name: "t", state: .running, live: .init(pid: 1, elapsed: 1, remaining: 1, progress: nil))])).encoded())
+        #expect(!plain.contains("max_runtime") && !plain.contains("memory_max"), "\(plain)")
+    }
+
     static let runInfo = SupervisorInfo(run: "20261201-074814-09c65d80", kind: .run, pid: 4242, uid: 1000, user: "ada",
                                         started: "2026-12-01T07:48:14.120Z", cwd: "/home/ada/日本",
                                         command: ["python3", "train.py", "--lr", "say \"hi\"\n"], running: 1, total: 1)

@@ -138,6 +138,8 @@ extension TaskStatus {
         let window = machine.windowInForce
         (live.window, live.windowLearned) = (window.window?.seconds, window.learned)
         live.stall(since: machine.stalledSince, now: now, clock: machine.timeOfDay)
+        live.hardLimitRemaining = machine.hardLimit.map { max(.zero, $0 - now).seconds }
+        live.memoryMax = machine.memory.max
         self.init(name: ref.name, state: state, live: live)
     }
 }
