@@ -3,6 +3,7 @@
 // reader that does not read costing neither the loop nor memory.
 
 import Foundation
+import OvertimeTestSupport
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -238,9 +239,98 @@ struct CLILivePageTests {
     }
 }
 
+/// Tests/Fixtures/hanging-fs.py mounted at `path`: `path/hangs.log` never gives its bytes
+/// until `close` unmounts it. Needs root and Debian's python3-fusepy (scripts/setup).
+final class CLIHangingFilesystem {
+    let path: String
+    private let process = Process()
+
+    init(at path: String) async throws {
+        self.path = path
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        process.arguments = [Checkout.path("Tests/Fixtures/hanging-fs.py"), path]
+        try process.run()
+        let end = ContinuousClock.now + .seconds(20)
+        while ContinuousClock.now < end, !FileManager.default.fileExists(atPath: path + "/hangs.log") {
+            guard process.isRunning else { throw CLIFailure("hanging-fs.py exited \(process.terminationStatus) (is python3-fusepy installed?)") }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        guard FileManager.default.fileExists(atPath: path + "/hangs.log") else { close(); throw CLIFailure("hanging-fs.py did not mount at \(path)") }
+    }
+
+    /// Unmounts and kills the filesystem's process: its death aborts the FUSE connection,
+    /// which ends every read still waiting on it with an error (a lazy unmount alone leaves
+    /// them waiting, and the process waiting for them). Idempotent.
+    func close() {
+        guard process.isRunning else { return }
+        let umount = Process()
+        umount.executableURL = URL(fileURLWithPath: "/bin/umount")
+        umount.arguments = ["-l", path]
+        try? umount.run()
+        umount.waitUntilExit()
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+}
+
+@Suite("CLI live page, a task's log on a filesystem that does not answer")
+struct CLILivePageLogTests {
+    @Test("log tails that never come back: four held, the next refused at once (503) while the status still answers; answered again once back")
+    func logReadsThatHang() async throws {
+        let batch = try await CLILivePageBatch()
+        let hanging = try await CLIHangingFilesystem(at: batch.scratch.path("hanging"))
+        defer { hanging.close() }
+        let log = batch.scratch.path("run/logs/trainer.log")
+        let clock = ContinuousClock()
+        let opened = clock.now + .seconds(15)
+        while clock.now < opened, !FileManager.default.fileExists(atPath: log) { try await Task.sleep(for: .milliseconds(50)) }
+        try #require(FileManager.default.fileExists(atPath: log), "the task's log was never made")
+        // The task keeps writing to the file it has open; the page's reads now go where
+        // nothing answers.
+        unlink(log)
+        #expect(symlink(hanging.path + "/hangs.log", log) == 0)
+
+        let held = (0..<LivePageLimits.logReads).compactMap { _ in
+            CLILivePageStream.open(port: batch.port, token: batch.token, path: "/api/tasks/trainer/log?tail=5")
+        }
+        defer { held.forEach { Glibc.close($0) } }
+        #expect(held.count == LivePageLimits.logReads)
+        try await Task.sleep(for: .milliseconds(500))
+
+        let start = clock.now
+        let refused = batch.request("/api/tasks/trainer/log?tail=5", headers: [batch.bearer])
+        #expect(refused?.status == 503, "\(String(describing: refused))")
+        #expect(clock.now - start < .seconds(3), "refused after \(clock.now - start)")
+        #expect(batch.request("/api/status", headers: [batch.bearer])?.status == 200)
+
+        // Back: the held reads end (in an error), and a log read is answered again.
+        hanging.close()
+        unlink(log)
+        _ = FileManager.default.createFile(atPath: log, contents: Data("back\n".utf8))
+        var answered: CLIMetrics.Response?
+        let end = clock.now + .seconds(15)
+        while clock.now < end {
+            answered = batch.request("/api/tasks/trainer/log?tail=5", headers: [batch.bearer])
+            if answered?.status == 200 { break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(answered?.status == 200 && answered?.body == "back\n", "\(String(describing: answered))")
+
+        let result = await batch.finish()
+        #expect(result.status == 0, "\(result)")
+    }
+}
+
+/// The server's limits the tests lean on (LivePageServer's own are internal).
+enum LivePageLimits {
+    static let logReads = 4
+}
+
 enum CLILivePageStream {
-    /// A connection to `/api/events` with its request sent; nil when it cannot connect.
-    static func open(port: Int, token: String, receiveBuffer: Int32? = nil) -> Int32? {
+    /// A connection to `path` (the event stream by default) with its GET sent; nil when it
+    /// cannot connect.
+    static func open(port: Int, token: String, path: String = "/api/events", receiveBuffer: Int32? = nil) -> Int32? {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { return nil }
         if var size = receiveBuffer { setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size)) }
@@ -248,7 +338,7 @@ enum CLILivePageStream {
         let connected = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
-        let request = Array("GET /api/events HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nAuthorization: Bearer \(token)\r\nAccept: text/event-stream\r\n\r\n".utf8)
+        let request = Array("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nAuthorization: Bearer \(token)\r\nAccept: text/event-stream\r\n\r\n".utf8)
         guard connected == 0, send(fd, request, request.count, Int32(MSG_NOSIGNAL)) == request.count else {
             close(fd)
             return nil

@@ -19,6 +19,8 @@ final class LivePageServer {
     /// What may wait for one event stream's reader before it is dropped (its page reconnects
     /// and starts again from `/api/status`).
     static let maxQueuedEvents = 256 * 1024
+    /// Log tails read at once, each on a thread of its own.
+    static let maxLogReads = 4
 
     let access: LivePageAccess
     private let listener: TCPListener
@@ -29,6 +31,7 @@ final class LivePageServer {
     private let control: ControlServer
     private var clients: [ObjectIdentifier: HTTPClient] = [:]
     private var streams: [ObjectIdentifier: HTTPClient] = [:]
+    private var logReadsInFlight = 0
     private var slots = MetricsClientSlots<ObjectIdentifier>(capacity: MetricsExporter.maxClients, perPeer: MetricsExporter.maxClientsPerPeer)
     private let uid = geteuid()
 
@@ -106,17 +109,26 @@ final class LivePageServer {
         case let .log(task, tail):
             switch target.controlLogPath(task: task) {
             case let .failure(failure): return .whole(LivePageHTTP.refusal(LivePageRefusal(failure)))
-            case let .success(path): return .later { [loop] send in
-                let reply = LoopBound(send, loop: loop)
-                // A log on a stalled filesystem must not hold the loop.
-                DetachedThread.run {
-                    let answer = switch LogTail.lines(ofFile: path, last: tail) {
-                    case let lines?: LivePageHTTP.response(200, contentType: "text/plain; charset=utf-8", body: lines, withBody: withBody)
-                    case nil: LivePageHTTP.refusal(.init(404, "the task has no log yet"))
-                    }
-                    _ = loop.execute { reply.value(answer) }
+            case let .success(path):
+                // A log on a stalled filesystem must not hold the loop, nor gather a thread
+                // for every poll of a page left open on it.
+                guard logReadsInFlight < Self.maxLogReads else {
+                    return .whole(LivePageHTTP.refusal(.init(503, "earlier log reads have not come back (a stalled filesystem?)")))
                 }
-            }
+                logReadsInFlight += 1
+                return .later { [loop] send in
+                    let reply = LoopBound({ [weak self] (answer: [UInt8]) in
+                        self?.logReadsInFlight -= 1
+                        send(answer)
+                    }, loop: loop)
+                    DetachedThread.run {
+                        let answer = switch LogTail.lines(ofFile: path, last: tail) {
+                        case let lines?: LivePageHTTP.response(200, contentType: "text/plain; charset=utf-8", body: lines, withBody: withBody)
+                        case nil: LivePageHTTP.refusal(.init(404, "the task has no log yet"))
+                        }
+                        _ = loop.execute { reply.value(answer) }
+                    }
+                }
             }
         case let .extend(task, amount, pastMax):
             result = target.controlExtend(task: task, by: amount, pastMax: pastMax, uid: uid)
