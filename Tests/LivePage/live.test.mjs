@@ -399,7 +399,7 @@ test("a started and an exited line draw a bar in the outcome's colour; the lanes
   page.send({ task: "b", event: "attempt", attempt: 1, resources: { gpu: ["0"] } });
   page.send({ task: "b", event: "started", pid: 2 });
   page.advance(2_000);
-  page.send({ task: "a", event: "exited", outcome: "succeeded", exit_code: 0 });
+  page.send({ task: "a", event: "exited", outcome: "succeeded", exit_code: 0, progress: { completed: 40, total: 40, fraction: 1 } });
   page.advance(2_000);
   page.send({ task: "b", event: "cancel", reason: "timeout", grace: 10 });
   page.send({ task: "b", event: "exited", outcome: "cancelled", exit_code: 124 });
@@ -417,6 +417,7 @@ test("a started and an exited line draw a bar in the outcome's colour; the lanes
   assert.ok(Math.abs(cancelled[3] - 4000 * px) <= 2, `b's bar ${cancelled[3]} px for 4 s`);
   assert.ok(Math.abs(cancelled[1] + cancelled[3] - 800 + 14) <= 2, "b ends at the right edge: now");
   assert.ok(drawn.texts.some((t) => t[0] === "timeout"), "the cancel's reason beside its mark");
+  assert.equal(page.cell("a", "progress").textContent, "40/40 · 100%", "the exited line's last progress");
   assert.ok(drawn.rects.some((r) => r[0] === "#111827" && r[3] === 2), "the cancel's mark");
   // The next attempt of a goes into the slot that is free.
   page.send({ task: "a", event: "started", pid: 3 });

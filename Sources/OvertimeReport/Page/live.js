@@ -193,6 +193,8 @@ function applyEvent(event) {
   case "exited":
     task.state = event.outcome || (event.exit_code === 0 ? "succeeded" : "failed");
     task.pid = null; task.remaining = null;
+    // Its last progress, which the journal's one line a second may have left out.
+    if (event.progress && typeof event.progress === "object") setProgress(task, event.progress, wall);
     // The attempt's cancel event said its reason already; one without it (a thinned or
     // missed line) is said here.
     if (!task.cancelSeen) addReason(task, event.cancel_reason, event.cancel_why);
@@ -443,7 +445,7 @@ setInterval(function () { ticking = true; requestFrame(); }, 1000);
 // at its start, and one that holds GPUs (its `attempt` line says which) into theirs.
 const MARK_LIMIT = 100;
 const timelineModel = { lanes: [], bars: [], skipped: [], tasks: [], resumes: [], end: 0, open: true,
-  endLabel: "now", follow: true, axisLabel: "time since the first start seen" };
+  endLabel: "now", follow: true, axisLabel: "since first seen" };
 const openAttempts = new Set();
 const phaseNames = [];
 let origin = null, gpuLanes = 0, timelineDirty = false, legendDirty = true;
@@ -764,6 +766,8 @@ function openStream() {
     source.close();
     source = null;
     if (droppedAt == null) droppedAt = performance.now();
+    timelineDirty = true;
+    requestFrame();
     say("reconnecting", "open");
     showBanner("The event stream dropped; reconnecting.", false);
     retryLater();
