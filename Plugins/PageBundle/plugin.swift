@@ -20,10 +20,10 @@ struct PageBundle: BuildToolPlugin {
 
     static let pages = [
         // `overtime report`: the run's title and data.
-        Page(html: "page.html", files: ["page.css", "common.js", "groups.js", "phases.js", "page.js"],
+        Page(html: "page.html", files: ["page.css", "common.js", "groups.js", "phases.js", "timeline.js", "page.js"],
              cuts: ["title", "data"], enumName: "PageText"),
         // The live page (--ui): the nonce of its style and script, new in every response.
-        Page(html: "live.html", files: ["page.css", "live.css", "common.js", "live.js"],
+        Page(html: "live.html", files: ["page.css", "live.css", "common.js", "phases.js", "timeline.js", "live.js"],
              cuts: ["nonce", "nonce"], enumName: "LivePageText"),
     ]
 

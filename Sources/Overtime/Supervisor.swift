@@ -388,6 +388,7 @@ public final class Supervisor: Sendable {
     public func serveControlOnStandardStreams(onInputEnd: @escaping @Sendable () -> Void) throws(ControlSocketError) {
         let core = self.core
         let containment = self.containment
+        let runID = self.runID
         let done = Completion<Result<Void, ControlSocketError>>()
         let accepted = loop.execute { [loop, self] in
             do throws(SystemError) {
@@ -395,6 +396,7 @@ public final class Supervisor: Sendable {
                 let output = try ByteStream(loop: loop, fd: try Descriptors.duplicate(1))
                 let server = try ControlServer(loop: loop, path: nil, target: core.value) { _ in }
                 server.containment = containment
+                server.runID = runID
                 server.attach(reading: input, writing: output, onEnd: onInputEnd)
                 core.value.standardStreamsOutput = output
                 self.addSink(ControlWatchers(server))
@@ -438,6 +440,7 @@ public final class Supervisor: Sendable {
         let done = Completion<Result<Void, ControlSocketError>>()
         let containment = self.containment
         let identity = description?.info(runID: runID)
+        let runID = self.runID
         let accepted = loop.execute { [loop] in
             let (target, install) = attach()
             do throws(SystemError) {
@@ -446,6 +449,7 @@ public final class Supervisor: Sendable {
                 }
                 server.containment = containment
                 server.identity = identity
+                server.runID = runID
                 install(server)
                 done.complete(.success(()))
             } catch {

@@ -181,7 +181,7 @@ struct CtlCommand {
             // The supervisor's words may quote a task's name, which may hold anything.
             Terminal.error("overtime ctl: \(TextWidth.sanitize(message))")
             return 1
-        case let .status(tasks, _):
+        case let .status(tasks, _, _):
             if case .status(json: true) = action {
                 // The reply as it came: fields this ctl does not know reach a script too.
                 Terminal.out(String(decoding: replyLine, as: UTF8.self))

@@ -207,9 +207,10 @@ public struct ControlReply: Sendable, Equatable {
         case failed(String)
         /// `{"ok":true,"result":...}`: what a cancel, extend or revoke did, in words.
         case done(String)
-        /// `{"ok":true,"tasks":[...],"containment":{...}}`: the answer to `status`, with how
-        /// the supervisor holds its tasks (DESIGN §7; nil from one that does not say).
-        case status([TaskStatus], containment: JSONValue? = nil)
+        /// `{"ok":true,"run":ID,"tasks":[...],"containment":{...}}`: the answer to `status`,
+        /// with the run's id and how the supervisor holds its tasks (DESIGN §7); each nil
+        /// from one that does not say.
+        case status([TaskStatus], containment: JSONValue? = nil, run: String? = nil)
         /// `{"ok":true,"watching":true}`: event lines follow.
         case watching
         /// `{"ok":true,"supervisor":{...}}`: the answer to `info`.
@@ -237,8 +238,9 @@ public struct ControlReply: Sendable, Equatable {
         case let .done(result):
             w.key("ok"); w.bool(true)
             w.key("result"); w.string(result)
-        case let .status(tasks, containment):
+        case let .status(tasks, containment, run):
             w.key("ok"); w.bool(true)
+            if let run { w.key("run"); w.string(run) }
             w.key("tasks")
             w.beginArray()
             for task in tasks { task.write(into: &w) }
@@ -289,7 +291,9 @@ public struct ControlReply: Sendable, Equatable {
                     throw ProtocolError(error.kind, "task \(index) in \"tasks\": \(error.message)")
                 }
             }
-            return ControlReply(id: id, .status(statuses, containment: value["containment"]))
+            var run: String?
+            if case let .string(name)? = value["run"] { run = name }
+            return ControlReply(id: id, .status(statuses, containment: value["containment"], run: run))
         }
         if value["watching"] == .bool(true) { return ControlReply(id: id, .watching) }
         if case let .string(result)? = value["result"] { return ControlReply(id: id, .done(result)) }

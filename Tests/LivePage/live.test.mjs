@@ -3,7 +3,8 @@
 // live.html declares, a fake fetch answering /api/status from a fixture, a fake EventSource
 // the test sends events through, and frames the test runs by hand. What the page writes
 // into its elements is what is checked, and how many writes it takes.
-// Drawing (the canvas) and a real browser's frame rate are Chromium's to test.
+// The timeline's canvas is checked by what was drawn on it (rectangles and their colours,
+// text); how it looks and a real browser's frame rate are Chromium's to test.
 // Run: node --test Tests/LivePage/live.test.mjs
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -16,6 +17,9 @@ const html = readFileSync(pageDirectory + "live.html", "utf8");
 const script = html.match(/<script(?: nonce="\{\{nonce\}\}")?>(\{\{[^<]*)<\/script>/)[1].replace(/\{\{([^}]+\.js)\}\}/g, (hole, name) =>
   readFileSync(pageDirectory + name, "utf8").replace(/\n$/, ""));
 const declaredIDs = new Set([...html.matchAll(/\sid="([^"]+)"/g)].map((m) => m[1]));
+
+// What the canvases were given since the page was loaded (or `drawn` was reset).
+let drawn = { rects: [], texts: [] };
 
 // Every write of text or style the page made since the counter was last reset, by element.
 let writes = new Map();
@@ -58,7 +62,19 @@ class FakeElement {
   appendChild(child) { child.parentNode = this; this.children.push(child); return child; }
   addEventListener(type, handler) { (this.listeners[type] ||= []).push(handler); }
   dispatch(type, fields = {}) { for (const handler of this.listeners[type] || []) handler({ target: this, ...fields }); }
-  getContext() { return new Proxy({}, { get: (t, n) => (n in t ? t[n] : () => ({})), set: (t, n, v) => { t[n] = v; return true; } }); }
+  // A 2D context that takes every call; the rectangles filled and the text written are kept
+  // (drawn, below), text 6 px a character wide.
+  getContext() {
+    return new Proxy({}, {
+      get(target, name) {
+        if (name === "fillRect") return (...rect) => drawn.rects.push([target.fillStyle, ...rect]);
+        if (name === "fillText") return (text, x, y) => drawn.texts.push([String(text), x, y]);
+        if (name === "measureText") return (text) => ({ width: String(text).length * 6 });
+        return name in target ? target[name] : () => ({});
+      },
+      set: (target, name, value) => { target[name] = value; return true; },
+    });
+  }
 }
 
 function response(status, body) {
@@ -69,6 +85,7 @@ function response(status, body) {
 // The page loaded against `status` (the /api/status reply) and `routes` (path → reply).
 async function loadPage(status, { routes = {}, confirmAnswer = true } = {}) {
   writes = new Map();
+  drawn = { rects: [], texts: [] };
   const elements = new Map();
   const body = new FakeElement("body");
   const frames = [], timers = [], posts = [], gets = [], sources = [];
@@ -115,7 +132,7 @@ async function loadPage(status, { routes = {}, confirmAnswer = true } = {}) {
   };
   vm.runInNewContext(script, context, { filename: pageDirectory + "live.html <script>" });
   const page = {
-    element: (id) => document.getElementById(id), body, frames, posts, gets, sources, timers,
+    element: (id) => document.getElementById(id), body, frames, posts, gets, sources, timers, window, document,
     setStatus(reply) { statusReply = reply; },
     async settle() { for (let i = 0; i < 10; i++) await new Promise((r) => setImmediate(r)); },
     runFrames() { let n = 0; while (frames.length) { frames.shift()(); n++; } return n; },
@@ -356,4 +373,96 @@ test("the detail view polls the log every 2 s while open, and stops when closed"
   page.element("detail-close").onclick();
   assert.ok(poll.cleared);
   assert.equal(page.element("detail-card").hidden, true);
+});
+
+// ---- the timeline (timeline.js, fed by live.js) ----
+const AXIS = 26, GUTTER = 118;
+// The rectangles of bars drawn in lane `lane` (30 px high, 4 px in) since `drawn` was reset.
+function barsIn(lane) { return drawn.rects.filter((r) => r[2] === AXIS + lane * 30 + 4 && r[4] === 22); }
+// The striped bars (a pattern, not a colour) of running attempts, `h` px high.
+const runningBars = (h) => drawn.rects.filter((r) => typeof r[0] === "object" && r[4] === h);
+// Each draw clears the whole canvas first (and then the axis's strip, AXIS high).
+const backgrounds = () => drawn.rects.filter((r) => r[0] === "#ffffff" && r[1] === 0 && r[2] === 0 && r[4] !== AXIS).length;
+// The report's outcome colours (common.js).
+const COLORS = { succeeded: "#2f9e62", failed: "#d9453d", cancelled: "#f0a020" };
+
+test("a started and an exited line draw a bar in the outcome's colour; the lanes grow as attempts overlap", async () => {
+  const page = await loadPage({ ok: true, run: "r1", tasks: [{ name: "a", attempts: 0, state: "waiting" }, { name: "b", attempts: 0, state: "waiting" }] });
+  assert.equal(page.element("run-title").textContent, "r1");
+  assert.equal(page.document.title, "Overtime live r1");
+  page.send({ task: "a", event: "started", pid: 1 });
+  page.runFrames();
+  assert.ok(drawn.texts.some((t) => t[0] === "slot 1"), "a lane for the first slot");
+  assert.equal(page.element("timeline").style.height, AXIS + 30 + 6 + "px");
+  assert.equal(barsIn(0).filter((r) => r[0] === COLORS.succeeded).length, 0, "striped while it runs");
+  page.advance(4_000);
+  page.send({ task: "b", event: "attempt", attempt: 1, resources: { gpu: ["0"] } });
+  page.send({ task: "b", event: "started", pid: 2 });
+  page.advance(2_000);
+  page.send({ task: "a", event: "exited", outcome: "succeeded", exit_code: 0, progress: { completed: 40, total: 40, fraction: 1 } });
+  page.advance(2_000);
+  page.send({ task: "b", event: "cancel", reason: "timeout", grace: 10 });
+  page.send({ task: "b", event: "exited", outcome: "cancelled", exit_code: 124 });
+  drawn = { rects: [], texts: [] };
+  page.runFrames();
+  // b held GPU 0: its lane comes first, as in the report; a's slot moved down.
+  assert.ok(drawn.texts.some((t) => t[0] === "GPU 0") && drawn.texts.some((t) => t[0] === "slot 1"));
+  assert.equal(page.element("timeline").style.height, AXIS + 2 * 30 + 6 + "px");
+  const [cancelled] = barsIn(0).filter((r) => r[0] === COLORS.cancelled);
+  const [succeeded] = barsIn(1).filter((r) => r[0] === COLORS.succeeded);
+  assert.ok(cancelled && succeeded, JSON.stringify(drawn.rects));
+  // a ran 0 to 6 s, b 4 to 8 s, on one axis whose right edge is now (8 s).
+  const px = (800 - GUTTER - 14) / (8000 + 8000 * 0.015);
+  assert.ok(Math.abs(succeeded[3] - 6000 * px) <= 2, `a's bar ${succeeded[3]} px for 6 s`);
+  assert.ok(Math.abs(cancelled[3] - 4000 * px) <= 2, `b's bar ${cancelled[3]} px for 4 s`);
+  assert.ok(Math.abs(cancelled[1] + cancelled[3] - 800 + 14) <= 2, "b ends at the right edge: now");
+  assert.ok(drawn.texts.some((t) => t[0] === "timeout"), "the cancel's reason beside its mark");
+  assert.equal(page.cell("a", "progress").textContent, "40/40 · 100%", "the exited line's last progress");
+  assert.ok(drawn.rects.some((r) => r[0] === "#111827" && r[3] === 2), "the cancel's mark");
+  // The next attempt of a goes into the slot that is free.
+  page.send({ task: "a", event: "started", pid: 3 });
+  page.runFrames();
+  assert.equal(page.element("timeline").style.height, AXIS + 2 * 30 + 6 + "px");
+});
+
+test("a task running at load is a bar from its elapsed; the right edge moves at most 4 times a second, once a frame", async () => {
+  const page = await loadPage(statusFixture());
+  const nowTimer = page.timers.find((t) => t.every && t.ms === 250);
+  assert.ok(nowTimer, "a 250 ms timer moves now");
+  drawn = { rects: [], texts: [] };
+  page.advance(250);
+  nowTimer.f();
+  page.runFrames();
+  assert.equal(backgrounds(), 1);
+  // train has run 73.2 s: its bar spans the plot, striped (a pattern, not a colour).
+  const [bar] = barsIn(0);
+  assert.ok(bar && typeof bar[0] === "object" && bar[3] > 600, JSON.stringify(bar));
+  drawn = { rects: [], texts: [] };
+  for (let i = 0; i < 1000; i++) page.send({ task: "train", event: "progress", completed: 40 + i / 100, total: 100, remaining: 30 });
+  for (let i = 0; i < 150; i++) page.send({ task: "t" + i, event: "started", pid: i });
+  page.runFrames();
+  assert.equal(backgrounds(), 1, "a flood of events is one draw");
+  // 151 lanes of 5 px: the canvas is 540 px high, and only the lanes in it are drawn.
+  assert.equal(page.element("timeline").style.height, "540px");
+  assert.equal(page.element("timeline-spacer").style.height, AXIS + 151 * 5 + 6 - 540 + "px");
+  const bars = runningBars(5).length;
+  assert.ok(bars > 90 && bars <= (540 - AXIS) / 5 + 1, `${bars} bars drawn`);
+});
+
+test("what the timeline shows of a task is text: its label, marks and tooltip", async () => {
+  const evil = "<img src=x onerror=alert(1)>\u202Etxt.exe";
+  const page = await loadPage({ ok: true, tasks: [{ name: evil, state: "running", pid: 1, elapsed: 10, remaining: 5 }] });
+  page.send({ task: evil, event: "operator", action: "<b>extend</b> 10m" });
+  page.advance(250);
+  page.runFrames();
+  const shownName = "<img src=x onerror=alert(1)>⟨U+202E⟩txt.exe";
+  assert.ok(drawn.texts.some((t) => t[0] === shownName), "the bar's label, bidi control shown");
+  assert.ok(drawn.texts.some((t) => t[0] === "<b>extend</b> 10m"));
+  const canvas = page.element("timeline");
+  for (const handler of page.window.listeners.mousemove) handler({ target: canvas, offsetX: 700, offsetY: AXIS + 15, clientX: 700, clientY: 50 });
+  const tooltip = page.element("tooltip");
+  assert.equal(tooltip.hidden, false);
+  assert.equal(tooltip.children[0].textContent, shownName + "  attempt 1");
+  assert.match(tooltip.textContent, /operator at \+10\.\d+ s: <b>extend<\/b> 10m/);
+  assert.equal(page.body.dataset.errors, undefined);
 });

@@ -143,6 +143,7 @@ struct ControlReplyTests {
         ControlReply(id: .string("a"), .done("cancelling")), ControlReply(.done("clipped by max-runtime (add past_max), 4m00s left")),
         ControlReply(id: .null, .watching),
         ControlReply(.status([])),
+        ControlReply(.status([], run: "20261204-120000-abcd")),
         ControlReply(id: .number(1), .supervisor(ControlReplyTests.runInfo)),
         ControlReply(.supervisor(SupervisorInfo(run: "r", kind: .batch, pid: 1, uid: 0, user: nil, started: "x", cwd: "/",
                                                jobFile: "jobs.json", runDirectory: "overtime-runs/r", running: 0, total: 5000))),
@@ -237,6 +238,10 @@ struct ControlReplyTests {
         ]))
         #expect(text(batch.encoded()) == #"""
         {"ok":true,"tasks":[{"name":"a","attempts":1,"pid":null,"state":"cancelling","cancel_reason":"user","elapsed":0,"remaining":null,"progress":null},{"name":"b","attempts":0,"state":"skipped","reason":"dependency"}]}
+        """#)
+        // A supervisor that knows its run names it before the tasks.
+        #expect(text(ControlReply(.status([TaskStatus(name: "b", attempts: 0, state: .waiting)], run: "r1")).encoded()) == #"""
+        {"ok":true,"run":"r1","tasks":[{"name":"b","attempts":0,"state":"waiting"}]}
         """#)
         #expect(text(ControlReply(id: .string("x"), .failed("bad")).encoded()) == #"{"id":"x","ok":false,"error":"bad"}"#)
         #expect(text(ControlReply(.done("30s left")).encoded()) == #"{"ok":true,"result":"30s left"}"#)

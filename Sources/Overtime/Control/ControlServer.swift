@@ -117,6 +117,8 @@ final class ControlServer {
     }
     /// Who the supervisor is, for `info` replies; its task counts are filled in when asked.
     var identity: SupervisorInfo?
+    /// The run `status` replies name, so a reader of status alone (the live page) can say which.
+    var runID: String?
     private var clients: [ObjectIdentifier: Client] = [:]
     /// Clients that asked to `watch`: with none, events are not even encoded for them.
     private(set) var watcherCount = 0
@@ -221,7 +223,7 @@ final class ControlServer {
     /// The answer to `status` (what `ctl status --json` prints).
     func statusOutcome() -> ControlReply.Outcome {
         guard let target else { return .failed("the supervisor is shutting down") }
-        return .status(target.controlStatus(now: MonotonicInstant.now()), containment: containmentJSON)
+        return .status(target.controlStatus(now: MonotonicInstant.now()), containment: containmentJSON, run: runID)
     }
 
     private func respond(to op: ControlRequest.Op, from client: Client) -> ControlReply.Outcome {

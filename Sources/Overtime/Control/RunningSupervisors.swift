@@ -40,7 +40,7 @@ public struct RunningSupervisor: Sendable {
         var matches: [RunningSupervisor] = []
         var allNames: [String] = []
         for var supervisor in supervisors {
-            guard case let .success(.status(tasks, _)) = ask(supervisor.socket, .status) else { continue }
+            guard case let .success(.status(tasks, _, _)) = ask(supervisor.socket, .status) else { continue }
             supervisor.taskNames = tasks.map(\.name)
             allNames += supervisor.taskNames
             if supervisor.taskNames.contains(name) { matches.append(supervisor) }

@@ -45,11 +45,13 @@ extension Supervisor {
         let done = Completion<Result<String, LivePageError>>()
         let core = self.core
         let containment = self.containment
+        let runID = self.runID
         let accepted = loop.execute { [loop] in
             let (target, install) = attach()
             do throws(SystemError) {
                 let control = try ControlServer(loop: loop, path: nil, target: target) { _ in }
                 control.containment = containment
+                control.runID = runID
                 let server = try LivePageServer(loop: loop, address: address, token: token, target: target, control: control)
                 install(control)
                 core.value.livePage = server
