@@ -133,7 +133,7 @@ def overtime_bin():
     path = os.environ.get("OVERTIME_BIN") or str(REPO / ".build" / "debug" / "overtime")
     if not os.access(path, os.X_OK):
         pytest.fail("no overtime binary at %s: build it (swift build) or set OVERTIME_BIN" % path)
-    return Path(path)
+    return Path(path).resolve()  # the supervisors start in directories of their own
 
 
 @pytest.fixture

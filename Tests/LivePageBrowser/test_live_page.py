@@ -27,8 +27,8 @@ def press(driver, name, action):
 
 
 def test_rows_move_and_their_cancel_and_extend_buttons_act(start_batch, browser, screenshot):
-    # 400 steps at 0.15 s: a percent about every 0.6 s, for a minute; the window is 30 s.
-    supervisor = start_batch({name: task_command("--steps", 400, "--interval", 0.15, "--title", name + " epoch 1") for name in NAMES})
+    # 1000 steps at 0.15 s: a percent about every 1.5 s, for 150 s; the window is 30 s.
+    supervisor = start_batch({name: task_command("--steps", 1000, "--interval", 0.15, "--title", name + " epoch 1") for name in NAMES})
     open_page(browser, supervisor, NAMES)
 
     for name in NAMES:
@@ -77,7 +77,7 @@ def test_rows_move_and_their_cancel_and_extend_buttons_act(start_batch, browser,
 
 
 def test_console_has_no_error_and_no_policy_violation(start_batch, browser, screenshot):
-    supervisor = start_batch({name: task_command("--steps", 400, "--interval", 0.15) for name in NAMES})
+    supervisor = start_batch({name: task_command("--steps", 1000, "--interval", 0.15) for name in NAMES})
     open_page(browser, supervisor, NAMES)
     # Everything the page does on its own: the table, a task's card with its chart and log
     # (read every 2 s), an action and the note its event brings back.

@@ -33,7 +33,7 @@ def every_request():
 
 
 def test_requests_without_the_token_or_from_elsewhere_are_refused_and_change_nothing(start_batch):
-    supervisor = start_batch({TASK: task_command("--steps", 400, "--interval", 0.15)})
+    supervisor = start_batch({TASK: task_command("--steps", 1000, "--interval", 0.15)})
     wait_for("train running", lambda: supervisor.status()[TASK]["state"] == "running")
     bearer = {"Authorization": "Bearer " + supervisor.token}
     cookie = {"Cookie": "overtime_ui=" + supervisor.token}
