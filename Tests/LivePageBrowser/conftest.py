@@ -88,7 +88,6 @@ class Supervisor(object):
     def __init__(self, binary, process, workdir, run_dir):
         self.binary = binary
         self.process = process
-        self.pid = process.pid
         self.workdir = workdir
         self.run_dir = run_dir
         self.stderr_path = workdir / "supervisor.err"
@@ -96,7 +95,6 @@ class Supervisor(object):
         parts = urlsplit(self.url)
         self.host = parts.hostname
         self.port = parts.port
-        self.netloc = parts.netloc
         self.base = "http://" + parts.netloc
         self.token = parts.query.split("token=", 1)[1]
         said_run = re.search(r"overtime: run (\S+?):", self.stderr())
@@ -225,9 +223,12 @@ def shots_dir(tmp_path_factory):
 def screenshot(browser, shots_dir, request):
     """screenshot(label): the page as it is now, saved as TEST-N-LABEL.png; its path is
     printed (and listed at the end of the run)."""
+    taken = []
+
     def take(label):
-        path = shots_dir / ("%s-%d-%s.png" % (request.node.name, len([s for s in SHOTS if request.node.name in s.name]) + 1, label))
+        path = shots_dir / ("%s-%d-%s.png" % (request.node.name, len(taken) + 1, label))
         assert browser.save_screenshot(str(path)), "no screenshot saved to %s" % path
+        taken.append(path)
         SHOTS.append(path)
         print("screenshot: %s" % path)
         return path

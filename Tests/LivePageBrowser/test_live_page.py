@@ -20,6 +20,18 @@ def percent_shown(driver, name):
     return int(match.group(1)) if match else None
 
 
+def budget_left_shown(driver, name):
+    """What a task's row shows under "Budget left" (the second of its numeric cells)."""
+    return row_of(driver, name).find_elements(By.CSS_SELECTOR, ".num")[1].get_attribute("textContent")
+
+
+def last_log_line(driver):
+    """The number the last line of the card's log tail ends in (the task's step), or None."""
+    lines = driver.find_element(By.ID, "detail-log").get_attribute("textContent").strip().split("\n")
+    match = re.search(r"(\d+)$", lines[-1])
+    return int(match.group(1)) if match else None
+
+
 def press(driver, name, action):
     """Clicks the ``action`` button (extend, revoke, cancel) of the row showing ``name``."""
     row = wait_for("a row for %r" % name, lambda: row_of(driver, name))
@@ -50,8 +62,7 @@ def test_rows_move_and_their_cancel_and_extend_buttons_act(start_batch, browser,
     extended = wait_for("ctl status showing train's deadline moved by the Extend of 20m",
                         lambda: supervisor.status()["train"]["remaining"] > 20 * 60 - 60 and supervisor.status()["train"])
     assert extended["state"] == "running", extended
-    wait_for("train's row showing about 20 minutes left",
-             lambda: re.match(r"^(19|20)m \d\ds$", row_of(browser, "train").find_elements(By.CSS_SELECTOR, ".num")[1].get_attribute("textContent")))
+    wait_for("train's row showing about 20 minutes left", lambda: re.match(r"^(19|20)m \d\ds$", budget_left_shown(browser, "train")))
     # What it did, said when its event came back (which may be before the POST's answer).
     wait_for("train's row saying it was extended", lambda: "extended" in row_of(browser, "train").find_element(By.CSS_SELECTOR, ".note").text)
     screenshot("extended")
@@ -82,11 +93,10 @@ def test_console_has_no_error_and_no_policy_violation(start_batch, browser, scre
     # Everything the page does on its own: the table, a task's card with its chart and log
     # (read every 2 s), an action and the note its event brings back.
     row_of(browser, "train").find_element(By.CSS_SELECTOR, ".name").click()
-    wait_for("train's card with its log", lambda: browser.find_element(By.ID, "detail-card").is_displayed()
-             and "step " in browser.find_element(By.ID, "detail-log").get_attribute("textContent"))
+    first_read = wait_for("train's card with its log", lambda: browser.find_element(By.ID, "detail-card").is_displayed() and last_log_line(browser))
     browser.find_element(By.ID, "detail-extend").click()
     wait_for("the extend in the journal", lambda: supervisor.events("train", "operator"))
-    wait_for("a second read of the log", lambda: "the last 200 lines" in browser.find_element(By.ID, "log-note").text)
+    wait_for("the log read again, further on", lambda: last_log_line(browser) > first_read)
     screenshot("card")
     problems = page_problems(browser)
     assert problems == [], "\n".join(problems)
