@@ -616,15 +616,17 @@ function act(action, item, extendText) {
     body.seconds = seconds;
   }
   if (action === "cancel" && !confirm("Cancel " + shown(name) + (item.isGroup ? " and every element of it that runs or waits" : "") + "? It is told why (user), then SIGTERM, then SIGKILL after its grace.")) return null;
-  setNote(item, action + " sent…");
+  const sent = action + " sent…";
+  setNote(item, sent);
   touch(item);
   return fetch("/api/tasks/" + encodeURIComponent(name) + "/" + action, {
     method: "POST", credentials: "same-origin", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body),
   }).then(function (response) {
     return response.json().catch(function () { return { ok: false, error: "HTTP " + response.status }; });
   }).then(function (reply) {
-    // Done is said by the event that comes back; a refusal is said at once.
-    if (reply && reply.ok) setNote(item, action + ": " + (reply.result || "accepted") + (item.isGroup ? "" : ", waiting for its event"));
+    // Done is said by the event that comes back, which may come before this reply: then
+    // it stands. A refusal is said at once.
+    if (reply && reply.ok) { if (item.note === sent) setNote(item, action + ": " + (reply.result || "accepted") + (item.isGroup ? "" : ", waiting for its event")); }
     else setNote(item, action + " refused: " + ((reply && reply.error) || "no reason given"), true);
     touch(item);
   }, function () {
