@@ -23,7 +23,7 @@ struct PageBundle: BuildToolPlugin {
         Page(html: "page.html", files: ["page.css", "common.js", "groups.js", "phases.js", "timeline.js", "page.js"],
              cuts: ["title", "data"], enumName: "PageText"),
         // The live page (--ui): the nonce of its style and script, new in every response.
-        Page(html: "live.html", files: ["page.css", "live.css", "common.js", "phases.js", "timeline.js", "live.js"],
+        Page(html: "live.html", files: ["page.css", "live.css", "common.js", "phases.js", "timeline.js", "livetimeline.js", "live.js"],
              cuts: ["nonce", "nonce"], enumName: "LivePageText"),
     ]
 

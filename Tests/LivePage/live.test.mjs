@@ -466,3 +466,40 @@ test("what the timeline shows of a task is text: its label, marks and tooltip", 
   assert.match(tooltip.textContent, /operator at \+10\.\d+ s: <b>extend<\/b> 10m/);
   assert.equal(page.body.dataset.errors, undefined);
 });
+
+test("a batch's finished line: a skip is shown, and a cancelled attempt's outcome stays over its `failed`", async () => {
+  const page = await loadPage(statusFixture());
+  page.send({ task: "train", event: "cancel", reason: "user" });
+  page.send({ task: "train", event: "exited", outcome: "cancelled", cancel_reason: "user" });
+  page.send({ task: "train", event: "finished", state: "failed", reason: "user", attempts: 1 });
+  page.send({ task: "later", event: "finished", state: "skipped", reason: "dependency", detail: "'train' did not succeed", attempts: 0 });
+  page.runFrames();
+  assert.equal(page.cell("train", "state").textContent, "cancelled");
+  assert.match(page.cell("train", "reason").textContent, /user/);
+  assert.equal(page.cell("later", "state").textContent, "skipped");
+  assert.match(page.cell("later", "reason").textContent, /'train' did not succeed/);
+});
+
+test("the status read again every 5 s gives memory and the hard limit; an event newer than it keeps its state", async () => {
+  const fixture = statusFixture();
+  fixture.tasks[0].max_runtime_remaining = 600;
+  fixture.tasks[0].memory_max = 2147483648;
+  const page = await loadPage(fixture);
+  assert.equal(page.cell("train", "remaining").textContent, "28.5 s · max 10m 00s");
+  assert.equal(page.cell("train", "memory").textContent, "1.0 GiB / 2.0 GiB");
+  page.sources[0].readyState = 1;
+  // The status is asked for; before it answers, train exits.
+  let answer;
+  const later = statusFixture();
+  later.tasks[0].memory = 1610612736;
+  later.tasks[0].memory_max = 2147483648;
+  page.setStatus(() => new Promise((resolve) => { answer = resolve; }));
+  page.timers.filter((t) => t.every && t.ms === 5000).forEach((t) => t.f());
+  assert.deepEqual(page.gets, ["/api/status", "/api/status"]);
+  page.send({ task: "train", event: "exited", outcome: "succeeded", exit_code: 0 });
+  answer({ ok: true, status: 200, json: async () => later, text: async () => JSON.stringify(later) });
+  await page.settle();
+  page.runFrames();
+  assert.equal(page.cell("train", "state").textContent, "succeeded", "the older status does not bring it back to running");
+  assert.equal(page.cell("train", "memory").textContent, "1.5 GiB / 2.0 GiB");
+});

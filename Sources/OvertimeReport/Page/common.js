@@ -1,6 +1,7 @@
 "use strict";
 // What the run report's page (page.js) and the live page (live.js) share: how an error is
-// kept in the page, the outcome colours, escaping, and how durations and sizes read. The
+// kept in the page, the outcome colours, escaping, how durations and sizes read, task text
+// with its bidi controls made visible, and elements made with text. The
 // first file of each page's one <script> element: its "use strict" is the element's, and
 // what it defines is there for the files after it.
 
@@ -37,4 +38,17 @@ function bytes(n) {
   let value = n, unit = 0;
   while (value >= 1024 && unit < units.length - 1) { value /= 1024; unit++; }
   return (unit === 0 ? value : value.toFixed(value < 10 ? 1 : 0)) + " " + units[unit];
+}
+// A name, title or log line that holds bidi controls would read reordered (an `exe.txt`
+// that is `txt.exe`): each is shown as its code point instead.
+const BIDI = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+function shown(text) {
+  return text == null ? "" : String(text).replace(BIDI, function (c) { return "⟨U+" + c.charCodeAt(0).toString(16).toUpperCase().padStart(4, "0") + "⟩"; });
+}
+// An element with its class and text (text, never markup).
+function make(tag, className, text) {
+  const element = document.createElement(tag);
+  if (className) element.className = className;
+  if (text != null) element.textContent = text;
+  return element;
 }

@@ -12,23 +12,11 @@ const STATE_COLOR = { running: COLORS.running, starting: COLORS.running, exiting
 const LIVE_STATES = { running: true, starting: true, exiting: true, cancelling: true };
 const STATE_ORDER = ["running", "starting", "cancelling", "exiting", "retrying", "waiting", "succeeded", "failed", "cancelled", "killed", "oom", "skipped"];
 
-// A name, title or log line that holds bidi controls would read reordered (an `exe.txt`
-// that is `txt.exe`): each is shown as its code point instead.
-const BIDI = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
-function shown(text) {
-  return text == null ? "" : String(text).replace(BIDI, function (c) { return "⟨U+" + c.charCodeAt(0).toString(16).toUpperCase().padStart(4, "0") + "⟩"; });
-}
 // Writes to the DOM only what changed: a row's cells are set every frame it is dirty.
 function setText(element, text) { if (element.shownText !== text) { element.shownText = text; element.textContent = text; } }
 function setStyle(element, name, value) {
   const key = "shown-" + name;
   if (element[key] !== value) { element[key] = value; element.style[name] = value; }
-}
-function make(tag, className, text) {
-  const element = document.createElement(tag);
-  if (className) element.className = className;
-  if (text != null) element.textContent = text;
-  return element;
 }
 
 // Durations as the CLI takes them: 90, 30s, 1.5s, 5m, 2h, 1h30m; seconds, or null.
@@ -54,7 +42,7 @@ let detailDirty = false;
 
 function newTask(name) {
   const task = { name: name, state: "waiting", attempts: null, pid: null, remaining: null, remainingAt: 0, progress: null,
-    memory: null, peak: null, memoryMax: null, phase: null, window: null, stalled: false, straggler: false, reasons: [],
+    memory: null, peak: null, memoryMax: null, hardLimit: null, hardLimitAt: 0, lastEvent: 0, phase: null, window: null, stalled: false, straggler: false, reasons: [],
     cancelSeen: false, reason: null, note: "", noteFailed: false, samples: [], events: [], eventsDropped: 0, group: null };
   tasks.set(name, task);
   entries.push(task);
@@ -110,14 +98,11 @@ function setProgress(task, progress, at) {
   if (task.samples.length > 600) task.samples.splice(0, task.samples.length - 600);
 }
 
-function applyStatus(reply) {
+// `asked`: how many events had come when the status was asked for; a task's event that came
+// after is newer than what the status says of that task, which then gives only its figures.
+function applyStatus(reply, asked) {
   const at = performance.now(), wall = Date.now();
-  if (origin == null) {
-    origin = wall;
-    (reply.tasks || []).forEach(function (s) {
-      if (s && LIVE_STATES[s.state] && typeof s.elapsed === "number") origin = Math.min(origin, wall - s.elapsed * 1000);
-    });
-  }
+  timeline.begin(reply, wall);
   (reply.tasks || []).forEach(function (s) {
     if (s == null || typeof s.name !== "string") return;
     if (s.elements) {
@@ -131,24 +116,27 @@ function applyStatus(reply) {
     const task = taskNamed(s.name);
     joinGroup(task, s.sweep);
     const live = s.live || s;
+    if (live.memory != null) task.memory = live.memory;
+    if (live.peak_memory != null) task.peak = live.peak_memory;
+    if (live.memory_max != null) task.memoryMax = live.memory_max;
+    task.hardLimit = live.max_runtime_remaining != null ? live.max_runtime_remaining : null;
+    task.hardLimitAt = at;
+    if (task.lastEvent > asked) { touch(task); return; }
     if (task.state !== s.state) countsDirty = true;
     task.state = s.state;
     if (s.attempts != null) task.attempts = s.attempts;
     task.pid = live.pid != null ? live.pid : null;
     setRemaining(task, live.remaining === undefined ? null : live.remaining, at);
     if (live.progress) setProgress(task, live.progress, wall);
-    if (live.memory != null) task.memory = live.memory;
-    if (live.peak_memory != null) task.peak = live.peak_memory;
-    if (live.memory_max != null) task.memoryMax = live.memory_max;
     task.phase = live.phase || null;
     task.window = live.window != null ? live.window : null;
     task.stalled = live.stalled != null && live.stalled !== false;
     if (s.cancel_reason) { addReason(task, s.cancel_reason); task.cancelSeen = true; }
     if (s.reason) task.reason = s.reason;
-    timelineStatus(task, s, wall);
+    timeline.status(task, s, wall);
     touch(task);
   });
-  timelineDirty = true;
+  timeline.touch();
   layoutDirty = countsDirty = true;
   requestFrame();
 }
@@ -160,20 +148,23 @@ function eventText(event) {
   return (event.time ? String(event.time).slice(11, 23) + " " : "") + event.event + (fields === "{}" ? "" : " " + fields);
 }
 
+let eventsSeen = 0;
 function applyEvent(event) {
   if (event == null || typeof event.task !== "string" || typeof event.event !== "string") return;
   const task = taskNamed(event.task);
   joinGroup(task, event.sweep);
   const at = performance.now();
   const wall = typeof event.time === "string" && isFinite(Date.parse(event.time)) ? Date.parse(event.time) : Date.now();
+  task.lastEvent = ++eventsSeen;
   task.events.push(eventText(event));
   if (task.events.length > 500) { task.events.shift(); task.eventsDropped++; }
   const state = task.state;
-  timelineEvent(task, event, sinceOrigin(Date.now()));
+  timeline.event(task, event, Date.now());
   switch (event.event) {
   case "started":
     task.state = "running"; task.pid = event.pid != null ? event.pid : null;
     task.attempts = (task.attempts || 0) + 1; task.samples = []; task.stalled = false; task.cancelSeen = false;
+    task.hardLimit = null;   // this attempt's, in the next status
     break;
   case "progress":
     setProgress(task, event, wall); setRemaining(task, event.remaining, at);
@@ -210,7 +201,9 @@ function applyEvent(event) {
   case "skipped": task.state = "skipped"; addReason(task, event.reason); break;
   // A batch task's end, after its last attempt's `exited`: its state and why, as status says them.
   case "finished":
-    if (event.state) task.state = event.state;
+    // A batch's last word on a task; the exited line's outcome (cancelled, killed, oom)
+    // says more than its `failed`, and stays.
+    if (event.state && (event.state === "skipped" || LIVE_STATES[task.state] || task.state === "waiting" || task.state === "retrying")) task.state = event.state;
     if (event.detail || event.reason) task.reason = event.detail || event.reason;
     break;
   case "retry": case "retrying": task.state = "retrying"; break;
@@ -224,9 +217,11 @@ function setNote(task, text, failed) { task.note = text; task.noteFailed = !!fai
 // Seconds left now: the last figure less the time since it came. Without the supervisor the
 // count stops where the stream dropped: what happened after is not known.
 let droppedAt = null;
-function remainingNow(task) {
-  if (task.remaining == null || !LIVE_STATES[task.state]) return null;
-  return Math.max(0, task.remaining - ((droppedAt != null ? droppedAt : performance.now()) - task.remainingAt) / 1000);
+function remainingNow(task) { return countedDown(task, task.remaining, task.remainingAt); }
+function hardLimitNow(task) { return countedDown(task, task.hardLimit, task.hardLimitAt); }
+function countedDown(task, seconds, at) {
+  if (seconds == null || !LIVE_STATES[task.state]) return null;
+  return Math.max(0, seconds - ((droppedAt != null ? droppedAt : performance.now()) - at) / 1000);
 }
 // Over the last 30 s of samples: units (or fractions) a second, and the seconds to the end.
 function rateAndEta(task) {
@@ -356,7 +351,9 @@ function fillTask(slot, task) {
   setText(slot.label, progressText(task));
   setText(c.rate, LIVE_STATES[task.state] ? rateText(task) : "–");
   const r = remainingNow(task);
-  setText(c.remaining, r == null ? (LIVE_STATES[task.state] && task.remaining === null ? "no limit" : "–") : duration(r * 1000));
+  const hard = hardLimitNow(task);
+  setText(c.remaining, (r == null ? (LIVE_STATES[task.state] && task.remaining === null ? "no limit" : "–") : duration(r * 1000))
+    + (hard == null ? "" : " · max " + duration(hard * 1000)));
   c.remaining.classList.toggle("low", r != null && r < 10);
   setText(c.memory, memoryText(task));
   setText(c.attempts, task.attempts == null ? "–" : String(task.attempts));
@@ -424,7 +421,7 @@ function frame() {
     if (countsDirty) renderCounts();
     renderRows();
     if (selected && (detailDirty || ticking)) renderDetail();
-    if (timelineDirty) drawTimeline();
+    timeline.drawIfChanged();
   } finally {
     dirty.clear();
     ticking = false;
@@ -438,173 +435,9 @@ window.addEventListener("resize", requestFrame);
 // (a cell whose text is the same is not touched).
 setInterval(function () { ticking = true; requestFrame(); }, 1000);
 
-// ---- the timeline: the run's attempts as the report draws them (timeline.js), growing ----
-// Times are the page's own clock when status or an event came, so a bar never starts past
-// "now" whatever the supervisor's clock says; the axis counts from the first start seen.
-// Attempts are packed into lanes as the report packs them: each into the lowest slot free
-// at its start, and one that holds GPUs (its `attempt` line says which) into theirs.
-const MARK_LIMIT = 100;
-const timelineModel = { lanes: [], bars: [], skipped: [], tasks: [], resumes: [], end: 0, open: true,
-  endLabel: "now", follow: true, axisLabel: "since first seen" };
-const openAttempts = new Set();
-const phaseNames = [];
-let origin = null, gpuLanes = 0, timelineDirty = false, legendDirty = true;
-function sinceOrigin(wall) {
-  if (origin == null) origin = wall;
-  return wall - origin;
-}
-function laneFor(attempt, gpus) {
-  if (gpus && gpus.length) {
-    return gpus.map(function (id) {
-      let lane = timelineModel.lanes.findIndex(function (l) { return l.gpu === String(id); });
-      if (lane < 0) {
-        // GPU lanes come first, as in the report.
-        lane = gpuLanes++;
-        timelineModel.lanes.splice(lane, 0, { label: "GPU " + shown(id), gpu: String(id) });
-        timelineModel.bars.splice(lane, 0, []);
-      }
-      return lane;
-    });
-  }
-  for (let lane = gpuLanes; lane < timelineModel.bars.length; lane++) {
-    const bars = timelineModel.bars[lane];
-    if (!bars.length || !bars[bars.length - 1].attempt.open) return [lane];
-  }
-  timelineModel.lanes.push({ label: "slot " + (timelineModel.lanes.length - gpuLanes + 1), gpu: null });
-  timelineModel.bars.push([]);
-  return [timelineModel.lanes.length - 1];
-}
-function openAttempt(task, start) {
-  closeAttempt(task, start, "failed");
-  if (!task.timeline) { task.timeline = { name: task.name, attempts: [] }; timelineModel.tasks.push(task.timeline); }
-  const attempt = { start: start, stop: start, open: true, outcome: "running", seq: task.timeline.attempts.length + 1, lanes: [],
-    marks: [], moreMarks: 0, progress: [], pointAt: -Infinity, phases: [], stalls: [] };
-  task.timeline.attempts.push(attempt);
-  task.openAttempt = attempt;
-  openAttempts.add(attempt);
-  laneFor(attempt, task.gpus).forEach(function (lane) { timelineModel.bars[lane].push({ task: task, attempt: attempt }); });
-  task.gpus = null;
-  timelineDirty = true;
-}
-// `word` is the exited line's outcome: the report's colours know succeeded, cancelled,
-// killed and oom; every other word is a failure.
-function closeAttempt(task, stop, word) {
-  const attempt = task.openAttempt;
-  if (!attempt) return;
-  attempt.open = false;
-  attempt.stop = Math.max(attempt.start, stop);
-  attempt.outcome = COLORS[word] && word !== "running" && word !== "waiting" && word !== "skipped" ? word : "failed";
-  openAttempts.delete(attempt);
-  task.openAttempt = null;
-  timelineDirty = true;
-}
-function addMark(task, t, kind, text) {
-  const attempt = task.openAttempt;
-  if (!attempt) return;
-  if (attempt.marks.length < MARK_LIMIT) attempt.marks.push([t, kind, shown(text)]); else attempt.moreMarks++;
-  timelineDirty = true;
-}
-// A point of the bar's progress a second at most: the last one moves until a second passed.
-function addPoint(task, t, fraction) {
-  const attempt = task.openAttempt;
-  if (!attempt || fraction == null || !isFinite(fraction)) return;
-  const p = attempt.progress, f = Math.max(0, Math.min(1, fraction));
-  if (t - attempt.pointAt >= 1000 || !p.length) { p.push(t, f); attempt.pointAt = t; } else { p[p.length - 2] = t; p[p.length - 1] = f; }
-  // A long attempt keeps every other point: the bar is no wider than the screen.
-  if (p.length > 1200) attempt.progress = p.filter(function (v, i) { return i % 4 < 2; });
-}
-function phaseIndex(name) {
-  let i = phaseNames.indexOf(name);
-  if (i < 0) { i = phaseNames.length; phaseNames.push(name); legendDirty = true; }
-  return i;
-}
-// What the timeline is told of an event, at `t` on its axis.
-function timelineEvent(task, event, t) {
-  switch (event.event) {
-  case "attempt": task.gpus = event.resources && Array.isArray(event.resources.gpu) ? event.resources.gpu : null; break;
-  case "started": openAttempt(task, t); break;
-  case "progress": addPoint(task, t, fractionOf(task)); break;
-  case "exited": closeAttempt(task, t, event.outcome || (event.exit_code === 0 ? "succeeded" : "failed")); break;
-  case "cancel": addMark(task, t, "cancel", event.reason || "cancel"); break;
-  case "kill": addMark(task, t, "kill", event.signal || "SIGKILL"); break;
-  case "operator": addMark(task, t, "operator", event.action || "operator"); break;
-  case "memory-warning": addMark(task, t, "memory", "memory warning" + (event.used != null ? " at " + bytes(event.used) : "")); break;
-  case "advice": addMark(task, t, "advice", "advised to " + (event.do || "checkpoint")); break;
-  case "straggler": addMark(task, t, "straggler", "straggler" + (event.action === "restart" ? ", restarted" : "")); break;
-  case "phase":
-    if (task.openAttempt && event.name) { task.openAttempt.phases.push(t, phaseIndex(String(event.name))); timelineDirty = true; }
-    break;
-  case "stalled": if (task.openAttempt) { task.openAttempt.stalls.push(t, null); timelineDirty = true; } break;
-  case "resumed": {
-    const s = task.openAttempt ? task.openAttempt.stalls : [];
-    if (s.length && s[s.length - 1] == null) { s[s.length - 1] = t; timelineDirty = true; }
-    break;
-  }
-  case "skipped": task.finished = t; timelineModel.skipped.push(task); timelineDirty = true; break;
-  }
-}
-// What status says of a task's attempt: one running since `elapsed` opens a bar; one the
-// page saw open that no longer runs ended while the stream was down, at least by now.
-function timelineStatus(task, s, wall) {
-  if (LIVE_STATES[s.state] && !task.openAttempt && typeof s.elapsed === "number") openAttempt(task, sinceOrigin(wall - s.elapsed * 1000));
-  else if (!LIVE_STATES[s.state] && task.openAttempt) closeAttempt(task, sinceOrigin(wall), s.state);
-}
-
-const timeline = timelineView({
-  canvas: document.getElementById("timeline"), scroller: document.getElementById("timeline-scroll"),
-  spacer: document.getElementById("timeline-spacer"), tooltip: document.getElementById("tooltip"),
-  zoomIn: document.getElementById("zoom-in"), zoomOut: document.getElementById("zoom-out"), zoomFit: document.getElementById("zoom-fit"),
-}, timelineModel, {
-  label: function (bar) { return shown(bar.task.name) + (bar.task.timeline.attempts.length > 1 ? "  #" + bar.attempt.seq : ""); },
-  describe: describeBar,
-  select: function (task) { select(task); },
-  selected: function () { return selected; },
-});
-function describeBar(box, task, attempt, t) {
-  box.textContent = "";
-  const lines = [shown(task.name) + (attempt ? "  attempt " + attempt.seq : "")];
-  if (attempt) {
-    lines.push((attempt.open ? "running" : attempt.outcome) + " · from +" + duration(attempt.start) + (attempt.open ? " for " : ", ran ") + duration(attempt.stop - attempt.start));
-    const p = attempt.progress;
-    if (p.length) lines.push("progress " + Math.round(p[p.length - 1] * 100) + "%");
-    const phase = t != null ? phaseAt(attempt, t, phaseNames) : null;
-    if (phase) lines.push("phase " + shown(phase[0]) + " from +" + duration(phase[1]));
-    attempt.marks.forEach(function (m) { lines.push(m[1] + " at +" + duration(m[0]) + ": " + m[2]); });
-    if (attempt.moreMarks) lines.push(attempt.moreMarks + " more marks");
-  } else {
-    lines.push("skipped" + (task.reasons.length ? " · " + shown(task.reasons.join("; ")) : "") + " at +" + duration(task.finished));
-  }
-  lines.forEach(function (text) { box.appendChild(make("div", "line", text)); });
-}
-// The right edge is now, moved on at most four times a second; without the supervisor it
-// stays where the stream dropped.
-function drawTimeline() {
-  timelineDirty = false;
-  if (origin == null) return;
-  if (droppedAt == null) timelineModel.end = Date.now() - origin;
-  timelineModel.endLabel = droppedAt == null ? "now" : "last seen";
-  openAttempts.forEach(function (a) { a.stop = Math.max(a.start, timelineModel.end); });
-  if (legendDirty) renderLegend();
-  timeline.draw();
-}
-setInterval(function () { if (openAttempts.size && droppedAt == null) { timelineDirty = true; requestFrame(); } }, 250);
-
-function renderLegend() {
-  legendDirty = false;
-  const legend = document.getElementById("legend");
-  legend.textContent = "";
-  function key(color, text, className) {
-    const item = make("span");
-    const swatch = make("span", className || "swatch");
-    if (color) swatch.style.background = color;
-    item.appendChild(swatch); item.appendChild(make("span", null, text));
-    legend.appendChild(item);
-  }
-  key(null, "running", "swatch stripe-key");
-  ["succeeded", "failed", "cancelled", "killed", "oom"].forEach(function (o) { key(COLORS[o], o === "oom" ? "out of memory" : o); });
-  key(null, "cancel (its reason beside it)", "mark-key");
-  phaseNames.forEach(function (name, i) { key(phaseColor(i), "phase " + shown(name)); });
-}
+// ---- the timeline: the run's attempts as the report draws them, growing (livetimeline.js) ----
+const timeline = liveTimeline({ fractionOf: fractionOf, LIVE_STATES: LIVE_STATES, select: function (task) { select(task); },
+  selected: function () { return selected; }, dropped: function () { return droppedAt != null; }, requestFrame: requestFrame });
 
 // ---- the buttons ----
 function act(action, item, extendText) {
@@ -644,7 +477,7 @@ let eventsShown = 0, eventsDroppedShown = 0, logTimer = null;
 function select(task) {
   const previous = selected;
   selected = task;
-  timelineDirty = true;
+  timeline.touch();
   if (previous) dirty.add(previous);
   if (logTimer != null) { clearInterval(logTimer); logTimer = null; }
   if (!task) { detailCard.hidden = true; requestFrame(); return; }
@@ -678,6 +511,7 @@ function renderDetail() {
   setText(document.getElementById("detail-state"), shown(task.state));
   const r = remainingNow(task);
   const facts = [["pid", task.pid], ["attempts", task.attempts], ["budget left", r == null ? null : duration(r * 1000)],
+    ["max-runtime left", hardLimitNow(task) == null ? null : duration(hardLimitNow(task) * 1000)],
     ["progress", progressText(task)], ["rate · ETA", rateText(task)], ["memory", memoryText(task)], ["phase", shown(task.phase || "")],
     ["window", task.window == null ? null : duration(task.window * 1000)],
     ["reasons", shown(task.reasons.join("; "))]].filter(function (f) { return f[1] != null && f[1] !== "" && f[1] !== "–"; });
@@ -721,8 +555,12 @@ const runStatus = document.getElementById("run-status");
 let source = null, backoff = 1000, retryTimer = null;
 function say(text, className) { setText(runStatus, text); runStatus.className = "status " + className; }
 function showBanner(text, gone) { setText(banner, text); banner.className = gone ? "banner gone" : "banner"; banner.hidden = false; }
+let statusInFlight = false;
 function loadStatus() {
+  const asked = eventsSeen;
+  statusInFlight = true;
   return fetch("/api/status", { credentials: "same-origin" }).then(function (response) {
+    statusInFlight = false;
     if (response.status === 401 || response.status === 403) {
       const error = new Error("refused"); error.refused = true; throw error;
     }
@@ -733,9 +571,12 @@ function loadStatus() {
       setText(document.getElementById("run-title"), shown(reply.run));
       document.title = "Overtime live " + shown(reply.run);
     }
-    applyStatus(reply);
-  });
+    applyStatus(reply, asked);
+  }, function (error) { statusInFlight = false; throw error; });
 }
+// Memory and the hard limits come only in the status: read again every 5 s while the
+// stream is open (events keep the rest current between).
+setInterval(function () { if (source && source.readyState === 1 && !statusInFlight) loadStatus().catch(function () {}); }, 5000);
 function connect() {
   retryTimer = null;
   loadStatus().then(function () {
@@ -768,7 +609,7 @@ function openStream() {
     source.close();
     source = null;
     if (droppedAt == null) droppedAt = performance.now();
-    timelineDirty = true;
+    timeline.touch();
     requestFrame();
     say("reconnecting", "open");
     showBanner("The event stream dropped; reconnecting.", false);
