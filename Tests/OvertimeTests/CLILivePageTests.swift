@@ -102,6 +102,10 @@ struct CLILivePageTests {
             #expect(foreign?.status == 403, "\(String(describing: foreign))")
         }
         #expect(batch.request("/api/status", headers: [batch.bearer, "Host: evil.example"])?.status == 403)
+        for path in ["/", "/api/status", "/api/events", "/api/tasks/trainer/log"] {
+            #expect(batch.request(path, headers: [batch.bearer, "Origin: http://evil.example"])?.status == 403, "GET \(path) from another site")
+        }
+        #expect(batch.request("/api/status", headers: [batch.bearer, "Origin: http://127.0.0.1:\(batch.port)"])?.status == 200)
         #expect(batch.request("/api/status", headers: [batch.bearer, "Host: localhost:\(batch.port)"])?.status == 200)
         #expect(batch.request("/api/tasks/trainer/cancel", headers: [batch.bearer])?.status == 405, "a GET changes nothing")
         let operators = batch.journal().filter { $0["event"] as? String == "operator" }

@@ -33,14 +33,14 @@ struct LivePageAccess: Sendable {
         case refused(LivePageRefusal)
     }
 
-    /// Whether `request` may be served: its Host first (403), then its Origin for anything
-    /// but GET and HEAD (403), then the token (401).
+    /// Whether `request` may be served: its Host first (403), then its Origin, when it
+    /// carries one (403: a browser says it for a script's request from another page, of any
+    /// method), then the token (401).
     func verdict(_ request: HTTPRequest) -> Verdict {
         guard let host = request.fields["host"], hosts.contains(host.lowercased()) else {
             return .refused(.init(403, "the Host must be the address served (\(address)); a page reached by another name is refused"))
         }
-        let changes = request.method != "GET" && request.method != "HEAD"
-        if changes, let origin = request.fields["origin"], !hosts.contains(where: { "http://" + $0 == origin.lowercased() }) {
+        if let origin = request.fields["origin"], !hosts.contains(where: { "http://" + $0 == origin.lowercased() }) {
             return .refused(.init(403, "a request from another site (Origin \(origin)) is refused"))
         }
         if let authorization = request.fields["authorization"] {

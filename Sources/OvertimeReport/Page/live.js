@@ -183,6 +183,7 @@ function applyEvent(event) {
   case "kill": setNote(task, "killed with " + (event.signal || "SIGKILL") + " after its grace"); break;
   case "exited":
     task.state = event.outcome || (event.exit_code === 0 ? "succeeded" : "failed");
+    if (task.note === "cancelling (user)") setNote(task, "cancelled (user)");
     task.pid = null; task.remaining = null;
     // Its last progress, which the journal's one line a second may have left out.
     if (event.progress && typeof event.progress === "object") setProgress(task, event.progress, wall);
