@@ -54,11 +54,15 @@ struct MetricsOptions {
         return true
     }
 
-    /// `OVERTIME_UI` where `--ui` was not given. - Throws: `UsageError` for a bad address.
+    /// `OVERTIME_UI` where `--ui` was not given; taken out of the environment either way, so
+    /// that no task inherits it: an `overtime` a task runs (a step of the srun executor, a
+    /// nested run) would otherwise serve a page of its own, on the same port.
+    /// Called while parsing, before any thread runs. - Throws: `UsageError` for a bad address.
     mutating func readEnvironment(command: String) throws(UsageError) {
-        guard livePage == nil, let value = getenv("OVERTIME_UI") else { return }
+        guard let value = getenv("OVERTIME_UI") else { return }
         let text = String(cString: value)
-        guard !text.isEmpty else { return }
+        unsetenv("OVERTIME_UI")
+        guard livePage == nil, !text.isEmpty else { return }
         livePage = try Self.parseLivePage(text, source: "\(command): OVERTIME_UI")
     }
 

@@ -115,6 +115,18 @@ struct CLILivePageTests {
         #expect(result.status == 0, "\(result)")
     }
 
+    @Test("OVERTIME_UI serves the page and is not handed on: a task (or an overtime in it) does not see it")
+    func environmentIsNotInherited() async throws {
+        let scratch = try CLIScratch()
+        var environment = CLIBatchFixture.environment
+        environment["OVERTIME_UI"] = "0"
+        let result = try await cliRun(["run", "--progress", "none", "--", "sh", "-c", #"echo "OVERTIME_UI=[${OVERTIME_UI-unset}]""#],
+                                      in: scratch, environment: environment)
+        #expect(result.status == 0, "\(result)")
+        #expect(result.stderr.contains("overtime: live page: http://127.0.0.1:"), "\(result.stderr)")
+        #expect(result.stdout.contains("OVERTIME_UI=[unset]"), "\(result.stdout)")
+    }
+
     @Test("the token exchanged for an HttpOnly SameSite=Strict cookie; the page under a nonce CSP, a task's </script> title only as JSON")
     func cookieExchangeAndEscaping() async throws {
         let batch = try await CLILivePageBatch()
