@@ -503,3 +503,29 @@ test("the status read again every 5 s gives memory and the hard limit; an event 
   assert.equal(page.cell("train", "state").textContent, "succeeded", "the older status does not bring it back to running");
   assert.equal(page.cell("train", "memory").textContent, "1.5 GiB / 2.0 GiB");
 });
+
+test("the status read again says `failed` of an ended task: the exited line's outcome stays, a new attempt's state is taken", async () => {
+  const page = await loadPage(statusFixture());
+  page.send({ task: "train", event: "cancel", reason: "timeout" });
+  page.send({ task: "train", event: "kill", signal: "SIGKILL" });
+  page.send({ task: "train", event: "exited", outcome: "killed", exit_code: 137 });
+  page.runFrames();
+  assert.equal(page.cell("train", "state").textContent, "killed");
+  page.sources[0].readyState = 1;
+  const later = statusFixture();
+  Object.assign(later.tasks[0], { state: "failed", pid: null, remaining: null });
+  later.tasks[2].state = "retrying";
+  page.setStatus(later);
+  page.timers.filter((t) => t.every && t.ms === 5000).forEach((t) => t.f());
+  await page.settle();
+  page.runFrames();
+  assert.equal(page.cell("train", "state").textContent, "killed", "status's `failed` does not paint over `killed`");
+  assert.match(page.element("counts").textContent, / 1 failed · 1 killed$/, "sweep[lr=0.2] the one failed");
+  // Where either side is not ended, the status's state is taken.
+  assert.equal(page.cell("stuck", "state").textContent, "retrying");
+  later.tasks[0].state = "running";
+  page.timers.filter((t) => t.every && t.ms === 5000).forEach((t) => t.f());
+  await page.settle();
+  page.runFrames();
+  assert.equal(page.cell("train", "state").textContent, "running");
+});

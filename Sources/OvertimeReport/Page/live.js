@@ -10,6 +10,7 @@ const STATE_COLOR = { running: COLORS.running, starting: COLORS.running, exiting
   retrying: COLORS.waiting, waiting: COLORS.waiting, succeeded: COLORS.succeeded, failed: COLORS.failed, skipped: COLORS.skipped,
   cancelled: COLORS.cancelled, killed: COLORS.killed, oom: COLORS.oom, timeout: COLORS.cancelled };
 const LIVE_STATES = { running: true, starting: true, exiting: true, cancelling: true };
+function ended(state) { return !LIVE_STATES[state] && state !== "waiting" && state !== "retrying"; }
 const STATE_ORDER = ["running", "starting", "cancelling", "exiting", "retrying", "waiting", "succeeded", "failed", "cancelled", "killed", "oom", "skipped"];
 
 // Writes to the DOM only what changed: a row's cells are set every frame it is dirty.
@@ -122,8 +123,11 @@ function applyStatus(reply, asked) {
     task.hardLimit = live.max_runtime_remaining != null ? live.max_runtime_remaining : null;
     task.hardLimitAt = at;
     if (task.lastEvent > asked) { touch(task); return; }
-    if (task.state !== s.state) countsDirty = true;
-    task.state = s.state;
+    // Status says `failed` of any attempt that ended; the exited line's outcome (cancelled,
+    // killed, oom) says more, and stays.
+    const state = ended(task.state) && ended(s.state) ? task.state : s.state;
+    if (task.state !== state) countsDirty = true;
+    task.state = state;
     if (s.attempts != null) task.attempts = s.attempts;
     task.pid = live.pid != null ? live.pid : null;
     setRemaining(task, live.remaining === undefined ? null : live.remaining, at);
@@ -204,7 +208,7 @@ function applyEvent(event) {
   case "finished":
     // A batch's last word on a task; the exited line's outcome (cancelled, killed, oom)
     // says more than its `failed`, and stays.
-    if (event.state && (event.state === "skipped" || LIVE_STATES[task.state] || task.state === "waiting" || task.state === "retrying")) task.state = event.state;
+    if (event.state && (event.state === "skipped" || !ended(task.state))) task.state = event.state;
     if (event.detail || event.reason) task.reason = event.detail || event.reason;
     break;
   case "retry": case "retrying": task.state = "retrying"; break;
