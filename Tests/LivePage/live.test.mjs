@@ -83,7 +83,9 @@ function response(status, body) {
 }
 
 // The page loaded against `status` (the /api/status reply) and `routes` (path → reply).
-async function loadPage(status, { routes = {}, confirmAnswer = true } = {}) {
+// `stream`: what each EventSource does once made: "open" (then onopen), "fail" (onerror,
+// never open, as a browser's does when the server is gone or refuses), or "hold" (nothing).
+async function loadPage(status, { routes = {}, confirmAnswer = true, stream = "open" } = {}) {
   writes = new Map();
   drawn = { rects: [], texts: [] };
   const elements = new Map();
@@ -105,9 +107,16 @@ async function loadPage(status, { routes = {}, confirmAnswer = true } = {}) {
   document.getElementById("extend-by").value = "10m";
   document.getElementById("detail-extend-by").value = "10m";
   let statusReply = status;
+  let streamBehaviour = stream;
   class EventSource {
-    constructor(url) { this.url = url; this.closed = false; sources.push(this); }
-    close() { this.closed = true; }
+    constructor(url) {
+      this.url = url; this.closed = false; this.readyState = 0; sources.push(this);
+      const behaviour = streamBehaviour;
+      setImmediate(() => { if (behaviour === "open") this.open(); else if (behaviour === "fail") this.fail(); });
+    }
+    open() { if (!this.closed) { this.readyState = 1; this.onopen(); } }
+    fail() { if (!this.closed) { this.readyState = 0; this.onerror(); } }
+    close() { this.closed = true; this.readyState = 2; }
   }
   const fetch = async (url, options = {}) => {
     if (options.method === "POST") {
@@ -134,6 +143,7 @@ async function loadPage(status, { routes = {}, confirmAnswer = true } = {}) {
   const page = {
     element: (id) => document.getElementById(id), body, frames, posts, gets, sources, timers, window, document,
     setStatus(reply) { statusReply = reply; },
+    setStream(behaviour) { streamBehaviour = behaviour; },
     async settle() { for (let i = 0; i < 10; i++) await new Promise((r) => setImmediate(r)); },
     runFrames() { let n = 0; while (frames.length) { frames.shift()(); n++; } return n; },
     advance(ms) { clock += ms; wall += ms; },
@@ -322,15 +332,16 @@ test("a flood of 1,000 progress events writes each row at most once a frame, and
 });
 function allWrites(element) { return (writes.get(element) || 0) + element.children.reduce((n, c) => n + allWrites(c), 0); }
 
-test("the stream drops: status is read again before a new stream; the supervisor gone keeps the last state", async () => {
+test("the stream drops: it is opened again, then the status read again; the supervisor gone keeps the last state", async () => {
   const page = await loadPage(statusFixture());
-  page.sources[0].onopen();
   assert.equal(page.element("run-status").textContent, "live");
   page.sources[0].onerror();
   assert.ok(page.sources[0].closed);
   assert.equal(page.element("run-status").textContent, "reconnecting");
   const retry = page.timers.filter((t) => !t.every).at(-1);
   assert.equal(retry.ms, 1000);
+  // The supervisor is gone: the new stream fails, and so does the status read that asks why.
+  page.setStream("fail");
   page.setStatus(() => { throw new TypeError("Failed to fetch"); });
   retry.f();
   await page.settle();
@@ -345,11 +356,14 @@ test("the stream drops: status is read again before a new stream; the supervisor
   assert.equal(page.cell("train", "remaining").textContent, "28.5 s", "no countdown without the supervisor");
   const next = page.timers.filter((t) => !t.every).at(-1);
   assert.equal(next.ms, 2000, "backing off");
+  page.setStream("open");
   page.setStatus({ ok: true, tasks: [{ name: "train", state: "succeeded", attempts: 1 }] });
   next.f();
   await page.settle();
   page.runFrames();
-  assert.equal(page.sources.length, 2);
+  assert.equal(page.sources.length, 3);
+  assert.ok(page.sources[1].closed);
+  assert.equal(page.element("run-status").textContent, "live");
   assert.equal(page.element("banner").hidden, true);
   assert.equal(page.cell("train", "state").textContent, "succeeded");
   assert.deepEqual(page.gets.filter((g) => g === "/api/status").length, 3);
@@ -528,4 +542,33 @@ test("the status read again says `failed` of an ended task: the exited line's ou
   await page.settle();
   page.runFrames();
   assert.equal(page.cell("train", "state").textContent, "running");
+});
+
+test("the event stream is opened before the status is read: an event that comes during the read is kept", async () => {
+  let answer;
+  const page = await loadPage(() => new Promise((resolve) => { answer = resolve; }), { stream: "hold" });
+  assert.equal(page.sources.length, 1, "the stream is asked for first");
+  assert.deepEqual(page.gets, []);
+  page.sources[0].open();
+  assert.deepEqual(page.gets, ["/api/status"], "the status is read once the stream is open");
+  // train ends while its status (still running) is on its way.
+  page.send({ task: "train", event: "exited", outcome: "succeeded", exit_code: 0 });
+  answer(response(200, statusFixture()));
+  await page.settle();
+  page.runFrames();
+  assert.equal(page.cell("train", "state").textContent, "succeeded");
+  assert.equal(page.element("run-status").textContent, "live");
+  assert.equal(page.element("banner").hidden, true);
+  // A stream that never opens is asked about by a status read: refused, the page says so.
+  page.sources[0].onerror();
+  const retry = page.timers.filter((t) => !t.every).at(-1);
+  assert.equal(retry.ms, 1000);
+  page.setStream("fail");
+  page.setStatus(() => response(401, { ok: false, error: "the live page needs its token" }));
+  retry.f();
+  await page.settle();
+  assert.ok(page.sources[1].closed);
+  assert.match(page.element("banner").textContent, /refused this page/);
+  assert.equal(page.element("run-status").textContent, "gone");
+  assert.equal(page.timers.filter((t) => !t.every).at(-1).ms, 2000, "backing off");
 });

@@ -554,7 +554,7 @@ function drawChart(task) {
   c.fillText(duration(t1 - t0), w - right - 60, h - 4);
 }
 
-// ---- the connection: status, then the event stream; again, with backoff, when it drops ----
+// ---- the connection: the event stream, then status; again, with backoff, when it drops ----
 const banner = document.getElementById("banner");
 const runStatus = document.getElementById("run-status");
 let source = null, backoff = 1000, retryTimer = null;
@@ -582,44 +582,62 @@ function loadStatus() {
 // Memory and the hard limits come only in the status: read again every 5 s while the
 // stream is open (events keep the rest current between).
 setInterval(function () { if (source && source.readyState === 1 && !statusInFlight) loadStatus().catch(function () {}); }, 5000);
+// The stream is opened first and the status read once it is open: an event that comes
+// during the read is newer than the status (loadStatus's `asked`), and none falls between.
 function connect() {
   retryTimer = null;
-  loadStatus().then(function () {
-    droppedAt = null;
-    banner.hidden = true;
-    openStream();
-  }, function (error) {
-    if (error.refused) showBanner("The supervisor refused this page: open it again by the address with ?token= that the run printed. Showing the last state.", true);
-    else if (tasks.size) showBanner("The supervisor is gone (the run ended, or it stopped): showing the last state it sent. Trying again every " + Math.round(backoff / 1000) + " s.", true);
-    else showBanner("The supervisor does not answer. Trying again every " + Math.round(backoff / 1000) + " s.", true);
-    say("gone", "stopped");
-    retryLater();
-  });
+  const stream = source = new EventSource("/api/events");
+  let opened = false;
+  stream.onopen = function () {
+    opened = true;
+    loadStatus().then(function () {
+      if (stream !== source) return;
+      droppedAt = null;
+      backoff = 1000;
+      banner.hidden = true;
+      say("live", "done");
+    }, function (error) { if (stream === source) supervisorLost(error); });
+  };
+  stream.onmessage = function (message) {
+    let event;
+    try { event = JSON.parse(message.data); } catch (e) { return; }
+    applyEvent(event);
+  };
+  // A stream that was open dropped: it is opened again, and the status read again then, so
+  // nothing missed stays missed. One that never opened says nothing of why: the status read
+  // does (a refusal, or no supervisor).
+  stream.onerror = function () {
+    if (stream !== source) return;
+    stream.close();
+    if (opened) { streamDropped(); return; }
+    loadStatus().then(function () { if (stream === source) streamDropped(); },
+      function (error) { if (stream === source) supervisorLost(error); });
+  };
+}
+function closeStream() {
+  if (source) { source.close(); source = null; }
+  if (droppedAt == null) droppedAt = performance.now();
+  timeline.touch();
+  requestFrame();
+}
+function streamDropped() {
+  closeStream();
+  say("reconnecting", "open");
+  showBanner("The event stream dropped; reconnecting.", false);
+  retryLater();
+}
+function supervisorLost(error) {
+  closeStream();
+  if (error.refused) showBanner("The supervisor refused this page: open it again by the address with ?token= that the run printed. Showing the last state.", true);
+  else if (tasks.size) showBanner("The supervisor is gone (the run ended, or it stopped): showing the last state it sent. Trying again every " + Math.round(backoff / 1000) + " s.", true);
+  else showBanner("The supervisor does not answer. Trying again every " + Math.round(backoff / 1000) + " s.", true);
+  say("gone", "stopped");
+  retryLater();
 }
 function retryLater() {
   if (retryTimer != null) return;
   retryTimer = setTimeout(connect, backoff);
   backoff = Math.min(backoff * 2, 30000);
-}
-function openStream() {
-  source = new EventSource("/api/events");
-  source.onopen = function () { backoff = 1000; say("live", "done"); };
-  source.onmessage = function (message) {
-    let event;
-    try { event = JSON.parse(message.data); } catch (e) { return; }
-    applyEvent(event);
-  };
-  // The stream dropped: status is read again before a new stream, so nothing missed stays missed.
-  source.onerror = function () {
-    source.close();
-    source = null;
-    if (droppedAt == null) droppedAt = performance.now();
-    timeline.touch();
-    requestFrame();
-    say("reconnecting", "open");
-    showBanner("The event stream dropped; reconnecting.", false);
-    retryLater();
-  };
 }
 connect();
 })();
