@@ -18,6 +18,10 @@ const script = html.match(/<script(?: nonce="\{\{nonce\}\}")?>(\{\{[^<]*)<\/scri
   readFileSync(pageDirectory + name, "utf8").replace(/\n$/, ""));
 const declaredIDs = new Set([...html.matchAll(/\sid="([^"]+)"/g)].map((m) => m[1]));
 
+// How many times the page called JSON.stringify since the counter was last reset.
+let stringified = 0;
+const countingJSON = { parse: JSON.parse, stringify: (...args) => { stringified++; return JSON.stringify(...args); } };
+
 // What the canvases were given since the page was loaded (or `drawn` was reset).
 let drawn = { rects: [], texts: [] };
 
@@ -60,6 +64,12 @@ class FakeElement {
   // The page must never write task data as markup.
   set innerHTML(value) { throw new Error("innerHTML written: " + value); }
   appendChild(child) { child.parentNode = this; this.children.push(child); return child; }
+  get firstChild() { return this.children[0] || null; }
+  removeChild(child) {
+    const at = this.children.indexOf(child);
+    if (at < 0) throw new Error("removeChild: not a child");
+    countWrite(this); this.children.splice(at, 1); child.parentNode = null; return child;
+  }
   addEventListener(type, handler) { (this.listeners[type] ||= []).push(handler); }
   dispatch(type, fields = {}) { for (const handler of this.listeners[type] || []) handler({ target: this, ...fields }); }
   // A 2D context that takes every call; the rectangles filled and the text written are kept
@@ -130,7 +140,7 @@ async function loadPage(status, { routes = {}, confirmAnswer = true, stream = "o
   };
   const window = { devicePixelRatio: 1, listeners: {}, addEventListener(type, h) { (this.listeners[type] ||= []).push(h); } };
   const context = {
-    document, window, fetch, EventSource, JSON, Date: { now: () => wall, parse: Date.parse },
+    document, window, fetch, EventSource, JSON: countingJSON, Date: { now: () => wall, parse: Date.parse },
     requestAnimationFrame: (f) => frames.push(f),
     setInterval: (f, ms) => { timers.push({ f, ms, every: true }); return timers.length; },
     clearInterval: (id) => { if (timers[id - 1]) timers[id - 1].cleared = true; },
@@ -571,4 +581,35 @@ test("the event stream is opened before the status is read: an event that comes 
   assert.match(page.element("banner").textContent, /refused this page/);
   assert.equal(page.element("run-status").textContent, "gone");
   assert.equal(page.timers.filter((t) => !t.every).at(-1).ms, 2000, "backing off");
+});
+
+test("the card's events: formatted only when shown; past 500, the first item goes and the others stay", async () => {
+  const page = await loadPage(statusFixture());
+  stringified = 0;
+  for (let i = 0; i < 1000; i++) page.send({ task: "train", event: "progress", completed: i, total: 1000 });
+  page.runFrames();
+  assert.equal(stringified, 0, "no card open: no event is formatted");
+  page.rowOf("train").onclick({ target: page.rowOf("train") });
+  await page.settle();
+  page.runFrames();
+  const list = page.element("detail-events");
+  assert.equal(list.children.length, 500);
+  assert.match(list.children[0].textContent, /progress \{"completed":500,"total":1000\}$/);
+  assert.equal(stringified, 500);
+  const before = [...list.children];
+  writes = new Map();
+  page.send({ task: "train", event: "progress", completed: 1000, total: 1000 });
+  page.runFrames();
+  assert.equal(list.children.length, 500);
+  assert.equal(list.children[0], before[1], "the items kept are the same elements");
+  assert.equal(list.children[498], before[499]);
+  assert.match(list.children[499].textContent, /progress \{"completed":1000,"total":1000\}$/);
+  assert.equal(writes.get(list), 1, "one item removed, the list not written anew");
+  assert.equal(stringified, 501);
+  // More let go in one frame than the list holds: it is the last 500 still.
+  for (let i = 0; i < 700; i++) page.send({ task: "train", event: "heartbeat", n: i });
+  page.runFrames();
+  assert.equal(list.children.length, 500);
+  assert.match(list.children[0].textContent, /heartbeat \{"n":200\}$/);
+  assert.match(list.children[499].textContent, /heartbeat \{"n":699\}$/);
 });

@@ -160,7 +160,8 @@ function applyEvent(event) {
   const at = performance.now();
   const wall = typeof event.time === "string" && isFinite(Date.parse(event.time)) ? Date.parse(event.time) : Date.now();
   task.lastEvent = ++eventsSeen;
-  task.events.push(eventText(event));
+  // Kept as it came; written as text only when a card shows it.
+  task.events.push(event);
   if (task.events.length > 500) { task.events.shift(); task.eventsDropped++; }
   const state = task.state;
   timeline.event(task, event, Date.now());
@@ -522,9 +523,13 @@ function renderDetail() {
     ["reasons", shown(task.reasons.join("; "))]].filter(function (f) { return f[1] != null && f[1] !== "" && f[1] !== "–"; });
   setText(document.getElementById("detail-facts"), facts.map(function (f) { return f[0] + ": " + f[1]; }).join("   "));
   setText(document.getElementById("detail-note"), shown(task.note));
-  // Events are appended as they come; when old ones were let go, the list is written anew.
-  if (task.eventsDropped !== eventsDroppedShown) { detailEvents.textContent = ""; eventsShown = 0; eventsDroppedShown = task.eventsDropped; }
-  for (; eventsShown < task.events.length; eventsShown++) detailEvents.appendChild(make("li", null, shown(task.events[eventsShown])));
+  // Events are appended as they come; those let go since leave the list's head, and the
+  // rest stay as they are. The list's items are task.events from its first on.
+  const gone = Math.min(task.eventsDropped - eventsDroppedShown, eventsShown);
+  for (let i = 0; i < gone; i++) detailEvents.removeChild(detailEvents.firstChild);
+  eventsShown -= gone;
+  eventsDroppedShown = task.eventsDropped;
+  for (; eventsShown < task.events.length; eventsShown++) detailEvents.appendChild(make("li", null, shown(eventText(task.events[eventsShown]))));
   drawChart(task);
 }
 ["extend", "revoke", "cancel"].forEach(function (action) {
