@@ -135,7 +135,7 @@ async function loadPage(status, { routes = {}, confirmAnswer = true, stream = "o
     }
     gets.push(url);
     if (url === "/api/status") return typeof statusReply === "function" ? statusReply() : response(200, statusReply);
-    if (url in routes) return response(200, routes[url]);
+    if (url in routes) return typeof routes[url] === "function" ? routes[url]() : response(200, routes[url]);
     return response(404, "not found");
   };
   const window = { devicePixelRatio: 1, listeners: {}, addEventListener(type, h) { (this.listeners[type] ||= []).push(h); } };
@@ -612,4 +612,42 @@ test("the card's events: formatted only when shown; past 500, the first item goe
   assert.equal(list.children.length, 500);
   assert.match(list.children[0].textContent, /heartbeat \{"n":200\}$/);
   assert.match(list.children[499].textContent, /heartbeat \{"n":699\}$/);
+});
+
+test("the log is read once at a time, and a task with no log is not asked again", async () => {
+  const answers = [];
+  const noLog = { ok: false, error: "overtime run keeps no log file: its task's output goes to the supervisor's own stdout and stderr" };
+  const page = await loadPage({ ok: true, tasks: [{ name: "train", state: "running", pid: 1, attempts: 1 },
+    { name: "run", state: "running", pid: 2, attempts: 1 }, { name: "later", state: "waiting", attempts: 0 }] }, { routes: {
+    "/api/tasks/train/log?tail=200": () => new Promise((resolve) => answers.push(resolve)),
+    "/api/tasks/run/log?tail=200": () => response(404, noLog),
+    "/api/tasks/later/log?tail=200": () => response(404, { ok: false, error: "the task has no log yet" }),
+  } });
+  const logReads = (name) => page.gets.filter((g) => g === "/api/tasks/" + name + "/log?tail=200").length;
+  page.rowOf("train").onclick({ target: page.rowOf("train") });
+  const poll = () => page.timers.filter((t) => t.every && t.ms === 2000 && !t.cleared).forEach((t) => t.f());
+  // A stalled read: the polls while it is out ask for nothing more.
+  poll(); poll(); poll();
+  await page.settle();
+  assert.equal(logReads("train"), 1);
+  answers[0](response(200, "epoch 1\n"));
+  await page.settle();
+  assert.equal(page.element("detail-log").textContent, "epoch 1\n");
+  poll();
+  assert.equal(logReads("train"), 2, "the next poll reads again");
+  // `overtime run` keeps no log: one read, then the card says so and stops asking.
+  page.rowOf("run").onclick({ target: page.rowOf("run") });
+  await page.settle();
+  poll(); poll();
+  await page.settle();
+  assert.equal(logReads("run"), 1);
+  assert.equal(page.element("log-note").textContent, "no log: " + noLog.error + " (not asked again)");
+  assert.ok(page.timers.filter((t) => t.every && t.ms === 2000).every((t) => t.cleared));
+  // A task that has not started has no log yet: it is asked again.
+  page.rowOf("later").onclick({ target: page.rowOf("later") });
+  await page.settle();
+  poll();
+  await page.settle();
+  assert.equal(logReads("later"), 2);
+  assert.equal(page.element("log-note").textContent, "not read: the task has no log yet");
 });

@@ -497,18 +497,35 @@ function select(task) {
   logTimer = setInterval(pollLog, 2000);
   requestFrame();
 }
+// One read of a task's log at a time: on a stalled filesystem each is held for 10 s, and the
+// server serves only a few at once.
+let logReading = null;
 function pollLog() {
   const task = selected;
-  if (!task) return;
+  if (!task || logReading === task) return;
+  logReading = task;
+  const note = document.getElementById("log-note");
   fetch("/api/tasks/" + encodeURIComponent(task.name) + "/log?tail=200", { credentials: "same-origin" }).then(function (response) {
+    if (response.status === 404) {
+      return response.json().catch(function () { return {}; }).then(function (reply) {
+        const error = new Error((reply && reply.error) || "HTTP 404"); error.noLog = true; throw error;
+      });
+    }
     if (!response.ok) throw new Error("HTTP " + response.status);
     return response.text();
   }).then(function (text) {
+    if (logReading === task) logReading = null;
     if (task !== selected) return;
     setText(detailLog, shown(text));
-    setText(document.getElementById("log-note"), "the last 200 lines, every 2 s");
+    setText(note, "the last 200 lines, every 2 s");
   }, function (error) {
-    if (task === selected) setText(document.getElementById("log-note"), "not read: " + error.message);
+    if (logReading === task) logReading = null;
+    if (task !== selected) return;
+    // No log (`overtime run` keeps none) is no log for good, but for a task not started yet.
+    if (error.noLog && task.state !== "waiting") {
+      if (logTimer != null) { clearInterval(logTimer); logTimer = null; }
+      setText(note, "no log: " + shown(error.message) + " (not asked again)");
+    } else setText(note, "not read: " + shown(error.message));
   });
 }
 function renderDetail() {
