@@ -651,3 +651,14 @@ test("the log is read once at a time, and a task with no log is not asked again"
   assert.equal(logReads("later"), 2);
   assert.equal(page.element("log-note").textContent, "not read: the task has no log yet");
 });
+
+test("a skipped task's name on the timeline has its bidi controls shown", async () => {
+  const evil = "<b>prep</b>\u202Etxt.exe";
+  const page = await loadPage({ ok: true, tasks: [{ name: "a", state: "running", pid: 1, elapsed: 10, remaining: 5 }] });
+  page.send({ task: evil, event: "skipped", reason: "dependency" });
+  page.advance(250);
+  drawn = { rects: [], texts: [] };
+  page.runFrames();
+  assert.ok(drawn.texts.some((t) => t[0] === "<b>prep</b>⟨U+202E⟩txt.exe"), JSON.stringify(drawn.texts));
+  assert.ok(!drawn.texts.some((t) => t[0].includes("\u202E")), "no raw bidi control drawn");
+});
