@@ -662,3 +662,17 @@ test("a skipped task's name on the timeline has its bidi controls shown", async 
   assert.ok(drawn.texts.some((t) => t[0] === "<b>prep</b>⟨U+202E⟩txt.exe"), JSON.stringify(drawn.texts));
   assert.ok(!drawn.texts.some((t) => t[0].includes("\u202E")), "no raw bidi control drawn");
 });
+
+test("under a memory-max the row says now / max, and the peak is said against the max in the card and the tooltip", async () => {
+  const MiB = 1048576;
+  const page = await loadPage({ ok: true, tasks: [{ name: "train", state: "running", pid: 1, attempts: 1, remaining: 30,
+    memory: 650 * MiB, peak_memory: 770 * MiB, memory_max: 700 * MiB }, { name: "free", state: "running", pid: 2, memory: 100 * MiB, peak_memory: 120 * MiB }] });
+  assert.equal(page.cell("train", "memory").textContent, "650 MiB / 700 MiB", "the row keeps its width: now / max");
+  assert.equal(page.cell("train", "memory").title, "peak 770 MiB of max 700 MiB");
+  assert.equal(page.cell("free", "memory").textContent, "100 MiB (peak 120 MiB)");
+  assert.equal(page.cell("free", "memory").title, "");
+  page.rowOf("train").onclick({ target: page.rowOf("train") });
+  await page.settle();
+  page.runFrames();
+  assert.match(page.element("detail-facts").textContent, /memory: 650 MiB \/ 700 MiB   peak: 770 MiB of max 700 MiB/);
+});

@@ -15,6 +15,7 @@ const STATE_ORDER = ["running", "starting", "cancelling", "exiting", "retrying",
 
 // Writes to the DOM only what changed: a row's cells are set every frame it is dirty.
 function setText(element, text) { if (element.shownText !== text) { element.shownText = text; element.textContent = text; } }
+function setTitle(element, text) { if (element.title !== text) element.title = text; }
 function setStyle(element, name, value) {
   const key = "shown-" + name;
   if (element[key] !== value) { element[key] = value; element.style[name] = value; }
@@ -269,6 +270,11 @@ function memoryText(task) {
   if (task.memoryMax != null) return now + " / " + bytes(task.memoryMax);
   return task.peak != null && task.memory != null ? now + " (peak " + bytes(task.peak) + ")" : now;
 }
+// Under a memory-max the row says now against the max; the peak, which may be above the
+// max (a burst the limit caught), is said beside the max here, for the card and the tooltip.
+function peakText(task) {
+  return task.peak != null && task.memoryMax != null ? bytes(task.peak) + " of max " + bytes(task.memoryMax) : null;
+}
 function groupCounts(group) {
   const counts = {};
   Object.keys(group.folded).forEach(function (state) { counts[state] = (counts[state] || 0) + group.folded[state]; });
@@ -362,6 +368,8 @@ function fillTask(slot, task) {
     + (hard == null ? "" : " · max " + duration(hard * 1000)));
   c.remaining.classList.toggle("low", r != null && r < 10);
   setText(c.memory, memoryText(task));
+  const peak = peakText(task);
+  setTitle(c.memory, peak ? "peak " + peak : "");
   setText(c.attempts, task.attempts == null ? "–" : String(task.attempts));
   // The window beside the phase that rules it; a task that named no phase shows none.
   setText(c.phase, task.phase ? shown(task.phase) + (task.window != null ? " (" + duration(task.window * 1000) + ")" : "") : "");
@@ -385,6 +393,7 @@ function fillGroup(slot, group) {
   setStyle(slot.fill, "background", COLORS.succeeded);
   setText(slot.label, ended + "/" + total + " ended");
   ["rate", "remaining", "memory", "attempts", "phase"].forEach(function (k) { setText(c[k], ""); });
+  setTitle(c.memory, "");
   setText(slot.reasonText, shown(group.reason || ""));
   setText(slot.note, group.note ? " " + shown(group.note) : "");
   slot.buttons.extend.hidden = true; slot.buttons.revoke.hidden = true;
@@ -535,7 +544,7 @@ function renderDetail() {
   const r = remainingNow(task);
   const facts = [["pid", task.pid], ["attempts", task.attempts], ["budget left", r == null ? null : duration(r * 1000)],
     ["max-runtime left", hardLimitNow(task) == null ? null : duration(hardLimitNow(task) * 1000)],
-    ["progress", progressText(task)], ["rate · ETA", rateText(task)], ["memory", memoryText(task)], ["phase", shown(task.phase || "")],
+    ["progress", progressText(task)], ["rate · ETA", rateText(task)], ["memory", memoryText(task)], ["peak", peakText(task)], ["phase", shown(task.phase || "")],
     ["window", task.window == null ? null : duration(task.window * 1000)],
     ["reasons", shown(task.reasons.join("; "))]].filter(function (f) { return f[1] != null && f[1] !== "" && f[1] !== "–"; });
   setText(document.getElementById("detail-facts"), facts.map(function (f) { return f[0] + ": " + f[1]; }).join("   "));
