@@ -676,3 +676,22 @@ test("under a memory-max the row says now / max, and the peak is said against th
   page.runFrames();
   assert.match(page.element("detail-facts").textContent, /memory: 650 MiB \/ 700 MiB   peak: 770 MiB of max 700 MiB/);
 });
+
+test("a task heard of first by its progress during the status read takes its state, pid and attempts from the status", async () => {
+  let answer;
+  const page = await loadPage(() => new Promise((resolve) => { answer = resolve; }), { stream: "hold" });
+  page.sources[0].open();
+  // The page opened after train started: during the read it hears train's progress only.
+  page.send({ task: "train", event: "progress", completed: 41, total: 100, remaining: 30 });
+  answer(response(200, statusFixture()));
+  await page.settle();
+  page.runFrames();
+  assert.equal(page.cell("train", "state").textContent, "running");
+  assert.equal(page.cell("train", "attempts").textContent, "1");
+  assert.equal(page.cell("train", "progress").textContent, "41/100 · 41%", "the event's progress, newer than the status's");
+  assert.equal(page.cell("train", "remaining").textContent, "30.0 s");
+  assert.match(page.element("counts").textContent, /^2 running · 1 cancelling/);
+  page.rowOf("train").onclick({ target: page.rowOf("train") });
+  page.runFrames();
+  assert.match(page.element("detail-facts").textContent, /^pid: 4242 /);
+});

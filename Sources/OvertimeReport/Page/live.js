@@ -44,7 +44,7 @@ let detailDirty = false;
 
 function newTask(name) {
   const task = { name: name, state: "waiting", attempts: null, pid: null, remaining: null, remainingAt: 0, progress: null,
-    memory: null, peak: null, memoryMax: null, hardLimit: null, hardLimitAt: 0, lastEvent: 0, phase: null, window: null, stalled: false, straggler: false, reasons: [],
+    memory: null, peak: null, memoryMax: null, hardLimit: null, hardLimitAt: 0, lastEvent: 0, stateEvent: 0, phase: null, window: null, stalled: false, straggler: false, reasons: [],
     cancelSeen: false, reason: null, note: "", noteFailed: false, samples: [], events: [], eventsDropped: 0, group: null };
   tasks.set(name, task);
   entries.push(task);
@@ -123,14 +123,20 @@ function applyStatus(reply, asked) {
     if (live.memory_max != null) task.memoryMax = live.memory_max;
     task.hardLimit = live.max_runtime_remaining != null ? live.max_runtime_remaining : null;
     task.hardLimitAt = at;
+    // An event that came during the read is newer than the status: a state it set stays
+    // (with its pid and attempts), and so do the figures it moved. A task the page first
+    // heard of by such an event (its progress, say) takes its state from the status.
+    if (task.stateEvent <= asked) {
+      // Status says `failed` of any attempt that ended; the exited line's outcome (cancelled,
+      // killed, oom) says more, and stays.
+      const state = ended(task.state) && ended(s.state) ? task.state : s.state;
+      if (task.state !== state) countsDirty = true;
+      task.state = state;
+      if (s.attempts != null) task.attempts = s.attempts;
+      task.pid = live.pid != null ? live.pid : null;
+      timeline.status(task, s, wall);
+    }
     if (task.lastEvent > asked) { touch(task); return; }
-    // Status says `failed` of any attempt that ended; the exited line's outcome (cancelled,
-    // killed, oom) says more, and stays.
-    const state = ended(task.state) && ended(s.state) ? task.state : s.state;
-    if (task.state !== state) countsDirty = true;
-    task.state = state;
-    if (s.attempts != null) task.attempts = s.attempts;
-    task.pid = live.pid != null ? live.pid : null;
     setRemaining(task, live.remaining === undefined ? null : live.remaining, at);
     if (live.progress) setProgress(task, live.progress, wall);
     task.phase = live.phase || null;
@@ -138,7 +144,6 @@ function applyStatus(reply, asked) {
     task.stalled = live.stalled != null && live.stalled !== false;
     if (s.cancel_reason) { addReason(task, s.cancel_reason); task.cancelSeen = true; }
     if (s.reason) task.reason = s.reason;
-    timeline.status(task, s, wall);
     touch(task);
   });
   timeline.touch();
@@ -215,7 +220,7 @@ function applyEvent(event) {
     break;
   case "retry": case "retrying": task.state = "retrying"; break;
   }
-  if (task.state !== state) countsDirty = true;
+  if (task.state !== state) { countsDirty = true; task.stateEvent = eventsSeen; }
   touch(task);
 }
 function left(seconds) { return seconds == null ? "no limit" : duration(seconds * 1000) + " left"; }
