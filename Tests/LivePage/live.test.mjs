@@ -18,6 +18,10 @@ const script = html.match(/<script(?: nonce="\{\{nonce\}\}")?>(\{\{[^<]*)<\/scri
   readFileSync(pageDirectory + name, "utf8").replace(/\n$/, ""));
 const declaredIDs = new Set([...html.matchAll(/\sid="([^"]+)"/g)].map((m) => m[1]));
 
+// How many times the page called JSON.stringify since the counter was last reset.
+let stringified = 0;
+const countingJSON = { parse: JSON.parse, stringify: (...args) => { stringified++; return JSON.stringify(...args); } };
+
 // What the canvases were given since the page was loaded (or `drawn` was reset).
 let drawn = { rects: [], texts: [] };
 
@@ -60,6 +64,12 @@ class FakeElement {
   // The page must never write task data as markup.
   set innerHTML(value) { throw new Error("innerHTML written: " + value); }
   appendChild(child) { child.parentNode = this; this.children.push(child); return child; }
+  get firstChild() { return this.children[0] || null; }
+  removeChild(child) {
+    const at = this.children.indexOf(child);
+    if (at < 0) throw new Error("removeChild: not a child");
+    countWrite(this); this.children.splice(at, 1); child.parentNode = null; return child;
+  }
   addEventListener(type, handler) { (this.listeners[type] ||= []).push(handler); }
   dispatch(type, fields = {}) { for (const handler of this.listeners[type] || []) handler({ target: this, ...fields }); }
   // A 2D context that takes every call; the rectangles filled and the text written are kept
@@ -83,7 +93,9 @@ function response(status, body) {
 }
 
 // The page loaded against `status` (the /api/status reply) and `routes` (path → reply).
-async function loadPage(status, { routes = {}, confirmAnswer = true } = {}) {
+// `stream`: what each EventSource does once made: "open" (then onopen), "fail" (onerror,
+// never open, as a browser's does when the server is gone or refuses), or "hold" (nothing).
+async function loadPage(status, { routes = {}, confirmAnswer = true, stream = "open" } = {}) {
   writes = new Map();
   drawn = { rects: [], texts: [] };
   const elements = new Map();
@@ -105,9 +117,16 @@ async function loadPage(status, { routes = {}, confirmAnswer = true } = {}) {
   document.getElementById("extend-by").value = "10m";
   document.getElementById("detail-extend-by").value = "10m";
   let statusReply = status;
+  let streamBehaviour = stream;
   class EventSource {
-    constructor(url) { this.url = url; this.closed = false; sources.push(this); }
-    close() { this.closed = true; }
+    constructor(url) {
+      this.url = url; this.closed = false; this.readyState = 0; sources.push(this);
+      const behaviour = streamBehaviour;
+      setImmediate(() => { if (behaviour === "open") this.open(); else if (behaviour === "fail") this.fail(); });
+    }
+    open() { if (!this.closed) { this.readyState = 1; this.onopen(); } }
+    fail() { if (!this.closed) { this.readyState = 0; this.onerror(); } }
+    close() { this.closed = true; this.readyState = 2; }
   }
   const fetch = async (url, options = {}) => {
     if (options.method === "POST") {
@@ -116,12 +135,12 @@ async function loadPage(status, { routes = {}, confirmAnswer = true } = {}) {
     }
     gets.push(url);
     if (url === "/api/status") return typeof statusReply === "function" ? statusReply() : response(200, statusReply);
-    if (url in routes) return response(200, routes[url]);
+    if (url in routes) return typeof routes[url] === "function" ? routes[url]() : response(200, routes[url]);
     return response(404, "not found");
   };
   const window = { devicePixelRatio: 1, listeners: {}, addEventListener(type, h) { (this.listeners[type] ||= []).push(h); } };
   const context = {
-    document, window, fetch, EventSource, JSON, Date: { now: () => wall, parse: Date.parse },
+    document, window, fetch, EventSource, JSON: countingJSON, Date: { now: () => wall, parse: Date.parse },
     requestAnimationFrame: (f) => frames.push(f),
     setInterval: (f, ms) => { timers.push({ f, ms, every: true }); return timers.length; },
     clearInterval: (id) => { if (timers[id - 1]) timers[id - 1].cleared = true; },
@@ -134,6 +153,7 @@ async function loadPage(status, { routes = {}, confirmAnswer = true } = {}) {
   const page = {
     element: (id) => document.getElementById(id), body, frames, posts, gets, sources, timers, window, document,
     setStatus(reply) { statusReply = reply; },
+    setStream(behaviour) { streamBehaviour = behaviour; },
     async settle() { for (let i = 0; i < 10; i++) await new Promise((r) => setImmediate(r)); },
     runFrames() { let n = 0; while (frames.length) { frames.shift()(); n++; } return n; },
     advance(ms) { clock += ms; wall += ms; },
@@ -322,15 +342,16 @@ test("a flood of 1,000 progress events writes each row at most once a frame, and
 });
 function allWrites(element) { return (writes.get(element) || 0) + element.children.reduce((n, c) => n + allWrites(c), 0); }
 
-test("the stream drops: status is read again before a new stream; the supervisor gone keeps the last state", async () => {
+test("the stream drops: it is opened again, then the status read again; the supervisor gone keeps the last state", async () => {
   const page = await loadPage(statusFixture());
-  page.sources[0].onopen();
   assert.equal(page.element("run-status").textContent, "live");
   page.sources[0].onerror();
   assert.ok(page.sources[0].closed);
   assert.equal(page.element("run-status").textContent, "reconnecting");
   const retry = page.timers.filter((t) => !t.every).at(-1);
   assert.equal(retry.ms, 1000);
+  // The supervisor is gone: the new stream fails, and so does the status read that asks why.
+  page.setStream("fail");
   page.setStatus(() => { throw new TypeError("Failed to fetch"); });
   retry.f();
   await page.settle();
@@ -345,11 +366,14 @@ test("the stream drops: status is read again before a new stream; the supervisor
   assert.equal(page.cell("train", "remaining").textContent, "28.5 s", "no countdown without the supervisor");
   const next = page.timers.filter((t) => !t.every).at(-1);
   assert.equal(next.ms, 2000, "backing off");
+  page.setStream("open");
   page.setStatus({ ok: true, tasks: [{ name: "train", state: "succeeded", attempts: 1 }] });
   next.f();
   await page.settle();
   page.runFrames();
-  assert.equal(page.sources.length, 2);
+  assert.equal(page.sources.length, 3);
+  assert.ok(page.sources[1].closed);
+  assert.equal(page.element("run-status").textContent, "live");
   assert.equal(page.element("banner").hidden, true);
   assert.equal(page.cell("train", "state").textContent, "succeeded");
   assert.deepEqual(page.gets.filter((g) => g === "/api/status").length, 3);
@@ -502,4 +526,172 @@ test("the status read again every 5 s gives memory and the hard limit; an event 
   page.runFrames();
   assert.equal(page.cell("train", "state").textContent, "succeeded", "the older status does not bring it back to running");
   assert.equal(page.cell("train", "memory").textContent, "1.5 GiB / 2.0 GiB");
+});
+
+test("the status read again says `failed` of an ended task: the exited line's outcome stays, a new attempt's state is taken", async () => {
+  const page = await loadPage(statusFixture());
+  page.send({ task: "train", event: "cancel", reason: "timeout" });
+  page.send({ task: "train", event: "kill", signal: "SIGKILL" });
+  page.send({ task: "train", event: "exited", outcome: "killed", exit_code: 137 });
+  page.runFrames();
+  assert.equal(page.cell("train", "state").textContent, "killed");
+  page.sources[0].readyState = 1;
+  const later = statusFixture();
+  Object.assign(later.tasks[0], { state: "failed", pid: null, remaining: null });
+  later.tasks[2].state = "retrying";
+  page.setStatus(later);
+  page.timers.filter((t) => t.every && t.ms === 5000).forEach((t) => t.f());
+  await page.settle();
+  page.runFrames();
+  assert.equal(page.cell("train", "state").textContent, "killed", "status's `failed` does not paint over `killed`");
+  assert.match(page.element("counts").textContent, / 1 failed · 1 killed$/, "sweep[lr=0.2] the one failed");
+  // Where either side is not ended, the status's state is taken.
+  assert.equal(page.cell("stuck", "state").textContent, "retrying");
+  later.tasks[0].state = "running";
+  page.timers.filter((t) => t.every && t.ms === 5000).forEach((t) => t.f());
+  await page.settle();
+  page.runFrames();
+  assert.equal(page.cell("train", "state").textContent, "running");
+});
+
+test("the event stream is opened before the status is read: an event that comes during the read is kept", async () => {
+  let answer;
+  const page = await loadPage(() => new Promise((resolve) => { answer = resolve; }), { stream: "hold" });
+  assert.equal(page.sources.length, 1, "the stream is asked for first");
+  assert.deepEqual(page.gets, []);
+  page.sources[0].open();
+  assert.deepEqual(page.gets, ["/api/status"], "the status is read once the stream is open");
+  // train ends while its status (still running) is on its way.
+  page.send({ task: "train", event: "exited", outcome: "succeeded", exit_code: 0 });
+  answer(response(200, statusFixture()));
+  await page.settle();
+  page.runFrames();
+  assert.equal(page.cell("train", "state").textContent, "succeeded");
+  assert.equal(page.element("run-status").textContent, "live");
+  assert.equal(page.element("banner").hidden, true);
+  // A stream that never opens is asked about by a status read: refused, the page says so.
+  page.sources[0].onerror();
+  const retry = page.timers.filter((t) => !t.every).at(-1);
+  assert.equal(retry.ms, 1000);
+  page.setStream("fail");
+  page.setStatus(() => response(401, { ok: false, error: "the live page needs its token" }));
+  retry.f();
+  await page.settle();
+  assert.ok(page.sources[1].closed);
+  assert.match(page.element("banner").textContent, /refused this page/);
+  assert.equal(page.element("run-status").textContent, "gone");
+  assert.equal(page.timers.filter((t) => !t.every).at(-1).ms, 2000, "backing off");
+});
+
+test("the card's events: formatted only when shown; past 500, the first item goes and the others stay", async () => {
+  const page = await loadPage(statusFixture());
+  stringified = 0;
+  for (let i = 0; i < 1000; i++) page.send({ task: "train", event: "progress", completed: i, total: 1000 });
+  page.runFrames();
+  assert.equal(stringified, 0, "no card open: no event is formatted");
+  page.rowOf("train").onclick({ target: page.rowOf("train") });
+  await page.settle();
+  page.runFrames();
+  const list = page.element("detail-events");
+  assert.equal(list.children.length, 500);
+  assert.match(list.children[0].textContent, /progress \{"completed":500,"total":1000\}$/);
+  assert.equal(stringified, 500);
+  const before = [...list.children];
+  writes = new Map();
+  page.send({ task: "train", event: "progress", completed: 1000, total: 1000 });
+  page.runFrames();
+  assert.equal(list.children.length, 500);
+  assert.equal(list.children[0], before[1], "the items kept are the same elements");
+  assert.equal(list.children[498], before[499]);
+  assert.match(list.children[499].textContent, /progress \{"completed":1000,"total":1000\}$/);
+  assert.equal(writes.get(list), 1, "one item removed, the list not written anew");
+  assert.equal(stringified, 501);
+  // More let go in one frame than the list holds: it is the last 500 still.
+  for (let i = 0; i < 700; i++) page.send({ task: "train", event: "heartbeat", n: i });
+  page.runFrames();
+  assert.equal(list.children.length, 500);
+  assert.match(list.children[0].textContent, /heartbeat \{"n":200\}$/);
+  assert.match(list.children[499].textContent, /heartbeat \{"n":699\}$/);
+});
+
+test("the log is read once at a time, and a task with no log is not asked again", async () => {
+  const answers = [];
+  const noLog = { ok: false, error: "overtime run keeps no log file: its task's output goes to the supervisor's own stdout and stderr" };
+  const page = await loadPage({ ok: true, tasks: [{ name: "train", state: "running", pid: 1, attempts: 1 },
+    { name: "run", state: "running", pid: 2, attempts: 1 }, { name: "later", state: "waiting", attempts: 0 }] }, { routes: {
+    "/api/tasks/train/log?tail=200": () => new Promise((resolve) => answers.push(resolve)),
+    "/api/tasks/run/log?tail=200": () => response(404, noLog),
+    "/api/tasks/later/log?tail=200": () => response(404, { ok: false, error: "the task has no log yet" }),
+  } });
+  const logReads = (name) => page.gets.filter((g) => g === "/api/tasks/" + name + "/log?tail=200").length;
+  page.rowOf("train").onclick({ target: page.rowOf("train") });
+  const poll = () => page.timers.filter((t) => t.every && t.ms === 2000 && !t.cleared).forEach((t) => t.f());
+  // A stalled read: the polls while it is out ask for nothing more.
+  poll(); poll(); poll();
+  await page.settle();
+  assert.equal(logReads("train"), 1);
+  answers[0](response(200, "epoch 1\n"));
+  await page.settle();
+  assert.equal(page.element("detail-log").textContent, "epoch 1\n");
+  poll();
+  assert.equal(logReads("train"), 2, "the next poll reads again");
+  // `overtime run` keeps no log: one read, then the card says so and stops asking.
+  page.rowOf("run").onclick({ target: page.rowOf("run") });
+  await page.settle();
+  poll(); poll();
+  await page.settle();
+  assert.equal(logReads("run"), 1);
+  assert.equal(page.element("log-note").textContent, "no log: " + noLog.error + " (not asked again)");
+  assert.ok(page.timers.filter((t) => t.every && t.ms === 2000).every((t) => t.cleared));
+  // A task that has not started has no log yet: it is asked again.
+  page.rowOf("later").onclick({ target: page.rowOf("later") });
+  await page.settle();
+  poll();
+  await page.settle();
+  assert.equal(logReads("later"), 2);
+  assert.equal(page.element("log-note").textContent, "not read: the task has no log yet");
+});
+
+test("a skipped task's name on the timeline has its bidi controls shown", async () => {
+  const evil = "<b>prep</b>\u202Etxt.exe";
+  const page = await loadPage({ ok: true, tasks: [{ name: "a", state: "running", pid: 1, elapsed: 10, remaining: 5 }] });
+  page.send({ task: evil, event: "skipped", reason: "dependency" });
+  page.advance(250);
+  drawn = { rects: [], texts: [] };
+  page.runFrames();
+  assert.ok(drawn.texts.some((t) => t[0] === "<b>prep</b>⟨U+202E⟩txt.exe"), JSON.stringify(drawn.texts));
+  assert.ok(!drawn.texts.some((t) => t[0].includes("\u202E")), "no raw bidi control drawn");
+});
+
+test("under a memory-max the row says now / max, and the peak is said against the max in the card and the tooltip", async () => {
+  const MiB = 1048576;
+  const page = await loadPage({ ok: true, tasks: [{ name: "train", state: "running", pid: 1, attempts: 1, remaining: 30,
+    memory: 650 * MiB, peak_memory: 770 * MiB, memory_max: 700 * MiB }, { name: "free", state: "running", pid: 2, memory: 100 * MiB, peak_memory: 120 * MiB }] });
+  assert.equal(page.cell("train", "memory").textContent, "650 MiB / 700 MiB", "the row keeps its width: now / max");
+  assert.equal(page.cell("train", "memory").title, "peak 770 MiB of max 700 MiB");
+  assert.equal(page.cell("free", "memory").textContent, "100 MiB (peak 120 MiB)");
+  assert.equal(page.cell("free", "memory").title, "");
+  page.rowOf("train").onclick({ target: page.rowOf("train") });
+  await page.settle();
+  page.runFrames();
+  assert.match(page.element("detail-facts").textContent, /memory: 650 MiB \/ 700 MiB   peak: 770 MiB of max 700 MiB/);
+});
+
+test("a task heard of first by its progress during the status read takes its state, pid and attempts from the status", async () => {
+  let answer;
+  const page = await loadPage(() => new Promise((resolve) => { answer = resolve; }), { stream: "hold" });
+  page.sources[0].open();
+  // The page opened after train started: during the read it hears train's progress only.
+  page.send({ task: "train", event: "progress", completed: 41, total: 100, remaining: 30 });
+  answer(response(200, statusFixture()));
+  await page.settle();
+  page.runFrames();
+  assert.equal(page.cell("train", "state").textContent, "running");
+  assert.equal(page.cell("train", "attempts").textContent, "1");
+  assert.equal(page.cell("train", "progress").textContent, "41/100 · 41%", "the event's progress, newer than the status's");
+  assert.equal(page.cell("train", "remaining").textContent, "30.0 s");
+  assert.match(page.element("counts").textContent, /^2 running · 1 cancelling/);
+  page.rowOf("train").onclick({ target: page.rowOf("train") });
+  page.runFrames();
+  assert.match(page.element("detail-facts").textContent, /^pid: 4242 /);
 });

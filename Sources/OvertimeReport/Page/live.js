@@ -10,10 +10,12 @@ const STATE_COLOR = { running: COLORS.running, starting: COLORS.running, exiting
   retrying: COLORS.waiting, waiting: COLORS.waiting, succeeded: COLORS.succeeded, failed: COLORS.failed, skipped: COLORS.skipped,
   cancelled: COLORS.cancelled, killed: COLORS.killed, oom: COLORS.oom, timeout: COLORS.cancelled };
 const LIVE_STATES = { running: true, starting: true, exiting: true, cancelling: true };
+function ended(state) { return !LIVE_STATES[state] && state !== "waiting" && state !== "retrying"; }
 const STATE_ORDER = ["running", "starting", "cancelling", "exiting", "retrying", "waiting", "succeeded", "failed", "cancelled", "killed", "oom", "skipped"];
 
 // Writes to the DOM only what changed: a row's cells are set every frame it is dirty.
 function setText(element, text) { if (element.shownText !== text) { element.shownText = text; element.textContent = text; } }
+function setTitle(element, text) { if (element.title !== text) element.title = text; }
 function setStyle(element, name, value) {
   const key = "shown-" + name;
   if (element[key] !== value) { element[key] = value; element.style[name] = value; }
@@ -42,7 +44,7 @@ let detailDirty = false;
 
 function newTask(name) {
   const task = { name: name, state: "waiting", attempts: null, pid: null, remaining: null, remainingAt: 0, progress: null,
-    memory: null, peak: null, memoryMax: null, hardLimit: null, hardLimitAt: 0, lastEvent: 0, phase: null, window: null, stalled: false, straggler: false, reasons: [],
+    memory: null, peak: null, memoryMax: null, hardLimit: null, hardLimitAt: 0, lastEvent: 0, stateEvent: 0, phase: null, window: null, stalled: false, straggler: false, reasons: [],
     cancelSeen: false, reason: null, note: "", noteFailed: false, samples: [], events: [], eventsDropped: 0, group: null };
   tasks.set(name, task);
   entries.push(task);
@@ -121,11 +123,20 @@ function applyStatus(reply, asked) {
     if (live.memory_max != null) task.memoryMax = live.memory_max;
     task.hardLimit = live.max_runtime_remaining != null ? live.max_runtime_remaining : null;
     task.hardLimitAt = at;
+    // An event that came during the read is newer than the status: a state it set stays
+    // (with its pid and attempts), and so do the figures it moved. A task the page first
+    // heard of by such an event (its progress, say) takes its state from the status.
+    if (task.stateEvent <= asked) {
+      // Status says `failed` of any attempt that ended; the exited line's outcome (cancelled,
+      // killed, oom) says more, and stays.
+      const state = ended(task.state) && ended(s.state) ? task.state : s.state;
+      if (task.state !== state) countsDirty = true;
+      task.state = state;
+      if (s.attempts != null) task.attempts = s.attempts;
+      task.pid = live.pid != null ? live.pid : null;
+      timeline.status(task, s, wall);
+    }
     if (task.lastEvent > asked) { touch(task); return; }
-    if (task.state !== s.state) countsDirty = true;
-    task.state = s.state;
-    if (s.attempts != null) task.attempts = s.attempts;
-    task.pid = live.pid != null ? live.pid : null;
     setRemaining(task, live.remaining === undefined ? null : live.remaining, at);
     if (live.progress) setProgress(task, live.progress, wall);
     task.phase = live.phase || null;
@@ -133,7 +144,6 @@ function applyStatus(reply, asked) {
     task.stalled = live.stalled != null && live.stalled !== false;
     if (s.cancel_reason) { addReason(task, s.cancel_reason); task.cancelSeen = true; }
     if (s.reason) task.reason = s.reason;
-    timeline.status(task, s, wall);
     touch(task);
   });
   timeline.touch();
@@ -156,7 +166,8 @@ function applyEvent(event) {
   const at = performance.now();
   const wall = typeof event.time === "string" && isFinite(Date.parse(event.time)) ? Date.parse(event.time) : Date.now();
   task.lastEvent = ++eventsSeen;
-  task.events.push(eventText(event));
+  // Kept as it came; written as text only when a card shows it.
+  task.events.push(event);
   if (task.events.length > 500) { task.events.shift(); task.eventsDropped++; }
   const state = task.state;
   timeline.event(task, event, Date.now());
@@ -204,12 +215,12 @@ function applyEvent(event) {
   case "finished":
     // A batch's last word on a task; the exited line's outcome (cancelled, killed, oom)
     // says more than its `failed`, and stays.
-    if (event.state && (event.state === "skipped" || LIVE_STATES[task.state] || task.state === "waiting" || task.state === "retrying")) task.state = event.state;
+    if (event.state && (event.state === "skipped" || !ended(task.state))) task.state = event.state;
     if (event.detail || event.reason) task.reason = event.detail || event.reason;
     break;
   case "retry": case "retrying": task.state = "retrying"; break;
   }
-  if (task.state !== state) countsDirty = true;
+  if (task.state !== state) { countsDirty = true; task.stateEvent = eventsSeen; }
   touch(task);
 }
 function left(seconds) { return seconds == null ? "no limit" : duration(seconds * 1000) + " left"; }
@@ -263,6 +274,11 @@ function memoryText(task) {
   const now = bytes(task.memory != null ? task.memory : task.peak);
   if (task.memoryMax != null) return now + " / " + bytes(task.memoryMax);
   return task.peak != null && task.memory != null ? now + " (peak " + bytes(task.peak) + ")" : now;
+}
+// Under a memory-max the row says now against the max; the peak, which may be above the
+// max (a burst the limit caught), is said beside the max here, for the card and the tooltip.
+function peakText(task) {
+  return task.peak != null && task.memoryMax != null ? bytes(task.peak) + " of max " + bytes(task.memoryMax) : null;
 }
 function groupCounts(group) {
   const counts = {};
@@ -357,6 +373,8 @@ function fillTask(slot, task) {
     + (hard == null ? "" : " · max " + duration(hard * 1000)));
   c.remaining.classList.toggle("low", r != null && r < 10);
   setText(c.memory, memoryText(task));
+  const peak = peakText(task);
+  setTitle(c.memory, peak ? "peak " + peak : "");
   setText(c.attempts, task.attempts == null ? "–" : String(task.attempts));
   // The window beside the phase that rules it; a task that named no phase shows none.
   setText(c.phase, task.phase ? shown(task.phase) + (task.window != null ? " (" + duration(task.window * 1000) + ")" : "") : "");
@@ -380,6 +398,7 @@ function fillGroup(slot, group) {
   setStyle(slot.fill, "background", COLORS.succeeded);
   setText(slot.label, ended + "/" + total + " ended");
   ["rate", "remaining", "memory", "attempts", "phase"].forEach(function (k) { setText(c[k], ""); });
+  setTitle(c.memory, "");
   setText(slot.reasonText, shown(group.reason || ""));
   setText(slot.note, group.note ? " " + shown(group.note) : "");
   slot.buttons.extend.hidden = true; slot.buttons.revoke.hidden = true;
@@ -492,18 +511,35 @@ function select(task) {
   logTimer = setInterval(pollLog, 2000);
   requestFrame();
 }
+// One read of a task's log at a time: on a stalled filesystem each is held for 10 s, and the
+// server serves only a few at once.
+let logReading = null;
 function pollLog() {
   const task = selected;
-  if (!task) return;
+  if (!task || logReading === task) return;
+  logReading = task;
+  const note = document.getElementById("log-note");
   fetch("/api/tasks/" + encodeURIComponent(task.name) + "/log?tail=200", { credentials: "same-origin" }).then(function (response) {
+    if (response.status === 404) {
+      return response.json().catch(function () { return {}; }).then(function (reply) {
+        const error = new Error((reply && reply.error) || "HTTP 404"); error.noLog = true; throw error;
+      });
+    }
     if (!response.ok) throw new Error("HTTP " + response.status);
     return response.text();
   }).then(function (text) {
+    if (logReading === task) logReading = null;
     if (task !== selected) return;
     setText(detailLog, shown(text));
-    setText(document.getElementById("log-note"), "the last 200 lines, every 2 s");
+    setText(note, "the last 200 lines, every 2 s");
   }, function (error) {
-    if (task === selected) setText(document.getElementById("log-note"), "not read: " + error.message);
+    if (logReading === task) logReading = null;
+    if (task !== selected) return;
+    // No log (`overtime run` keeps none) is no log for good, but for a task not started yet.
+    if (error.noLog && task.state !== "waiting") {
+      if (logTimer != null) { clearInterval(logTimer); logTimer = null; }
+      setText(note, "no log: " + shown(error.message) + " (not asked again)");
+    } else setText(note, "not read: " + shown(error.message));
   });
 }
 function renderDetail() {
@@ -513,14 +549,18 @@ function renderDetail() {
   const r = remainingNow(task);
   const facts = [["pid", task.pid], ["attempts", task.attempts], ["budget left", r == null ? null : duration(r * 1000)],
     ["max-runtime left", hardLimitNow(task) == null ? null : duration(hardLimitNow(task) * 1000)],
-    ["progress", progressText(task)], ["rate · ETA", rateText(task)], ["memory", memoryText(task)], ["phase", shown(task.phase || "")],
+    ["progress", progressText(task)], ["rate · ETA", rateText(task)], ["memory", memoryText(task)], ["peak", peakText(task)], ["phase", shown(task.phase || "")],
     ["window", task.window == null ? null : duration(task.window * 1000)],
     ["reasons", shown(task.reasons.join("; "))]].filter(function (f) { return f[1] != null && f[1] !== "" && f[1] !== "–"; });
   setText(document.getElementById("detail-facts"), facts.map(function (f) { return f[0] + ": " + f[1]; }).join("   "));
   setText(document.getElementById("detail-note"), shown(task.note));
-  // Events are appended as they come; when old ones were let go, the list is written anew.
-  if (task.eventsDropped !== eventsDroppedShown) { detailEvents.textContent = ""; eventsShown = 0; eventsDroppedShown = task.eventsDropped; }
-  for (; eventsShown < task.events.length; eventsShown++) detailEvents.appendChild(make("li", null, shown(task.events[eventsShown])));
+  // Events are appended as they come; those let go since leave the list's head, and the
+  // rest stay as they are. The list's items are task.events from its first on.
+  const gone = Math.min(task.eventsDropped - eventsDroppedShown, eventsShown);
+  for (let i = 0; i < gone; i++) detailEvents.removeChild(detailEvents.firstChild);
+  eventsShown -= gone;
+  eventsDroppedShown = task.eventsDropped;
+  for (; eventsShown < task.events.length; eventsShown++) detailEvents.appendChild(make("li", null, shown(eventText(task.events[eventsShown]))));
   drawChart(task);
 }
 ["extend", "revoke", "cancel"].forEach(function (action) {
@@ -550,7 +590,7 @@ function drawChart(task) {
   c.fillText(duration(t1 - t0), w - right - 60, h - 4);
 }
 
-// ---- the connection: status, then the event stream; again, with backoff, when it drops ----
+// ---- the connection: the event stream, then status; again, with backoff, when it drops ----
 const banner = document.getElementById("banner");
 const runStatus = document.getElementById("run-status");
 let source = null, backoff = 1000, retryTimer = null;
@@ -578,44 +618,62 @@ function loadStatus() {
 // Memory and the hard limits come only in the status: read again every 5 s while the
 // stream is open (events keep the rest current between).
 setInterval(function () { if (source && source.readyState === 1 && !statusInFlight) loadStatus().catch(function () {}); }, 5000);
+// The stream is opened first and the status read once it is open: an event that comes
+// during the read is newer than the status (loadStatus's `asked`), and none falls between.
 function connect() {
   retryTimer = null;
-  loadStatus().then(function () {
-    droppedAt = null;
-    banner.hidden = true;
-    openStream();
-  }, function (error) {
-    if (error.refused) showBanner("The supervisor refused this page: open it again by the address with ?token= that the run printed. Showing the last state.", true);
-    else if (tasks.size) showBanner("The supervisor is gone (the run ended, or it stopped): showing the last state it sent. Trying again every " + Math.round(backoff / 1000) + " s.", true);
-    else showBanner("The supervisor does not answer. Trying again every " + Math.round(backoff / 1000) + " s.", true);
-    say("gone", "stopped");
-    retryLater();
-  });
+  const stream = source = new EventSource("/api/events");
+  let opened = false;
+  stream.onopen = function () {
+    opened = true;
+    loadStatus().then(function () {
+      if (stream !== source) return;
+      droppedAt = null;
+      backoff = 1000;
+      banner.hidden = true;
+      say("live", "done");
+    }, function (error) { if (stream === source) supervisorLost(error); });
+  };
+  stream.onmessage = function (message) {
+    let event;
+    try { event = JSON.parse(message.data); } catch (e) { return; }
+    applyEvent(event);
+  };
+  // A stream that was open dropped: it is opened again, and the status read again then, so
+  // nothing missed stays missed. One that never opened says nothing of why: the status read
+  // does (a refusal, or no supervisor).
+  stream.onerror = function () {
+    if (stream !== source) return;
+    stream.close();
+    if (opened) { streamDropped(); return; }
+    loadStatus().then(function () { if (stream === source) streamDropped(); },
+      function (error) { if (stream === source) supervisorLost(error); });
+  };
+}
+function closeStream() {
+  if (source) { source.close(); source = null; }
+  if (droppedAt == null) droppedAt = performance.now();
+  timeline.touch();
+  requestFrame();
+}
+function streamDropped() {
+  closeStream();
+  say("reconnecting", "open");
+  showBanner("The event stream dropped; reconnecting.", false);
+  retryLater();
+}
+function supervisorLost(error) {
+  closeStream();
+  if (error.refused) showBanner("The supervisor refused this page: open it again by the address with ?token= that the run printed. Showing the last state.", true);
+  else if (tasks.size) showBanner("The supervisor is gone (the run ended, or it stopped): showing the last state it sent. Trying again every " + Math.round(backoff / 1000) + " s.", true);
+  else showBanner("The supervisor does not answer. Trying again every " + Math.round(backoff / 1000) + " s.", true);
+  say("gone", "stopped");
+  retryLater();
 }
 function retryLater() {
   if (retryTimer != null) return;
   retryTimer = setTimeout(connect, backoff);
   backoff = Math.min(backoff * 2, 30000);
-}
-function openStream() {
-  source = new EventSource("/api/events");
-  source.onopen = function () { backoff = 1000; say("live", "done"); };
-  source.onmessage = function (message) {
-    let event;
-    try { event = JSON.parse(message.data); } catch (e) { return; }
-    applyEvent(event);
-  };
-  // The stream dropped: status is read again before a new stream, so nothing missed stays missed.
-  source.onerror = function () {
-    source.close();
-    source = null;
-    if (droppedAt == null) droppedAt = performance.now();
-    timeline.touch();
-    requestFrame();
-    say("reconnecting", "open");
-    showBanner("The event stream dropped; reconnecting.", false);
-    retryLater();
-  };
 }
 connect();
 })();

@@ -167,8 +167,8 @@ function timelineView(parts, model, hooks) {
       if (model.skipped.length <= 12 && LANE >= 16) {
         g.font = "11px system-ui, 'DejaVu Sans', sans-serif"; g.textBaseline = "middle"; g.fillStyle = "#4b5563";
         model.skipped.forEach(function (task) {
-          const x = X(task.finished), w = g.measureText(task.name).width;
-          g.fillText(task.name, x + r + 4 + w > width - 4 ? x - r - 4 - w : x + r + 4, y + 0.5);
+          const name = shown(task.name), x = X(task.finished), w = g.measureText(name).width;
+          g.fillText(name, x + r + 4 + w > width - 4 ? x - r - 4 - w : x + r + 4, y + 0.5);
         });
       }
     }
