@@ -209,17 +209,8 @@ struct CLILivePageTests {
                                  environment: CLIBatchFixture.environment, in: scratch)
         try await process.start()
         defer { _ = FileManager.default.createFile(atPath: stop, contents: nil) }
-        var url: String?
+        let (port, token) = try await CLILivePageStream.address(of: process)
         let clock = ContinuousClock()
-        let end = clock.now + .seconds(20)
-        while clock.now < end, url == nil {
-            url = process.stderrSoFar.split(separator: "\n").first { $0.hasPrefix("overtime: live page: ") }.map(String.init)
-            if url == nil { try await Task.sleep(for: .milliseconds(20)) }
-        }
-        let line = try #require(url, "\(process.stderrSoFar)")
-        let address = try #require(line.range(of: #"127\.0\.0\.1:[0-9]+"#, options: .regularExpression))
-        let port = try #require(Int(line[address].split(separator: ":")[1]))
-        let token = String(line[line.range(of: "?token=")!.upperBound...])
         try await Task.sleep(for: .seconds(2))  // every task started and reporting
 
         let fd = try #require(CLILivePageStream.open(port: port, token: token))
@@ -258,17 +249,8 @@ struct CLILivePageTests {
         let process = CLIProcess(["run", "--ui", "0", "--max-runtime", "6s", "--json", "--progress", "none", "--", "sh", "-c", flood],
                                  environment: CLIBatchFixture.environment, in: scratch)
         try await process.start()
-        var url: String?
+        let (port, token) = try await CLILivePageStream.address(of: process)
         let clock = ContinuousClock()
-        let end = clock.now + .seconds(20)
-        while clock.now < end, url == nil {
-            url = process.stderrSoFar.split(separator: "\n").first { $0.hasPrefix("overtime: live page: ") }.map(String.init)
-            if url == nil { try await Task.sleep(for: .milliseconds(20)) }
-        }
-        let line = try #require(url, "\(process.stderrSoFar)")
-        let address = try #require(line.range(of: #"127\.0\.0\.1:[0-9]+"#, options: .regularExpression))
-        let port = try #require(Int(line[address].split(separator: ":")[1]))
-        let token = String(line[line.range(of: "?token=")!.upperBound...])
         // Readers that never read, their receive buffers small.
         let stalled = (0..<6).compactMap { _ in CLILivePageStream.open(port: port, token: token, receiveBuffer: 4096) }
         defer { stalled.forEach { close($0) } }
@@ -295,6 +277,22 @@ struct CLILivePageTests {
 }
 
 enum CLILivePageStream {
+    /// The port and token of the live page that `process` says on stderr.
+    static func address(of process: CLIProcess) async throws -> (port: Int, token: String) {
+        var url: String?
+        let clock = ContinuousClock()
+        let end = clock.now + .seconds(20)
+        while clock.now < end, url == nil {
+            url = process.stderrSoFar.split(separator: "\n").first { $0.hasPrefix("overtime: live page: ") }.map(String.init)
+            if url == nil { try await Task.sleep(for: .milliseconds(20)) }
+        }
+        let line = try #require(url, "\(process.stderrSoFar)")
+        let address = try #require(line.range(of: #"127\.0\.0\.1:[0-9]+"#, options: .regularExpression))
+        let port = try #require(Int(line[address].split(separator: ":")[1]))
+        let token = try #require(line.range(of: "?token=")).upperBound
+        return (port, String(line[token...]))
+    }
+
     /// A connection to `/api/events` with its request sent; nil when it cannot connect.
     static func open(port: Int, token: String, receiveBuffer: Int32? = nil) -> Int32? {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
