@@ -20,9 +20,9 @@ final class LivePageServer {
     /// and starts again from `/api/status`).
     static let maxQueuedEvents = 256 * 1024
     /// How long events gather before they go to the event streams together: a send per
-    /// stream per interval, not one per event (at a thousand events a second, a thousand
-    /// loopback sends cost the supervisor a fifth more CPU), and still more updates a
-    /// second than a person reads off a row.
+    /// stream per interval, not one per event (a loopback send also runs the receiving
+    /// side's TCP in the supervisor's time, a thousand times a second for a thousand busy
+    /// tasks), and still more updates a second than a person reads off a row.
     static let gatherInterval = Duration.milliseconds(100)
     /// Gathered events go at once when they reach this, so that a burst (a thousand tasks
     /// ending together) reaches a reader in pieces its `maxQueuedEvents` holds.
