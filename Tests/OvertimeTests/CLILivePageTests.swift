@@ -209,6 +209,53 @@ struct CLILivePageTests {
         #expect(result.status == 1, "a batch with a cancelled task fails: \(result)")
     }
 
+    @Test("events from many tasks reach a stream gathered, a send every 100 ms at most, not one an event")
+    func eventsGathered() async throws {
+        let scratch = try CLIScratch()
+        let stop = scratch.path("stop")
+        // 40 tasks whose starts are 25 ms apart, each reporting twice a second: the journal's
+        // thinning lets about one progress event a second through for each, 40 a second at
+        // 40 different moments.
+        let reporter = #"sleep "$1"; i=0; while [ ! -e "$0" ]; do i=$((i+1)); printf '{"type":"progress","completed":%d,"total":100000}\n' $i >&3; sleep 0.5; done"#
+        let tasks: [[String: Any]] = (0..<40).map { i in
+            ["name": "t\(i)", "command": ["sh", "-c", reporter, stop, String(format: "%.3f", Double(i) * 0.025)], "budget": "5m"]
+        }
+        let data = try JSONSerialization.data(withJSONObject: ["concurrency": 40, "tasks": tasks], options: [.sortedKeys])
+        let file = try scratch.write("job.json", String(decoding: data, as: UTF8.self))
+        let process = CLIProcess(["batch", file, "--run-dir", scratch.path("run"), "--progress", "none", "--ui", "0"],
+                                 environment: CLIBatchFixture.environment, in: scratch)
+        try await process.start()
+        defer { _ = FileManager.default.createFile(atPath: stop, contents: nil) }
+        let (port, token) = try await CLILivePageStream.address(of: process)
+        let clock = ContinuousClock()
+        try await Task.sleep(for: .seconds(2))  // every task started and reporting
+
+        let fd = try #require(CLILivePageStream.open(port: port, token: token))
+        defer { close(fd) }
+        // Each read taken as soon as it can be: a send per event would come as a read per event.
+        var reads = 0
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        let readEnd = clock.now + .seconds(3)
+        while clock.now < readEnd {
+            var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&entry, 1, 50) >= 0 else { break }
+            if entry.revents == 0 { continue }
+            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n <= 0 { break }
+            reads += 1
+            received.append(contentsOf: buffer[0..<n])
+        }
+        let events = String(decoding: received, as: UTF8.self).components(separatedBy: "\ndata: ").count - 1
+        #expect(events >= 60, "40 tasks' progress over 3 s: \(events) events")
+        // 30 intervals of 100 ms in 3 s, the head, and room for a send cut in two.
+        #expect(reads <= 45, "\(events) events came in \(reads) reads")
+
+        _ = FileManager.default.createFile(atPath: stop, contents: nil)
+        let result = await process.finish(timeout: .seconds(40))
+        #expect(result.status == 0, "\(result)")
+    }
+
     @Test("a stream reader that stops reading is dropped at its bound, and the run's deadline cancel is not delayed by it")
     func stalledStreamReaders() async throws {
         let scratch = try CLIScratch()
@@ -219,17 +266,8 @@ struct CLILivePageTests {
         let process = CLIProcess(["run", "--ui", "0", "--max-runtime", "6s", "--json", "--progress", "none", "--", "sh", "-c", flood],
                                  environment: CLIBatchFixture.environment, in: scratch)
         try await process.start()
-        var url: String?
+        let (port, token) = try await CLILivePageStream.address(of: process)
         let clock = ContinuousClock()
-        let end = clock.now + .seconds(20)
-        while clock.now < end, url == nil {
-            url = process.stderrSoFar.split(separator: "\n").first { $0.hasPrefix("overtime: live page: ") }.map(String.init)
-            if url == nil { try await Task.sleep(for: .milliseconds(20)) }
-        }
-        let line = try #require(url, "\(process.stderrSoFar)")
-        let address = try #require(line.range(of: #"127\.0\.0\.1:[0-9]+"#, options: .regularExpression))
-        let port = try #require(Int(line[address].split(separator: ":")[1]))
-        let token = String(line[line.range(of: "?token=")!.upperBound...])
         // Readers that never read, their receive buffers small.
         let stalled = (0..<6).compactMap { _ in CLILivePageStream.open(port: port, token: token, receiveBuffer: 4096) }
         defer { stalled.forEach { close($0) } }
@@ -344,6 +382,22 @@ enum LivePageLimits {
 }
 
 enum CLILivePageStream {
+    /// The port and token of the live page that `process` says on stderr.
+    static func address(of process: CLIProcess) async throws -> (port: Int, token: String) {
+        var url: String?
+        let clock = ContinuousClock()
+        let end = clock.now + .seconds(20)
+        while clock.now < end, url == nil {
+            url = process.stderrSoFar.split(separator: "\n").first { $0.hasPrefix("overtime: live page: ") }.map(String.init)
+            if url == nil { try await Task.sleep(for: .milliseconds(20)) }
+        }
+        let line = try #require(url, "\(process.stderrSoFar)")
+        let address = try #require(line.range(of: #"127\.0\.0\.1:[0-9]+"#, options: .regularExpression))
+        let port = try #require(Int(line[address].split(separator: ":")[1]))
+        let token = try #require(line.range(of: "?token=")).upperBound
+        return (port, String(line[token...]))
+    }
+
     /// A connection to `path` (the event stream by default) with its GET sent; nil when it
     /// cannot connect.
     static func open(port: Int, token: String, path: String = "/api/events", receiveBuffer: Int32? = nil) -> Int32? {

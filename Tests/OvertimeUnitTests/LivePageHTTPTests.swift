@@ -75,7 +75,20 @@ import OvertimeCore
         #expect(try route("POST", "/api/status").failureStatus == 405)
         #expect(try route("GET", "/api/tasks/a/delete").failureStatus == 404)
         #expect(try route("GET", "/etc/passwd").failureStatus == 404)
-        #expect(LivePageHTTP.event(Array("{\"a\":1}\n".utf8)) == Array("data: {\"a\":1}\n\n".utf8))
+    }
+
+    @Test("event lines framed once and sent together: the first asks for the interval, the limit for now")
+    func eventsGathered() {
+        var gather = EventGather(limit: 40)
+        #expect(gather.take() == nil)
+        #expect(gather.add(Array("{\"a\":1}\n".utf8)) == .first)
+        #expect(gather.add(Array("{\"b\":2}".utf8)) == .more)
+        #expect(gather.take() == Array("data: {\"a\":1}\n\ndata: {\"b\":2}\n\n".utf8))
+        #expect(gather.take() == nil)
+        #expect(gather.add(Array("{\"c\":3}\n".utf8)) == .first)
+        #expect(gather.add(Array("{\"d\":\"a line that reaches the limit\"}\n".utf8)) == .full)
+        #expect(gather.take()?.count == 60)
+        #expect(gather.take() == nil)
     }
 }
 

@@ -5,7 +5,8 @@
 # shares are worked out from what was actually run.
 #   table.py WORK ROUNDS COUNT MESSAGES BIN_DIR/ QUEUE_SIZES QUEUE_ROUNDS WATCH_TASKS
 #            WATCH_SECONDS METRICS_TASKS METRICS_SECONDS ROWS TENHZ_TASKS TENHZ_SECONDS
-#            EXPIRY_TASKS EXPIRY_ROUNDS EXPIRY_DEADLINE JOBFILE_SIZES
+#            EXPIRY_TASKS EXPIRY_ROUNDS EXPIRY_DEADLINE JOBFILE_SIZES ARRAY_RUN UI_TASKS UI_SECONDS
+# `skipped` (row TAB what it needs) lists the rows that could not run on this machine.
 import json, os, statistics, sys
 
 work, rounds, count, messages, bin_dir = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
@@ -18,12 +19,14 @@ tenhz_tasks, tenhz_seconds = int(sys.argv[13]), float(sys.argv[14])
 expiry_tasks, expiry_rounds, expiry_deadline = int(sys.argv[15]), int(sys.argv[16]), float(sys.argv[17])
 jobfile_sizes = [int(n) for n in sys.argv[18].split()]
 array_run = int(sys.argv[19])
+ui_tasks, ui_seconds = int(sys.argv[20]), float(sys.argv[21])
 samples, extra = {}, {}
 for line in open(os.path.join(work, "results")):
     key, first, *rest = line.split()
     samples.setdefault(key, []).append(float(first))
     extra.setdefault(key, []).append(rest)
 failures = dict(line.rstrip("\n").split("\t", 1) for line in open(os.path.join(work, "failures")))
+skipped = dict(line.rstrip("\n").split("\t", 1) for line in open(os.path.join(work, "skipped")))
 overhead = None
 overhead_json = os.path.join(work, "overhead.json")
 if "overhead" not in failures and os.path.exists(overhead_json) and os.path.getsize(overhead_json) > 0:
@@ -255,6 +258,30 @@ if want("expiry"):
         row(name, f"{e_ot[0]:.1f} ms (p50 {e_ot[1]:.1f}, max {e_ot[2]:.1f})", f"{e_to[0]:.1f} ms (p50 {e_to[1]:.1f}, max {e_to[2]:.1f}) timeout",
             f"{e_ot[0] / e_to[0]:.2f}x p99" if e_to[0] > 0 else "n/a", "<= timeout's p99", e_ot[0] <= e_to[0])
 
+# Row 12: each round ran without --ui, with it and no page, and with the page open; the
+# ratios are of each round's pair, and the table takes their median.
+if want("ui"):
+    name = f"live page open, {ui_tasks:,} tasks at 10 Hz"
+    if "ui" in skipped:
+        rows.append((name, "-", "-", "-", "<= 1.20x", "skipped: " + skipped["ui"]))
+    elif "ui" in failures or not all(f"ui_{v}" in samples for v in ("plain", "served", "page")):
+        failed_row(name, "<= 1.20x")
+    else:
+        share = {v: [c / (float(w[0]) / 1e6) for c, w in zip(samples[f"ui_{v}"], extra[f"ui_{v}"])] for v in ("plain", "served", "page")}
+        median = {v: statistics.median(xs) for v, xs in share.items()}
+        page = statistics.median(p / a for p, a in zip(share["page"], share["plain"]))
+        served = statistics.median(s / a for s, a in zip(share["served"], share["plain"]))
+        row(name, f"{median['page'] * 100:.1f}% of a core", f"{median['plain'] * 100:.1f}% without --ui",
+            f"{page:.2f}x (median of {len(share['page'])} pairs)", "<= 1.20x", page <= 1.20)
+        row("live page served, none open", f"{median['served'] * 100:.1f}% of a core", f"{median['plain'] * 100:.1f}% without --ui",
+            f"{served:.2f}x (median of {len(share['served'])} pairs)", "stated", True)
+        view = [[float(v) for v in rest] for rest in extra["ui_view"]]
+        fps = statistics.median(samples["ui_view"])
+        script = statistics.median(v[2] / v[1] for v in view)
+        rate_in = statistics.median(v[4] / v[1] for v in view)
+        row("live page: its frame rate", f"{fps:.0f} frames/s", f"script {script * 100:.1f}% of the page's time, {rate_in:,.0f} events/s in",
+            "-", "stated", True)
+
 headers = ("benchmark", "measured", "comparison", "ratio", "target", "met")
 widths = [max(len(str(x)) for x in col) for col in zip(headers, *rows)]
 line = lambda cells: "  ".join(str(v).ljust(w) for v, w in zip(cells, widths)).rstrip()
@@ -331,5 +358,14 @@ if want("expiry"):
     print(f"expiry row: SIGTERM receipt - the common instant, ms; Overtime: batch deadline {expiry_deadline:.0f} s from the first attempt event; {expiry_rounds} interleaved rounds")
     listing("expiry_overtime", "overtime batch, deadline", lambda p99, p50, mx, spread: f"p50 {p50:.2f}  p99 {p99:.2f}  max {mx:.2f}  (last task started {spread / 1e3:.0f} ms after the first attempt)")
     listing("expiry_timeout", "GNU timeout", lambda p99, p50, mx, lead: f"p50 {p50:.2f}  p99 {p99:.2f}  max {mx:.2f}  (last launch {lead / 1e6:.2f} s before the instant)")
+if want("ui") and "ui" not in skipped:
+    print(f"ui row: supervisor's own utime+stime from all {ui_tasks:,} started (and the page live) to 1 s before the {ui_seconds:.0f} s tasks end; rounds in turn")
+    cpu_line = lambda c, w: f"{c:.2f} s CPU over {w / 1e6:.2f} s ({c / (w / 1e6) * 100:.1f}%)"
+    listing("ui_plain", "without --ui", cpu_line)
+    listing("ui_served", "--ui 0, no page open", cpu_line)
+    listing("ui_page", "--ui 0, page open in Chromium", cpu_line)
+    listing("ui_view", "the page (CDP, rAF)", lambda fps, frames, s, script, task, messages, size, longest, known:
+            f"{fps:.1f} frames/s over {s:.0f} s, script {script:.2f} s, tasks {task:.2f} s, longest task {longest:.0f} ms, "
+            f"{messages:,.0f} events ({size / s / 1e3:,.0f} kB/s), {known:,.0f} tasks known")
 for name, reason in failures.items():
     print(f"FAILED {name}: {reason}")

@@ -1,6 +1,6 @@
-// A task reporting at 10 Hz: `tick SECONDS` writes {"type":"progress","completed":K,"total":200}
-// to the fd named by OVERTIME_FD every 100 ms (absolute clock_nanosleep, so no drift), SECONDS
-// x 10 lines in all, then exits 0.
+// A task reporting at 10 Hz: `tick SECONDS` writes {"type":"progress","completed":K,"total":N}
+// (N = SECONDS x 10) to the fd named by OVERTIME_FD every 100 ms (absolute clock_nanosleep, so
+// no drift), N lines in all, then exits 0.
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,7 +18,7 @@ int main(int argc, char **argv) {
     clock_gettime(CLOCK_MONOTONIC, &next);
     for (long k = 1; k <= count; k++) {
         char line[96];
-        int n = snprintf(line, sizeof line, "{\"type\":\"progress\",\"completed\":%ld,\"total\":200}\n", k);
+        int n = snprintf(line, sizeof line, "{\"type\":\"progress\",\"completed\":%ld,\"total\":%ld}\n", k, count);
         if (write(fd, line, (size_t)n) != n) { perror("tick: write"); return 1; }
         next.tv_nsec += 100000000;
         if (next.tv_nsec >= 1000000000) { next.tv_nsec -= 1000000000; next.tv_sec++; }

@@ -257,13 +257,12 @@ enum LivePageHTTP {
         Array(("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n" + headers(policy: strictPolicy) + "Connection: close\r\n\r\n").utf8)
     }
 
-    /// One event line (a JSON object, as `ctl watch` prints it) as one event.
-    static func event(_ line: [UInt8]) -> [UInt8] {
-        var bytes = Array("data: ".utf8)
-        bytes.reserveCapacity(line.count + 8)
+    /// One event line (a JSON object, as `ctl watch` prints it) as one event, appended to
+    /// `bytes`.
+    static func appendEvent(_ line: [UInt8], to bytes: inout [UInt8]) {
+        bytes.append(contentsOf: "data: ".utf8)
         // A JSON line holds no raw newline; its own end is the event's.
         bytes.append(contentsOf: line.last == 0x0A ? line.dropLast() : line[...])
         bytes.append(contentsOf: [0x0A, 0x0A])
-        return bytes
     }
 }

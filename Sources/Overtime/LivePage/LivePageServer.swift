@@ -21,6 +21,14 @@ final class LivePageServer {
     static let maxQueuedEvents = 256 * 1024
     /// Log tails read at once, each on a thread of its own.
     static let maxLogReads = 4
+    /// How long events gather before they go to the event streams together: a send per
+    /// stream per interval, not one per event (a loopback send also runs the receiving
+    /// side's TCP in the supervisor's time, a thousand times a second for a thousand busy
+    /// tasks), and still more updates a second than a person reads off a row.
+    static let gatherInterval = Duration.milliseconds(100)
+    /// Gathered events go at once when they reach this, so that a burst (a thousand tasks
+    /// ending together) reaches a reader in pieces its `maxQueuedEvents` holds.
+    static let gatherLimit = 16 * 1024
 
     let access: LivePageAccess
     private let listener: TCPListener
@@ -32,6 +40,9 @@ final class LivePageServer {
     private var clients: [ObjectIdentifier: HTTPClient] = [:]
     private var streams: [ObjectIdentifier: HTTPClient] = [:]
     private var logReadsInFlight = 0
+    /// Events not yet sent, framed once for every stream.
+    private var gathered = EventGather(limit: LivePageServer.gatherLimit)
+    private let gatherTimer: LoopTimer
     private var slots = MetricsClientSlots<ObjectIdentifier>(capacity: MetricsExporter.maxClients, perPeer: MetricsExporter.maxClientsPerPeer)
     private let uid = geteuid()
 
@@ -40,6 +51,7 @@ final class LivePageServer {
         self.loop = loop
         self.target = target
         self.control = control
+        gatherTimer = LoopTimer(loop: loop)
         // The listener is made before `self` is whole: its handler reaches `self` through
         // this variable, set below (nothing is accepted before the loop runs again).
         var accept: (TCPConnection) -> Void = { $0.close() }
@@ -54,6 +66,7 @@ final class LivePageServer {
     func close() {
         listener.close()
         control.relay = nil
+        gatherTimer.close()
         for client in Array(clients.values) { client.drop() }
     }
 
@@ -103,6 +116,8 @@ final class LivePageServer {
         case .events:
             return .stream(head: LivePageHTTP.eventStreamHead()) { [weak self] client in
                 guard let self else { return client.drop() }
+                // What gathered before this stream opened is older than the status its page read.
+                self.sendGathered()
                 self.streams[ObjectIdentifier(client)] = client
                 self.control.relay = { [weak self] line in self?.publish(line) }
             }
@@ -143,10 +158,54 @@ final class LivePageServer {
         }
     }
 
-    /// A watcher's line to every event stream; a reader too far behind is dropped.
+    /// A watcher's line to every event stream, with the others gathered in its interval.
     private func publish(_ line: [UInt8]) {
-        let event = LivePageHTTP.event(line)
-        for client in Array(streams.values) { client.push(event, maxQueued: Self.maxQueuedEvents) }
+        switch gathered.add(line) {
+        case .first: gatherTimer.schedule(inNanoseconds: Self.gatherInterval.nanoseconds) { [weak self] in self?.sendGathered() }
+        case .full: sendGathered()
+        case .more: break
+        }
+    }
+
+    /// What gathered, to every event stream; a reader too far behind is dropped.
+    private func sendGathered() {
+        gatherTimer.cancel()
+        guard let events = gathered.take() else { return }
+        for client in Array(streams.values) { client.push(events, maxQueued: Self.maxQueuedEvents) }
+    }
+}
+
+/// Event lines framed for the event streams (`text/event-stream`) as they come, and taken
+/// together when they are sent.
+struct EventGather {
+    let limit: Int
+    private var bytes: [UInt8] = []
+
+    init(limit: Int) { self.limit = limit }
+
+    enum Added: Equatable {
+        /// The first since the last take: send them after the interval.
+        case first
+        /// Others wait already.
+        case more
+        /// They reached the limit: send them now.
+        case full
+    }
+
+    mutating func add(_ line: [UInt8]) -> Added {
+        let first = bytes.isEmpty
+        LivePageHTTP.appendEvent(line, to: &bytes)
+        return bytes.count >= limit ? .full : first ? .first : .more
+    }
+
+    /// The events gathered, nil when none.
+    mutating func take() -> [UInt8]? {
+        guard !bytes.isEmpty else { return nil }
+        let taken = bytes
+        // Room for as much again: the next interval's events are appended without growing.
+        bytes = []
+        bytes.reserveCapacity(taken.count)
+        return taken
     }
 }
 
