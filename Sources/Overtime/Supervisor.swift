@@ -332,6 +332,7 @@ public final class Supervisor: Sendable {
             core.value.memoryJoins.stop()
             // The tasks have ended: the metrics file gets its final values.
             core.value.metrics?.finish()
+            core.value.livePage?.finish()
         }
         loop.shutdown()
         removeCgroupDirectories()

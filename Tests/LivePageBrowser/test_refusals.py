@@ -36,7 +36,7 @@ def test_requests_without_the_token_or_from_elsewhere_are_refused_and_change_not
     supervisor = start_batch({TASK: task_command("--steps", 1000, "--interval", 0.15)})
     wait_for("train running", lambda: supervisor.status()[TASK]["state"] == "running")
     bearer = {"Authorization": "Bearer " + supervisor.token}
-    cookie = {"Cookie": "overtime_ui=" + supervisor.token}
+    cookie = {"Cookie": "overtime_ui_{}=".format(supervisor.port) + supervisor.token}
     wrong = "0" * len(supervisor.token) if supervisor.token != "0" * len(supervisor.token) else "1" * len(supervisor.token)
 
     # The door works for the right key, so what follows is refused for its own reason.
@@ -52,7 +52,7 @@ def test_requests_without_the_token_or_from_elsewhere_are_refused_and_change_not
     for method, path, body in every_request():
         expect(401, method, path, body, {}, "no token")
         expect(401, method, path, body, {"Authorization": "Bearer " + wrong}, "a wrong bearer token")
-        expect(401, method, path, body, {"Cookie": "overtime_ui=" + wrong}, "a wrong cookie")
+        expect(401, method, path, body, {"Cookie": "overtime_ui_{}=".format(supervisor.port) + wrong}, "a wrong cookie")
         for host in ("evil.example:%d" % supervisor.port, "127.0.0.1.nip.io:%d" % supervisor.port, "127.0.0.1:%d" % (supervisor.port + 1)):
             expect(403, method, path, body, dict(bearer, Host=host), "the token under Host %s" % host)
             expect(403, method, path, body, dict(cookie, Host=host), "the cookie under Host %s" % host)

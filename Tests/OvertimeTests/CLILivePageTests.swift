@@ -92,7 +92,7 @@ struct CLILivePageTests {
         for path in ["/", "/api/status", "/api/events", "/api/tasks/trainer/log"] {
             #expect(batch.request(path)?.status == 401, "\(path) without the token")
             #expect(batch.request(path, headers: ["Authorization: Bearer " + String(repeating: "0", count: 64)])?.status == 401)
-            #expect(batch.request(path, headers: ["Cookie: overtime_ui=nope"])?.status == 401)
+            #expect(batch.request(path, headers: ["Cookie: overtime_ui_\(batch.port)=nope"])?.status == 401)
         }
         for action in ["cancel", "extend", "revoke"] {
             #expect(batch.request("/api/tasks/trainer/\(action)", method: "POST", body: #"{"seconds":5}"#)?.status == 401)
@@ -115,6 +115,42 @@ struct CLILivePageTests {
         #expect(result.status == 0, "\(result)")
     }
 
+    @Test("connections that never show the token cannot push a page's event stream out")
+    func streamsHaveAPoolOfTheirOwn() async throws {
+        let batch = try await CLILivePageBatch()
+        let stream = try #require(CLILivePageStream.open(port: batch.port, token: batch.token))
+        defer { close(stream) }
+        try await Task.sleep(for: .milliseconds(300))
+        // More silent connections from this host than the 8 its pool holds.
+        let silent = (0..<20).compactMap { _ in CLILivePageStream.connected(port: batch.port) }
+        defer { silent.forEach { close($0) } }
+        #expect(silent.count == 20)
+        try await Task.sleep(for: .milliseconds(300))
+        // Still open: it reads on (its tasks report every 0.1 s) until the reader's time is up.
+        let clock = ContinuousClock()
+        let start = clock.now
+        let received = String(decoding: CLIMetrics.receiveAll(stream, timeout: 1.5), as: UTF8.self)
+        #expect(clock.now - start > .seconds(1), "the stream ended after \(clock.now - start): \(received.suffix(200))")
+        #expect(received.contains("data: {"), "\(received.suffix(300))")
+        let head = batch.request("/api/events", method: "HEAD", headers: [batch.bearer])
+        #expect(head?.status == 200 && head?.head.contains("text/event-stream") == true && head?.body.isEmpty == true, "\(String(describing: head))")
+        #expect(await batch.finish().status == 0)
+    }
+
+    @Test("the run's last events reach an open event stream before the supervisor goes")
+    func lastEventsAreSent() async throws {
+        let scratch = try CLIScratch()
+        let process = CLIProcess(["run", "--ui", "0", "--progress", "none", "--", "sh", "-c", "sleep 1"],
+                                 environment: CLIBatchFixture.environment, in: scratch)
+        try await process.start()
+        let (port, token) = try await CLILivePageStream.address(of: process)
+        let stream = try #require(CLILivePageStream.open(port: port, token: token))
+        defer { close(stream) }
+        let received = String(decoding: CLIMetrics.receiveAll(stream, timeout: 15), as: UTF8.self)
+        #expect(await process.finish(timeout: .seconds(20)).status == 0)
+        #expect(received.contains(#""event":"exited""#), "\(received.suffix(400))")
+    }
+
     @Test("OVERTIME_UI serves the page and is not handed on: a task (or an overtime in it) does not see it")
     func environmentIsNotInherited() async throws {
         let scratch = try CLIScratch()
@@ -132,7 +168,7 @@ struct CLILivePageTests {
         let batch = try await CLILivePageBatch()
         let first = try #require(batch.request("/?token=\(batch.token)"))
         #expect(first.status == 303 && first.head.contains("\r\nLocation: /\r\n"), "\(first)")
-        let cookie = "overtime_ui=\(batch.token)"
+        let cookie = "overtime_ui_\(batch.port)=\(batch.token)"
         #expect(first.head.contains("Set-Cookie: \(cookie); HttpOnly; SameSite=Strict; Path=/"), "\(first.head)")
         #expect(batch.request("/?token=" + String(repeating: "f", count: 64))?.status == 401)
 
@@ -401,15 +437,25 @@ enum CLILivePageStream {
     /// A connection to `path` (the event stream by default) with its GET sent; nil when it
     /// cannot connect.
     static func open(port: Int, token: String, path: String = "/api/events", receiveBuffer: Int32? = nil) -> Int32? {
+        guard let fd = connected(port: port, receiveBuffer: receiveBuffer) else { return nil }
+        let request = Array("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nAuthorization: Bearer \(token)\r\nAccept: text/event-stream\r\n\r\n".utf8)
+        guard send(fd, request, request.count, Int32(MSG_NOSIGNAL)) == request.count else {
+            close(fd)
+            return nil
+        }
+        return fd
+    }
+
+    /// A connection to the page's port that has sent nothing yet; nil when it cannot connect.
+    static func connected(port: Int, receiveBuffer: Int32? = nil) -> Int32? {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { return nil }
         if var size = receiveBuffer { setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size)) }
         var address = CLIMetrics.loopback(port)
-        let connected = withUnsafePointer(to: &address) {
+        let status = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
-        let request = Array("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nAuthorization: Bearer \(token)\r\nAccept: text/event-stream\r\n\r\n".utf8)
-        guard connected == 0, send(fd, request, request.count, Int32(MSG_NOSIGNAL)) == request.count else {
+        guard status == 0 else {
             close(fd)
             return nil
         }

@@ -42,7 +42,8 @@ import OvertimeCore
             access.verdict(try request("\(method) \(target) HTTP/1.1\r\n\(lines)\r\n"))
         }
         #expect(try verdict("Host: 127.0.0.1:8080\r\nAuthorization: Bearer \(token)\r\n") == .allowed)
-        #expect(try verdict("Host: LOCALHOST:8080\r\nCookie: a=b; overtime_ui=\(token)\r\n") == .allowed)
+        #expect(try verdict("Host: LOCALHOST:8080\r\nCookie: a=b; overtime_ui_8080=\(token)\r\n") == .allowed)
+        #expect(try verdict("Host: 127.0.0.1:8080\r\nCookie: overtime_ui_9090=\(token)\r\n") == .refused(.unauthorized), "another port's cookie")
         #expect(try verdict("Host: 127.0.0.1:8080\r\n") == .refused(.unauthorized))
         #expect(try verdict("Host: 127.0.0.1:8080\r\nAuthorization: Basic \(token)\r\n") == .refused(.unauthorized))
         #expect(try verdict("Host: 127.0.0.1:8080\r\nAuthorization: Bearer \(token.dropLast())0\r\n") == .refused(.unauthorized))
@@ -55,6 +56,21 @@ import OvertimeCore
         #expect(try verdict(post + "Origin: http://127.0.0.1:8080\r\n", "POST", "/api/tasks/a/cancel") == .allowed)
         guard case let .refused(origin) = try verdict(post + "Origin: http://attacker.example\r\n", "POST", "/api/tasks/a/cancel") else { throw Unread() }
         #expect(origin.status == 403)
+        guard case .refused = try verdict("Host: 192.0.2.7:8080\r\nAuthorization: Bearer \(token)\r\n") else { throw Unread() }
+
+        // On every address: the address the browser reached, never a name.
+        let everywhere = LivePageAccess(token: token, address: MetricsAddress(host: "0.0.0.0", port: 8080))
+        func everywhereVerdict(_ lines: String) throws -> LivePageAccess.Verdict {
+            everywhere.verdict(try request("GET /api/status HTTP/1.1\r\n\(lines)Authorization: Bearer \(token)\r\n\r\n"))
+        }
+        for host in ["192.0.2.7:8080", "10.1.2.3:8080", "[2001:db8::7]:8080", "0.0.0.0:8080"] {
+            #expect(try everywhereVerdict("Host: \(host)\r\n") == .allowed, "\(host)")
+        }
+        for host in ["attacker.example:8080", "192.0.2.7:9090", "192.0.2.7", "256.1.1.1:8080", "1.2.3:8080", "+1.2.3.4:8080", "[]:8080", "[x]:8080"] {
+            #expect(try everywhereVerdict("Host: \(host)\r\n") != .allowed, "\(host)")
+        }
+        #expect(try everywhereVerdict("Host: 192.0.2.7:8080\r\nOrigin: http://192.0.2.7:8080\r\n") == .allowed)
+        #expect(try everywhereVerdict("Host: 192.0.2.7:8080\r\nOrigin: http://attacker.example:8080\r\n") != .allowed)
         #expect(LivePageAccess.sameToken("abc", "abc") && !LivePageAccess.sameToken("abc", "abd") && !LivePageAccess.sameToken("ab", "abc"))
     }
 

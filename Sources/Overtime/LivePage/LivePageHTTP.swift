@@ -12,7 +12,15 @@ struct LivePageAccess: Sendable {
     /// The address the URL names.
     let address: MetricsAddress
 
-    static let cookieName = "overtime_ui"
+    /// The cookie the first load sets, named for the port: a browser keeps one set of
+    /// cookies for all the ports of a host, and two runs' pages on one machine must not
+    /// overwrite each other's.
+    var cookieName: String { "overtime_ui_\(address.port)" }
+
+    /// Served on every address of the machine (`0.0.0.0`, `::`): then a Host that is an IP
+    /// address (not a name, which another site's DNS could point here) with the port served
+    /// is taken as well, since the browser names the address it reached.
+    var servesEveryAddress: Bool { address.host == "0.0.0.0" || address.host == "::" }
 
     init(token: String, address: MetricsAddress) {
         self.token = token
@@ -37,10 +45,10 @@ struct LivePageAccess: Sendable {
     /// carries one (403: a browser says it for a script's request from another page, of any
     /// method), then the token (401).
     func verdict(_ request: HTTPRequest) -> Verdict {
-        guard let host = request.fields["host"], hosts.contains(host.lowercased()) else {
+        guard let host = request.fields["host"], answers(to: host) else {
             return .refused(.init(403, "the Host must be the address served (\(address)); a page reached by another name is refused"))
         }
-        if let origin = request.fields["origin"], !hosts.contains(where: { "http://" + $0 == origin.lowercased() }) {
+        if let origin = request.fields["origin"], !(origin.lowercased().hasPrefix("http://") && answers(to: String(origin.dropFirst(7)))) {
             return .refused(.init(403, "a request from another site (Origin \(origin)) is refused"))
         }
         if let authorization = request.fields["authorization"] {
@@ -53,14 +61,36 @@ struct LivePageAccess: Sendable {
         if request.method == "GET", request.path == "/", let given = request.query["token"] {
             return Self.sameToken(given, token) ? .exchangeToken : .refused(.unauthorized)
         }
-        if let cookie = request.fields["cookie"].flatMap(Self.cookieValue), Self.sameToken(cookie, token) {
+        if let cookie = request.fields["cookie"].flatMap(cookieValue), Self.sameToken(cookie, token) {
             return .allowed
         }
         return .refused(.unauthorized)
     }
 
-    /// The `overtime_ui` cookie's value in a Cookie field.
-    private static func cookieValue(_ field: String) -> String? {
+    /// Whether `host` (a Host field, or an Origin's `HOST:PORT`) names the page.
+    func answers(to host: String) -> Bool {
+        let host = host.lowercased()
+        if hosts.contains(host) { return true }
+        guard servesEveryAddress else { return false }
+        return Self.isAddressLiteral(host, port: address.port)
+    }
+
+    /// `A.B.C.D:PORT` or `[IPv6]:PORT`, with `port`.
+    static func isAddressLiteral(_ host: String, port: Int) -> Bool {
+        guard host.hasSuffix(":\(port)") else { return false }
+        let name = host.dropLast(":\(port)".count)
+        if name.hasPrefix("["), name.hasSuffix("]") {
+            let inner = name.dropFirst().dropLast()
+            return !inner.isEmpty && inner.contains(":") && inner.allSatisfy { $0.isHexDigit || $0 == ":" || $0 == "." }
+        }
+        let parts = name.split(separator: ".", omittingEmptySubsequences: false)
+        return parts.count == 4 && parts.allSatisfy { part in
+            (1...3).contains(part.count) && part.allSatisfy { ("0"..."9").contains($0) } && Int(part)! <= 255
+        }
+    }
+
+    /// The page's cookie's value in a Cookie field.
+    private func cookieValue(_ field: String) -> String? {
         for pair in field.split(separator: ";") {
             let trimmed = pair.drop { $0 == " " }
             if trimmed.hasPrefix(cookieName + "=") { return String(trimmed.dropFirst(cookieName.count + 1)) }
@@ -247,9 +277,9 @@ enum LivePageHTTP {
     }
 
     /// The first load: the cookie set, and the browser sent to `/` without the token.
-    static func tokenExchange(_ token: String) -> [UInt8] {
+    static func tokenExchange(_ access: LivePageAccess) -> [UInt8] {
         response(303, contentType: "text/plain; charset=utf-8", body: Array("see /\n".utf8),
-                 extraHeaders: "Set-Cookie: \(LivePageAccess.cookieName)=\(token); HttpOnly; SameSite=Strict; Path=/\r\nLocation: /\r\n")
+                 extraHeaders: "Set-Cookie: \(access.cookieName)=\(access.token); HttpOnly; SameSite=Strict; Path=/\r\nLocation: /\r\n")
     }
 
     /// Server-Sent Events: the head, then one event per line (`event(_:)`).

@@ -19,6 +19,8 @@ final class LivePageServer {
     /// What may wait for one event stream's reader before it is dropped (its page reconnects
     /// and starts again from `/api/status`).
     static let maxQueuedEvents = 256 * 1024
+    /// Event streams at once (each a page open somewhere), apart from the other connections.
+    static let maxStreams = 16
     /// Log tails read at once, each on a thread of its own.
     static let maxLogReads = 4
     /// How long events gather before they go to the event streams together: a send per
@@ -39,6 +41,8 @@ final class LivePageServer {
     private let control: ControlServer
     private var clients: [ObjectIdentifier: HTTPClient] = [:]
     private var streams: [ObjectIdentifier: HTTPClient] = [:]
+    /// The streams, oldest first.
+    private var streamOrder: [ObjectIdentifier] = []
     private var logReadsInFlight = 0
     /// Events not yet sent, framed once for every stream.
     private var gathered = EventGather(limit: LivePageServer.gatherLimit)
@@ -63,11 +67,13 @@ final class LivePageServer {
         }
     }
 
-    func close() {
-        listener.close()
-        control.relay = nil
+    /// The supervisor shuts down: the events gathered so far (a run's last ones, its tasks'
+    /// ends) go to the streams now, and no one new is let in. The loop's shutdown closes
+    /// the connections after, what the kernel has taken still delivered.
+    func finish() {
+        sendGathered()
         gatherTimer.close()
-        for client in Array(clients.values) { client.drop() }
+        listener.close()
     }
 
     private func accept(_ connection: TCPConnection) {
@@ -85,14 +91,29 @@ final class LivePageServer {
         let key = ObjectIdentifier(client)
         clients[key] = nil
         slots.remove(key)
-        if streams.removeValue(forKey: key) != nil, streams.isEmpty { control.relay = nil }
+        if streams.removeValue(forKey: key) != nil {
+            streamOrder.removeAll { $0 == key }
+            if streams.isEmpty { control.relay = nil }
+        }
+    }
+
+    /// An event stream, its token checked, leaves the pool that anyone who connects shares
+    /// (where new connections push out the oldest) for one of its own: connections that
+    /// never show a token cannot push a page's stream out. Past `maxStreams`, a new stream
+    /// pushes out the oldest stream (a page left open somewhere).
+    private func admitStream(_ client: HTTPClient) {
+        let key = ObjectIdentifier(client)
+        slots.remove(key)
+        if streamOrder.count >= Self.maxStreams, let oldest = streamOrder.first { streams[oldest]?.drop() }
+        streams[key] = client
+        streamOrder.append(key)
     }
 
     private func respond(_ read: HTTPRequest.Read) -> HTTPAnswer {
         guard case let .complete(request) = read else { return .whole(LivePageHTTP.refusal(read)) }
         switch access.verdict(request) {
         case let .refused(refusal): return .whole(LivePageHTTP.refusal(refusal))
-        case .exchangeToken: return .whole(LivePageHTTP.tokenExchange(access.token))
+        case .exchangeToken: return .whole(LivePageHTTP.tokenExchange(access))
         case .allowed: break
         }
         switch LivePageRoute.of(request) {
@@ -114,11 +135,12 @@ final class LivePageServer {
         case .status:
             return .whole(LivePageHTTP.reply(200, control.statusOutcome(), withBody: withBody))
         case .events:
+            guard withBody else { return .whole(LivePageHTTP.eventStreamHead()) }
             return .stream(head: LivePageHTTP.eventStreamHead()) { [weak self] client in
                 guard let self else { return client.drop() }
                 // What gathered before this stream opened is older than the status its page read.
                 self.sendGathered()
-                self.streams[ObjectIdentifier(client)] = client
+                self.admitStream(client)
                 self.control.relay = { [weak self] line in self?.publish(line) }
             }
         case let .log(task, tail):
