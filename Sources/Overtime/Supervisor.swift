@@ -333,6 +333,7 @@ public final class Supervisor: Sendable {
             // The tasks have ended: the metrics file gets its final values.
             core.value.metrics?.finish()
             core.value.livePage?.finish()
+            core.value.usageSampling?.stop()
         }
         loop.shutdown()
         removeCgroupDirectories()
@@ -488,9 +489,18 @@ final class SupervisorState {
     var metrics: MetricsExporter?
     /// The live page (`Supervisor.serveLivePage`), when asked for.
     var livePage: LivePageServer?
-    /// Reads the tasks' memory and CPU off the loop while metrics are on; `status` then
-    /// takes its readings.
-    var usageSampler: UsageSampler?
+    /// Reads the tasks' memory and CPU off the loop while metrics or the live page are on;
+    /// `status` then takes its readings.
+    private(set) var usageSampling: UsageSampling?
+    var usageSampler: UsageSampler? { usageSampling?.sampler }
+
+    /// Starts `usageSampling` (once) for this supervisor's task runners.
+    func sampleUsage(loop: EventLoop) {
+        guard usageSampling == nil else { return }
+        usageSampling = UsageSampling(loop: loop) { [unowned self] in
+            runners.compactMapValues { ($0 as? TaskRunner)?.usageSource }
+        }
+    }
     /// The last pass over /proc for the tasks measured by their session (no cgroup), and when.
     private var sessionMemory: (taken: MonotonicInstant, bySession: [Int32: UInt64])?
 

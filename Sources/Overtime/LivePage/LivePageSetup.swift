@@ -55,6 +55,7 @@ extension Supervisor {
                 let server = try LivePageServer(loop: loop, address: address, token: token, target: target, control: control)
                 install(control)
                 core.value.livePage = server
+                core.value.sampleUsage(loop: loop)
                 done.complete(.success(server.access.url))
             } catch {
                 done.complete(.failure(.cannotListen(address, error)))

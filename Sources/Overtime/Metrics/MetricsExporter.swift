@@ -60,11 +60,6 @@ final class MetricsExporter {
     static let clientTime = Duration.seconds(10)
 
     let recorder = MetricsRecorder()
-    /// The tasks' memory and CPU, read off the loop.
-    let sampler = UsageSampler()
-    /// Where the sampler finds each running task's figures (asked every `UsageSampler.interval`).
-    private let usageSources: () -> [Int: UsageSampler.Source]
-    private var trackTimer: LoopTimer?
     private var info: RunMetrics
     private let target: any ControlTarget
     private let loop: EventLoop
@@ -82,13 +77,12 @@ final class MetricsExporter {
 
     /// - Parameter file: the `--metrics-file`, opened (`MetricsFile.open`) off the loop.
     init(settings: MetricsSettings, file: MetricsFile?, info: RunMetrics, target: any ControlTarget, loop: EventLoop,
-         usageSources: @escaping () -> [Int: UsageSampler.Source], onProblem: @escaping @Sendable (String) -> Void) throws(MetricsError) {
+         onProblem: @escaping @Sendable (String) -> Void) throws(MetricsError) {
         self.info = info
         self.info.sweepsWithoutSeries = target.sweepsWithoutSeries
         recorder.sweepsWithoutSeries = self.info.sweepsWithoutSeries
         recorder.stragglerGroups = target.stragglerGroups
         self.target = target
-        self.usageSources = usageSources
         self.loop = loop
         self.onProblem = onProblem
         fileInterval = settings.fileInterval
@@ -108,22 +102,9 @@ final class MetricsExporter {
                 throw .cannotListen(address, error)
             }
         }
-        sampler.start()
-        trackUsage()
         if file != nil {
             writeFile()
             scheduleFile()
-        }
-    }
-
-    /// Tells the sampler which tasks run now, and again every interval.
-    private func trackUsage() {
-        sampler.track(usageSources())
-        let timer = trackTimer ?? LoopTimer(loop: loop)
-        trackTimer = timer
-        timer.schedule(inNanoseconds: UsageSampler.interval.nanoseconds) { [weak self] in
-            guard let self, !self.finished else { return }
-            self.trackUsage()
         }
     }
 
@@ -147,15 +128,12 @@ final class MetricsExporter {
         }
         fileTimer?.close()
         fileTimer = nil
-        trackTimer?.close()
-        trackTimer = nil
         if file != nil {
             writeFile()
             // The run is over: the last page is written before the supervisor goes, however
             // long the filesystem takes.
             fileWriter?.flush()
         }
-        sampler.stop()
         listener?.close()
         listener = nil
         for client in Array(clients.values) { client.drop() }
@@ -256,11 +234,9 @@ extension Supervisor {
             let info = RunMetrics(version: settings.version, runID: runID, command: command, startedAt: .now(),
                                   deadline: deadline, wallOffsetNanoseconds: core.value.encoder.wallOffsetNanoseconds)
             do throws(MetricsError) {
-                let exporter = try MetricsExporter(settings: settings, file: file, info: info, target: target, loop: loop, usageSources: {
-                    core.value.runners.compactMapValues { ($0 as? TaskRunner)?.usageSource }
-                }, onProblem: onProblem)
+                let exporter = try MetricsExporter(settings: settings, file: file, info: info, target: target, loop: loop, onProblem: onProblem)
                 core.value.metrics = exporter
-                core.value.usageSampler = exporter.sampler
+                core.value.sampleUsage(loop: loop)
                 core.value.sinks.append(exporter.recorder)
                 done.complete(.success(exporter.boundAddress))
             } catch {

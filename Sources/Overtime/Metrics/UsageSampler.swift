@@ -102,3 +102,31 @@ final class UsageSampler: Sendable {
         }
     }
 }
+
+/// Keeps a `UsageSampler` told, every `UsageSampler.interval`, which tasks run: started by
+/// the first thing that shows the tasks' memory and CPU (the metrics, the live page), so
+/// that `status` takes the sampler's readings and never reads the tasks' files on the
+/// loop. Loop-thread only.
+final class UsageSampling {
+    let sampler = UsageSampler()
+    private let timer: LoopTimer
+    private let sources: () -> [Int: UsageSampler.Source]
+
+    init(loop: EventLoop, sources: @escaping () -> [Int: UsageSampler.Source]) {
+        timer = LoopTimer(loop: loop)
+        self.sources = sources
+        sampler.start()
+        track()
+    }
+
+    private func track() {
+        sampler.track(sources())
+        timer.schedule(inNanoseconds: UsageSampler.interval.nanoseconds) { [weak self] in self?.track() }
+    }
+
+    /// Stops the timer and the sampler's thread. Idempotent.
+    func stop() {
+        timer.close()
+        sampler.stop()
+    }
+}
