@@ -35,6 +35,23 @@ import OvertimeCore
         #expect(HTTPRequest.percentDecoded(Array("a%2".utf8)[...]) == nil && HTTPRequest.percentDecoded(Array("%FF".utf8)[...]) == nil)
     }
 
+    @Test("a request read a byte at a time reads as it does whole, complete at its last byte")
+    func readAByteAtATime() {
+        let fields = (0..<300).map { "X-\($0): \($0)\r\n" }.joined()
+        for text in ["POST /api/tasks/a/extend HTTP/1.1\r\nHost: h\r\n\(fields)Content-Length: 13\r\n\r\n{\"seconds\":1}",
+                     "GET /metrics HTTP/1.1\nHost: h\n\n", "GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n"] {
+            let bytes = Array(text.utf8)
+            var reader = HTTPRequest.Reader(maxBody: 4096)
+            var reads: [HTTPRequest.Read] = []
+            for index in bytes.indices { reads.append(reader.take(bytes[index...index])) }
+            #expect(reads.dropLast().allSatisfy { $0 == .incomplete }, "\(text.prefix(40))")
+            #expect(reads.last == HTTPRequest.read(bytes, maxBody: 4096), "\(text.prefix(40))")
+        }
+        var reader = HTTPRequest.Reader(maxBody: nil)
+        #expect(reader.take(Array(repeating: UInt8(ascii: "a"), count: HTTPRequest.maxHeadBytes)[...]) == .incomplete)
+        #expect(reader.take(Array("b".utf8)[...]) == .tooLarge)
+    }
+
     @Test func whoIsLetIn() throws {
         let token = String(repeating: "ab", count: 32)
         let access = LivePageAccess(token: token, address: MetricsAddress(host: "127.0.0.1", port: 8080))

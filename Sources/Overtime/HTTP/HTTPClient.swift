@@ -29,7 +29,8 @@ final class HTTPClient {
     private let maxBody: Int?
     private let respond: (HTTPRequest.Read) -> HTTPAnswer
     private let onGone: (HTTPClient) -> Void
-    private var received: [UInt8] = []
+    private var reader: HTTPRequest.Reader
+    private var receivedCount = 0
     private var answered = false
     private(set) var isStreaming = false
     private var gone = false
@@ -41,6 +42,7 @@ final class HTTPClient {
         timer = LoopTimer(loop: loop)
         self.time = time
         self.maxBody = maxBody
+        reader = HTTPRequest.Reader(maxBody: maxBody)
         self.respond = respond
         self.onGone = onGone
     }
@@ -50,8 +52,9 @@ final class HTTPClient {
         let limit = HTTPRequest.maxBytes(maxBody: maxBody)
         connection.startReading(onData: { [self] bytes in
             guard !answered else { return }
-            received.append(contentsOf: bytes.prefix(limit + 1 - received.count))
-            let read = HTTPRequest.read(received, maxBody: maxBody)
+            let taken = bytes.prefix(limit + 1 - receivedCount)
+            receivedCount += taken.count
+            let read = reader.take(ArraySlice(taken))
             if read != .incomplete { answer(read) }
         }, onEnd: { [self] in
             // Gone before a whole request: there is nothing to answer.
@@ -63,7 +66,7 @@ final class HTTPClient {
     private func answer(_ read: HTTPRequest.Read) {
         guard !answered else { return }
         answered = true
-        received = []
+        reader = HTTPRequest.Reader(maxBody: maxBody)
         connection.stopReading()
         switch respond(read) {
         case let .whole(bytes):

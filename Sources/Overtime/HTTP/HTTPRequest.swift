@@ -34,18 +34,79 @@ struct HTTPRequest: Equatable, Sendable {
     /// - Parameter maxBody: the longest body taken; nil: the body is not read (the request
     ///   is complete at its head's end, with no body).
     static func read(_ received: [UInt8], maxBody: Int?) -> Read {
-        guard let end = headEnd(received) else {
-            return received.count > maxHeadBytes ? .tooLarge : .incomplete
+        var reader = Reader(maxBody: maxBody)
+        return reader.take(received[...])
+    }
+
+    /// The most bytes `read` may need to see: the head and a body of `maxBody`.
+    static func maxBytes(maxBody: Int?) -> Int { maxHeadBytes + (maxBody ?? 0) }
+
+    /// A request read as its bytes arrive: the head's end looked for in the new bytes
+    /// only, the head parsed once, then only the body's bytes counted. A client that sends
+    /// a byte at a time costs the loop a byte's work each time, not the whole head's.
+    struct Reader {
+        let maxBody: Int?
+        private var received: [UInt8] = []
+        /// How far the search for the head's end has gone, and where its line began.
+        private var scanned = 0
+        private var lineStart = 0
+        /// The head once read, where it ends and the body's length.
+        private var head: (request: HTTPRequest, end: Int, bodyLength: Int)?
+
+        init(maxBody: Int?) {
+            self.maxBody = maxBody
         }
-        guard end <= maxHeadBytes else { return .tooLarge }
-        var lines = received[..<end].split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).map { line in
+
+        /// Takes the next bytes (a caller bounds them to `maxBytes`, plus one to see more).
+        mutating func take(_ bytes: ArraySlice<UInt8>) -> Read {
+            received.append(contentsOf: bytes)
+            if head == nil {
+                guard let end = headEnd() else { return received.count > maxHeadBytes ? .tooLarge : .incomplete }
+                guard end <= maxHeadBytes else { return .tooLarge }
+                switch HTTPRequest.head(received[..<end], maxBody: maxBody) {
+                case let .success(read): head = (read.request, end, read.bodyLength)
+                case let .failure(refusal): return refusal.read
+                }
+            }
+            guard let (request, end, length) = head else { return .incomplete }
+            guard received.count - end >= length else { return .incomplete }
+            var whole = request
+            whole.body = Array(received[end..<(end + length)])
+            return .complete(whole)
+        }
+
+        /// Where the head's empty line ends, if it has arrived, looking at the bytes not
+        /// looked at before.
+        private mutating func headEnd() -> Int? {
+            while scanned < received.count {
+                let index = scanned
+                scanned += 1
+                guard received[index] == UInt8(ascii: "\n") else { continue }
+                let line = index - lineStart
+                // An empty line first is no request line: the head's reader finds it malformed.
+                if line == 0 || (line == 1 && received[lineStart] == UInt8(ascii: "\r")) { return index + 1 }
+                lineStart = index + 1
+            }
+            return nil
+        }
+    }
+
+    /// A head that cannot be taken, as what `read` says of it.
+    private struct Refusal: Error {
+        var read: Read
+    }
+
+    /// The request line and fields of `bytes` (a whole head, its empty line included), and
+    /// the length of the body it announces (0 when `maxBody` is nil: no body is read).
+    private static func head(_ bytes: ArraySlice<UInt8>, maxBody: Int?) -> Result<(request: HTTPRequest, bodyLength: Int), Refusal> {
+        var lines = bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).map { line in
             line.last == UInt8(ascii: "\r") ? line.dropLast() : line
         }
         while lines.last?.isEmpty == true { lines.removeLast() }
-        guard let requestLine = lines.first else { return .malformed("not an HTTP/1.x request") }
+        guard let requestLine = lines.first else { return .failure(Refusal(read: .malformed("not an HTTP/1.x request"))) }
         let parts = requestLine.split(separator: UInt8(ascii: " "), omittingEmptySubsequences: false)
         guard parts.count == 3, !parts[0].isEmpty, parts[1].first == UInt8(ascii: "/") || parts[1].elementsEqual("*".utf8),
-              parts[2].starts(with: "HTTP/1.".utf8) else { return .malformed("not an HTTP/1.x request") }
+              parts[2].starts(with: "HTTP/1.".utf8) else { return .failure(Refusal(read: .malformed("not an HTTP/1.x request"))) }
         let target = parts[1]
         let question = target.firstIndex(of: UInt8(ascii: "?"))
         var request = HTTPRequest(method: String(decoding: parts[0], as: UTF8.self),
@@ -54,52 +115,31 @@ struct HTTPRequest: Equatable, Sendable {
                                   fields: [:], body: [])
         for line in lines.dropFirst() {
             guard let colon = line.firstIndex(of: UInt8(ascii: ":")), colon > line.startIndex else {
-                return .malformed("a header line without a name and a colon")
+                return .failure(Refusal(read: .malformed("a header line without a name and a colon")))
             }
             let name = String(decoding: line[..<colon], as: UTF8.self).lowercased()
             let value = String(decoding: line[line.index(after: colon)...], as: UTF8.self).trimmingSpaces
             if let earlier = request.fields[name] {
                 // Two Hosts could each pass a different check: one only is taken.
-                guard name != "host" else { return .malformed("more than one Host field") }
+                guard name != "host" else { return .failure(Refusal(read: .malformed("more than one Host field"))) }
                 request.fields[name] = earlier + ", " + value
             } else {
                 request.fields[name] = value
             }
         }
-        guard let maxBody else { return .complete(request) }
+        guard let maxBody else { return .success((request, 0)) }
         guard request.fields["transfer-encoding"] == nil else {
-            return .malformed("a body must come with a Content-Length, not a Transfer-Encoding")
+            return .failure(Refusal(read: .malformed("a body must come with a Content-Length, not a Transfer-Encoding")))
         }
         var length = 0
         if let text = request.fields["content-length"] {
             guard let given = Int(text), given >= 0, text.utf8.allSatisfy({ (0x30...0x39).contains($0) }) else {
-                return .malformed("Content-Length must be a number of bytes")
+                return .failure(Refusal(read: .malformed("Content-Length must be a number of bytes")))
             }
             length = given
         }
-        guard length <= maxBody else { return .bodyTooLarge(limit: maxBody) }
-        guard received.count - end >= length else { return .incomplete }
-        request.body = Array(received[end..<(end + length)])
-        return .complete(request)
-    }
-
-    /// The most bytes `read` may need to see: the head and a body of `maxBody`.
-    static func maxBytes(maxBody: Int?) -> Int { maxHeadBytes + (maxBody ?? 0) }
-
-    /// Where the head's empty line ends, if it has arrived.
-    private static func headEnd(_ bytes: [UInt8]) -> Int? {
-        var index = 0
-        var lineStart = 0
-        while index < bytes.count {
-            if bytes[index] == UInt8(ascii: "\n") {
-                let line = index - lineStart
-                // An empty line first is no request line: the caller finds it malformed.
-                if line == 0 || (line == 1 && bytes[lineStart] == UInt8(ascii: "\r")) { return index + 1 }
-                lineStart = index + 1
-            }
-            index += 1
-        }
-        return nil
+        guard length <= maxBody else { return .failure(Refusal(read: .bodyTooLarge(limit: maxBody))) }
+        return .success((request, length))
     }
 
     /// `a=1&b=x%20y` as names and values, `+` read as a space (as forms send it).
