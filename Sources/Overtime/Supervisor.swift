@@ -494,10 +494,12 @@ final class SupervisorState {
     private(set) var usageSampling: UsageSampling?
     var usageSampler: UsageSampler? { usageSampling?.sampler }
 
-    /// Starts `usageSampling` (once) for this supervisor's task runners.
-    func sampleUsage(loop: EventLoop) {
-        guard usageSampling == nil else { return }
-        usageSampling = UsageSampling(loop: loop) { [unowned self] in
+    /// Starts `usageSampling` for this supervisor's task runners, its passes taking up to
+    /// `share` of a core (`UsageSampler.metricsShare`, `pageShare`); started already, it
+    /// may take the larger share.
+    func sampleUsage(loop: EventLoop, share: Double) {
+        if let usageSampling { return usageSampling.sampler.allow(share: share) }
+        usageSampling = UsageSampling(loop: loop, share: share) { [unowned self] in
             runners.compactMapValues { ($0 as? TaskRunner)?.usageSource }
         }
     }

@@ -44,6 +44,8 @@ final class LivePageServer {
     /// The streams, oldest first.
     private var streamOrder: [ObjectIdentifier] = []
     private var logReadsInFlight = 0
+    /// Called once, at the first request for the status or the events (the page opened).
+    var onFirstLook: (() -> Void)?
     /// Events not yet sent, framed once for every stream.
     private var gathered = EventGather(limit: LivePageServer.gatherLimit)
     private let gatherTimer: LoopTimer
@@ -133,9 +135,11 @@ final class LivePageServer {
             return .whole(LivePageHTTP.response(200, contentType: "text/html; charset=utf-8", body: LivePageDocument.html(nonce: nonce),
                                                 withBody: withBody, policy: LivePageHTTP.pagePolicy(nonce: nonce)))
         case .status:
+            firstLook()
             return .whole(LivePageHTTP.reply(200, control.statusOutcome(), withBody: withBody))
         case .events:
             guard withBody else { return .whole(LivePageHTTP.eventStreamHead()) }
+            firstLook()
             return .stream(head: LivePageHTTP.eventStreamHead()) { [weak self] client in
                 guard let self else { return client.drop() }
                 // What gathered before this stream opened is older than the status its page read.
@@ -178,6 +182,12 @@ final class LivePageServer {
         case let .success(words): return .whole(LivePageHTTP.reply(200, .done(words)))
         case let .failure(failure): return .whole(LivePageHTTP.refusal(LivePageRefusal(failure)))
         }
+    }
+
+    private func firstLook() {
+        guard let look = onFirstLook else { return }
+        onFirstLook = nil
+        look()
     }
 
     /// A watcher's line to every event stream, with the others gathered in its interval.

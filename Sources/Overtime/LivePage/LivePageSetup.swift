@@ -55,7 +55,8 @@ extension Supervisor {
                 let server = try LivePageServer(loop: loop, address: address, token: token, target: target, control: control)
                 install(control)
                 core.value.livePage = server
-                core.value.sampleUsage(loop: loop)
+                // Memory and CPU are read off the loop from the first time someone looks.
+                server.onFirstLook = { core.value.sampleUsage(loop: loop, share: UsageSampler.pageShare) }
                 done.complete(.success(server.access.url))
             } catch {
                 done.complete(.failure(.cannotListen(address, error)))

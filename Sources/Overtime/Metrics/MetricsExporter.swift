@@ -236,7 +236,7 @@ extension Supervisor {
             do throws(MetricsError) {
                 let exporter = try MetricsExporter(settings: settings, file: file, info: info, target: target, loop: loop, onProblem: onProblem)
                 core.value.metrics = exporter
-                core.value.sampleUsage(loop: loop)
+                core.value.sampleUsage(loop: loop, share: UsageSampler.metricsShare)
                 core.value.sinks.append(exporter.recorder)
                 done.complete(.success(exporter.boundAddress))
             } catch {

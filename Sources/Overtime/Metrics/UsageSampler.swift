@@ -1,15 +1,16 @@
 import OvertimeLoop
 import Synchronization
 
-/// Reads the running tasks' memory and CPU for the metrics page on a thread of its own
-/// (a `Ticker`), never on the loop: the kernel makes each cgroup file afresh, tens to
-/// hundreds of microseconds apiece on cgroup v1, and a page of a thousand tasks read there
-/// held the loop for over a tenth of a second. The page (and `ctl status`, while metrics
-/// are on) shows the last reading, a second or a few old.
+/// Reads the running tasks' memory and CPU for the metrics page and the live page on a
+/// thread of its own (a `Ticker`), never on the loop: the kernel makes each cgroup file
+/// afresh, tens to hundreds of microseconds apiece on cgroup v1, and a page of a thousand
+/// tasks read there held the loop for over a tenth of a second. The pages (and `ctl
+/// status`, while it runs) show the last reading, a second or a few old.
 ///
 /// A pass over every task runs at most once a second, and after a pass that took `d` the
-/// next waits `d / maxShare`: the sampler takes at most that share of a core however many
-/// tasks there are (for a thousand tasks on cgroup v1, a reading every few seconds).
+/// next waits `d / share`: the sampler takes at most that share of a core however many
+/// tasks there are (for a thousand tasks on cgroup v1, at the metrics' share, a reading
+/// every few seconds).
 final class UsageSampler: Sendable {
     /// Where a task's figures are.
     enum Source: Sendable, Equatable {
@@ -28,12 +29,18 @@ final class UsageSampler: Sendable {
     }
 
     static let interval = Duration.seconds(1)
-    static let maxShare = 0.05
+    /// The share of a core the metrics may take: a scrape wants figures a second or a few
+    /// old.
+    static let metricsShare = 0.05
+    /// The live page's: it reads the status every 5 s and shows memory against its max, for
+    /// which figures some seconds old do (at 1,000 tasks on cgroup v1, about every 10 s).
+    static let pageShare = 0.01
 
     private struct State {
         var sources: [Int: Source] = [:]
         var readings: [Int: Reading] = [:]
         var nextPass: ContinuousClock.Instant?
+        var share = 0.0
     }
 
     private let state = Mutex(State())
@@ -56,6 +63,11 @@ final class UsageSampler: Sendable {
         }
         // The first tasks are read at once rather than a second from now.
         if first { ticker.withLock { $0 }?.wakeNow() }
+    }
+
+    /// Lets the passes take up to `share` of a core, if that is more than they had.
+    func allow(share: Double) {
+        state.withLock { $0.share = max($0.share, share) }
     }
 
     /// The last reading of runner `id`; nil before its first.
@@ -98,7 +110,7 @@ final class UsageSampler: Sendable {
         state.withLock { state in
             // A task that ended during the pass is not brought back.
             for (id, reading) in readings where state.sources[id] != nil { state.readings[id] = reading }
-            state.nextPass = start + max(Self.interval, took * (1 / Self.maxShare))
+            state.nextPass = start + max(Self.interval, took * (1 / state.share))
         }
     }
 }
@@ -112,9 +124,10 @@ final class UsageSampling {
     private let timer: LoopTimer
     private let sources: () -> [Int: UsageSampler.Source]
 
-    init(loop: EventLoop, sources: @escaping () -> [Int: UsageSampler.Source]) {
+    init(loop: EventLoop, share: Double, sources: @escaping () -> [Int: UsageSampler.Source]) {
         timer = LoopTimer(loop: loop)
         self.sources = sources
+        sampler.allow(share: share)
         sampler.start()
         track()
     }
