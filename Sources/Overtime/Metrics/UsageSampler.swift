@@ -32,9 +32,10 @@ final class UsageSampler: Sendable {
     /// The share of a core the metrics may take: a scrape wants figures a second or a few
     /// old.
     static let metricsShare = 0.05
-    /// The live page's: it reads the status every 5 s and shows memory against its max, for
-    /// which figures some seconds old do (at 1,000 tasks on cgroup v1, about every 10 s).
-    static let pageShare = 0.01
+    /// The live page's: a person reads a row's memory against its max, for which figures
+    /// some seconds old do (at 1,000 tasks on cgroup v1, a pass about every 20 s; at 50,
+    /// every second). More would be most of what a page costs the supervisor.
+    static let pageShare = 0.005
 
     private struct State {
         var sources: [Int: Source] = [:]
