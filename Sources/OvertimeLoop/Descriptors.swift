@@ -106,12 +106,15 @@ public enum Descriptors {
         return readToEnd(fd, path)
     }
 
-    /// A file's last `limit` bytes (all of a smaller one), or nil when it cannot be opened:
-    /// what a log of gigabytes ends with, without reading it whole.
+    /// A regular file's last `limit` bytes (all of a smaller one), or nil when it cannot be
+    /// opened or is no regular file: what a log of gigabytes ends with, without reading it
+    /// whole. A FIFO or a device put where a log was is neither waited for nor read.
     public static func readFileTail(_ path: String, limit: Int) -> [UInt8]? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return nil }
         let size = lseek(fd, 0, SEEK_END)
         guard size >= 0, lseek(fd, max(0, size - off_t(limit)), SEEK_SET) >= 0 else { return nil }
         var bytes = readToEnd(fd, path)

@@ -31,6 +31,21 @@ import Testing
         #expect((try? String(contentsOfFile: path, encoding: .utf8)) == "page 2\n")
     }
 
+    @Test("a file's tail: its last bytes; a FIFO where a log was is neither waited for nor read")
+    func fileTails() throws {
+        let directory = try Self.makeDirectory()
+        defer { Self.remove(directory) }
+        let log = directory + "/task.log"
+        try Data("line 1\nline 2\n".utf8).write(to: URL(fileURLWithPath: log))
+        #expect(Descriptors.readFileTail(log, limit: 7) == Array("line 2\n".utf8))
+        #expect(Descriptors.readFileTail(log, limit: 100) == Array("line 1\nline 2\n".utf8))
+        #expect(Descriptors.readFileTail(directory + "/none.log", limit: 100) == nil)
+        let fifo = directory + "/fifo.log"
+        #expect(mkfifo(fifo, 0o644) == 0)
+        // A blocking open of a FIFO with no writer would wait here for good.
+        #expect(Descriptors.readFileTail(fifo, limit: 100) == nil)
+    }
+
     @Test func directoryEntriesListNamesWithoutDotsAndHonourTheLimit() throws {
         let directory = try Self.makeDirectory()
         defer { Self.remove(directory) }

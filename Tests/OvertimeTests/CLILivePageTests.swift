@@ -38,22 +38,12 @@ final class CLILivePageBatch: @unchecked Sendable {
         process = CLIProcess(["batch", file, "--run-dir", scratch.path("run"), "--progress", "none", "--control", socket, "--ui", "0"],
                              environment: CLIBatchFixture.environment, in: scratch)
         try await process.start()
-        let clock = ContinuousClock()
-        let end = clock.now + .seconds(20)
-        var found: String?
-        while clock.now < end, found == nil {
-            found = process.stderrSoFar.split(separator: "\n").first { $0.hasPrefix("overtime: live page: http://127.0.0.1:") }
-                .map { String($0.dropFirst("overtime: live page: ".count)) }
-            if found == nil { try await Task.sleep(for: .milliseconds(20)) }
-        }
-        guard let found, let range = found.range(of: #"127\.0\.0\.1:[0-9]+"#, options: .regularExpression),
-              let tokenStart = found.range(of: "?token=") else {
+        do {
+            (url, port, token) = try await CLILivePageStream.address(of: process)
+        } catch {
             _ = FileManager.default.createFile(atPath: stop, contents: nil)
-            throw CLIFailure("no live page URL on stderr: \(process.stderrSoFar)")
+            throw error
         }
-        url = found
-        port = Int(found[range].split(separator: ":")[1])!
-        token = String(found[tokenStart.upperBound...])
     }
 
     /// `METHOD PATH` with the given header lines (Host is the page's unless one is given).
@@ -143,7 +133,7 @@ struct CLILivePageTests {
         let process = CLIProcess(["run", "--ui", "0", "--progress", "none", "--", "sh", "-c", "sleep 1"],
                                  environment: CLIBatchFixture.environment, in: scratch)
         try await process.start()
-        let (port, token) = try await CLILivePageStream.address(of: process)
+        let (_, port, token) = try await CLILivePageStream.address(of: process)
         let stream = try #require(CLILivePageStream.open(port: port, token: token))
         defer { close(stream) }
         let received = String(decoding: CLIMetrics.receiveAll(stream, timeout: 15), as: UTF8.self)
@@ -262,7 +252,7 @@ struct CLILivePageTests {
                                  environment: CLIBatchFixture.environment, in: scratch)
         try await process.start()
         defer { _ = FileManager.default.createFile(atPath: stop, contents: nil) }
-        let (port, token) = try await CLILivePageStream.address(of: process)
+        let (_, port, token) = try await CLILivePageStream.address(of: process)
         let clock = ContinuousClock()
         try await Task.sleep(for: .seconds(2))  // every task started and reporting
 
@@ -302,7 +292,7 @@ struct CLILivePageTests {
         let process = CLIProcess(["run", "--ui", "0", "--max-runtime", "6s", "--json", "--progress", "none", "--", "sh", "-c", flood],
                                  environment: CLIBatchFixture.environment, in: scratch)
         try await process.start()
-        let (port, token) = try await CLILivePageStream.address(of: process)
+        let (_, port, token) = try await CLILivePageStream.address(of: process)
         let clock = ContinuousClock()
         // Readers that never read, their receive buffers small.
         let stalled = (0..<6).compactMap { _ in CLILivePageStream.open(port: port, token: token, receiveBuffer: 4096) }
@@ -418,20 +408,21 @@ enum LivePageLimits {
 }
 
 enum CLILivePageStream {
-    /// The port and token of the live page that `process` says on stderr.
-    static func address(of process: CLIProcess) async throws -> (port: Int, token: String) {
-        var url: String?
+    /// The URL, port and token of the live page that `process` says on stderr (within 20 s).
+    static func address(of process: CLIProcess) async throws -> (url: String, port: Int, token: String) {
+        let prefix = "overtime: live page: "
+        var said: String?
         let clock = ContinuousClock()
         let end = clock.now + .seconds(20)
-        while clock.now < end, url == nil {
-            url = process.stderrSoFar.split(separator: "\n").first { $0.hasPrefix("overtime: live page: ") }.map(String.init)
-            if url == nil { try await Task.sleep(for: .milliseconds(20)) }
+        while clock.now < end, said == nil {
+            said = process.stderrSoFar.split(separator: "\n").first { $0.hasPrefix(prefix) }.map { String($0.dropFirst(prefix.count)) }
+            if said == nil { try await Task.sleep(for: .milliseconds(20)) }
         }
-        let line = try #require(url, "\(process.stderrSoFar)")
-        let address = try #require(line.range(of: #"127\.0\.0\.1:[0-9]+"#, options: .regularExpression))
-        let port = try #require(Int(line[address].split(separator: ":")[1]))
-        let token = try #require(line.range(of: "?token=")).upperBound
-        return (port, String(line[token...]))
+        guard let url = said, let address = url.range(of: #"127\.0\.0\.1:[0-9]+"#, options: .regularExpression),
+              let port = Int(url[address].split(separator: ":")[1]), let token = url.range(of: "?token=")?.upperBound else {
+            throw CLIFailure("no live page URL on stderr: \(process.stderrSoFar)")
+        }
+        return (url, port, String(url[token...]))
     }
 
     /// A connection to `path` (the event stream by default) with its GET sent; nil when it

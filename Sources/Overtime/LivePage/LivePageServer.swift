@@ -256,21 +256,7 @@ enum LogTail {
 
     /// The last `count` lines of `path`; nil when it cannot be read.
     static func lines(ofFile path: String, last count: Int) -> [UInt8]? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var info = stat()
-        guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return nil }
-        let size = Int(info.st_size)
-        let start = max(0, size - maxBytes)
-        var bytes = [UInt8](repeating: 0, count: size - start)
-        var done = 0
-        while done < bytes.count {
-            let wanted = bytes.count - done, at = done
-            let got = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + at, wanted, off_t(start + at)) }
-            if got > 0 { done += got } else if got < 0 && errno == EINTR { continue } else { break }
-        }
-        bytes.removeLast(bytes.count - done)
+        guard let bytes = Descriptors.readFileTail(path, limit: maxBytes) else { return nil }
         guard count > 0 else { return [] }
         var newlines = 0
         var index = bytes.endIndex

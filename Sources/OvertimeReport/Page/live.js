@@ -383,20 +383,20 @@ function fillTask(slot, task) {
   slot.note.classList.toggle("failed", task.noteFailed);
   const live = LIVE_STATES[task.state];
   slot.buttons.extend.hidden = !live; slot.buttons.revoke.hidden = !live;
-  slot.buttons.cancel.hidden = !(live || task.state === "waiting" || task.state === "retrying");
+  slot.buttons.cancel.hidden = ended(task.state);
 }
 function fillGroup(slot, group) {
   const c = slot.cells;
   const counts = groupCounts(group);
-  let total = 0, ended = 0;
-  Object.keys(counts).forEach(function (s) { total += counts[s]; if (!LIVE_STATES[s] && s !== "waiting" && s !== "retrying") ended += counts[s]; });
+  let total = 0, done = 0;
+  Object.keys(counts).forEach(function (s) { total += counts[s]; if (ended(s)) done += counts[s]; });
   setText(c.name, (group.open ? "▾ " : "▸ ") + shown(group.name) + " (" + total + ")");
   const grave = ["failed", "killed", "oom", "cancelled", "cancelling", "running", "waiting", "skipped", "succeeded"].find(function (s) { return counts[s]; });
   setStyle(slot.swatch, "background", STATE_COLOR[grave] || COLORS.waiting);
   setText(slot.stateWord, countsText(counts));
-  setStyle(slot.fill, "width", total ? (ended / total * 100).toFixed(1) + "%" : "0%");
+  setStyle(slot.fill, "width", total ? (done / total * 100).toFixed(1) + "%" : "0%");
   setStyle(slot.fill, "background", COLORS.succeeded);
-  setText(slot.label, ended + "/" + total + " ended");
+  setText(slot.label, done + "/" + total + " ended");
   ["rate", "remaining", "memory", "attempts", "phase"].forEach(function (k) { setText(c[k], ""); });
   setTitle(c.memory, "");
   setText(slot.reasonText, shown(group.reason || ""));
