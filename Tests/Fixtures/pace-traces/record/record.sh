@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Records the recorded pace traces of ../ (README.md there): each job runs in the
 # frameworks' venv (scripts/frameworks-venv) with this checkout's worker library on
-# PYTHONPATH (its bridges report the frameworks' loops, as under `overtime run`), its
-# channel tapped by tap.py.
+# PYTHONPATH (its bridges report the frameworks' loops, as under `overtime run`), with the
+# frameworks tests' tiny.py beside it, its channel tapped by tap.py.
 #
 #   Tests/Fixtures/pace-traces/record/record.sh
 set -euo pipefail
@@ -15,7 +15,7 @@ trap 'rm -rf "$work"' EXIT
 record() {
   local name=$1 how=$2 script=$3
   mkdir -p "$work/$name"
-  PYTHONPATH="$root/workers/python" PYTHONUNBUFFERED=1 OMP_NUM_THREADS=1 \
+  PYTHONPATH="$root/workers/python:$root/workers/python/tests/frameworks/jobs" PYTHONUNBUFFERED=1 OMP_NUM_THREADS=1 \
     "$python" "$here/tap.py" "$name" "$how" "$python" "$here/$script" "$work/$name" >"$here/../$name.jsonl"
 }
 

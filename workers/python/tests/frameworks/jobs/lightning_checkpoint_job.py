@@ -11,51 +11,25 @@ import os
 import time
 
 import lightning as L
-import torch
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader
 
-
-class Slow(Dataset):
-    def __init__(self, size):
-        self.size = size
-
-    def __len__(self):
-        return self.size
-
-    def __getitem__(self, index):
-        time.sleep(0.005)
-        x = torch.rand(8)
-        return x, x.sum(dim=0, keepdim=True)
+from tiny import Slow, Tiny
 
 
 validation_sleep = float(os.environ.get("VALIDATION_SLEEP", "0"))
 hang_at_step = int(os.environ.get("HANG_AT_STEP", "-1"))
 
 
-class Tiny(L.LightningModule):
-    def __init__(self):
-        super().__init__()
-        self.layer = torch.nn.Linear(8, 1)
-
-    def step(self, batch):
-        x, y = batch
-        return torch.nn.functional.mse_loss(self.layer(x), y)
-
+class Hanging(Tiny):
     def training_step(self, batch, batch_idx):
         if self.trainer.global_step == hang_at_step:
             print("hanging at step {}".format(hang_at_step), flush=True)
             time.sleep(60)
-        return self.step(batch)
+        return super().training_step(batch, batch_idx)
 
     def validation_step(self, batch, batch_idx):
         time.sleep(validation_sleep)
-        self.log("val_loss", self.step(batch))
-
-    def test_step(self, batch, batch_idx):
-        self.log("test_loss", self.step(batch))
-
-    def configure_optimizers(self):
-        return torch.optim.SGD(self.parameters(), lr=0.01)
+        super().validation_step(batch, batch_idx)
 
 
 advised = None
@@ -66,9 +40,9 @@ trainer = L.Trainer(max_epochs=int(os.environ.get("MAX_EPOCHS", "2")), enable_pr
                     enable_model_summary=False, logger=False, accelerator="cpu", devices=1, num_sanity_val_steps=2)
 train_items = 4 * int(os.environ.get("EPOCH_BATCHES", "10"))
 validation_items = 4 * int(os.environ.get("VALIDATION_BATCHES", "4"))
-trainer.fit(Tiny(), DataLoader(Slow(train_items), batch_size=4), DataLoader(Slow(validation_items), batch_size=4))
+trainer.fit(Hanging(), DataLoader(Slow(train_items, 0.005), batch_size=4), DataLoader(Slow(validation_items, 0.005), batch_size=4))
 print("fit ended at epoch {} step {}".format(trainer.current_epoch, trainer.global_step), flush=True)
 if advised is not None:
     print("advice checkpoint {}".format(advised.path), flush=True)
-trainer.test(trainer.lightning_module, DataLoader(Slow(16), batch_size=4), verbose=False)
+trainer.test(trainer.lightning_module, DataLoader(Slow(16, 0.005), batch_size=4), verbose=False)
 print("job done", flush=True)

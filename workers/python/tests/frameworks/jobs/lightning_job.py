@@ -9,49 +9,19 @@ import os
 import time
 
 import lightning as L
-import torch
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader
+
+from tiny import Slow, Tiny
 
 until = float(os.environ["JOB_UNTIL"])
 
 
-class Slow(Dataset):
-    def __init__(self, size):
-        self.size = size
-
-    def __len__(self):
-        return self.size
-
-    def __getitem__(self, index):
-        time.sleep(0.005)
-        x = torch.rand(8)
-        return x, x.sum(dim=0, keepdim=True)
-
-
-class Tiny(L.LightningModule):
-    def __init__(self):
-        super().__init__()
-        self.layer = torch.nn.Linear(8, 1)
-
-    def step(self, batch):
-        x, y = batch
-        return torch.nn.functional.mse_loss(self.layer(x), y)
-
+class StopsAtJobUntil(Tiny):
     def training_step(self, batch, batch_idx):
-        loss = self.step(batch)
-        self.log("loss", loss, prog_bar=True)
+        loss = super().training_step(batch, batch_idx)
         if time.time() >= until:
             self.trainer.should_stop = True
         return loss
-
-    def validation_step(self, batch, batch_idx):
-        self.log("val_loss", self.step(batch))
-
-    def test_step(self, batch, batch_idx):
-        self.log("test_loss", self.step(batch))
-
-    def configure_optimizers(self):
-        return torch.optim.SGD(self.parameters(), lr=0.01)
 
 
 bar = os.environ.get("LIGHTNING_BAR", "none")
@@ -59,6 +29,6 @@ callbacks = [] if bar == "none" else [L.pytorch.callbacks.TQDMProgressBar(refres
 trainer = L.Trainer(max_epochs=10000, enable_progress_bar=bar != "none", callbacks=callbacks, enable_model_summary=False,
                     logger=False, enable_checkpointing=False, accelerator="cpu", devices=1)
 train_items = 4 * int(os.environ.get("EPOCH_BATCHES", "40"))
-trainer.fit(Tiny(), DataLoader(Slow(train_items), batch_size=4), DataLoader(Slow(200), batch_size=4))
-trainer.test(trainer.lightning_module, DataLoader(Slow(40), batch_size=4))
+trainer.fit(StopsAtJobUntil(), DataLoader(Slow(train_items, 0.005), batch_size=4), DataLoader(Slow(200, 0.005), batch_size=4))
+trainer.test(trainer.lightning_module, DataLoader(Slow(40, 0.005), batch_size=4))
 print("job done", flush=True)
